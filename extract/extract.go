@@ -1,0 +1,102 @@
+// Package extract turns what a user said into proposed operations on facts,
+// and holds the other model-shaped hooks of memor: the Judge that decides the
+// cardinality of an unknown predicate and the Reranker that reorders query
+// results.
+//
+// Extractors only propose. Every operation carries a verbatim quote from the
+// episode text; the engine's resolver rejects an operation whose quote is not
+// in the text, and it alone changes state.
+package extract
+
+import (
+	"context"
+	"time"
+)
+
+// Kind says what an Op proposes. Values are stored in episodes; do not
+// change them.
+type Kind uint8
+
+const (
+	// Assert proposes that Subject Predicate Object holds from ValidFrom on.
+	Assert Kind = 1
+	// End proposes that a value stopped holding at ValidFrom ("I quit",
+	// "I no longer play the violin"). An empty Object ends every open value
+	// of the slot.
+	End Kind = 2
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Assert:
+		return "assert"
+	case End:
+		return "end"
+	}
+	return "unknown"
+}
+
+// Op is one proposed operation.
+type Op struct {
+	Kind      Kind   `json:"kind"`
+	Subject   string `json:"subject"`
+	Predicate string `json:"predicate"`
+	Object    string `json:"object,omitempty"`
+	// Context separates values that coexist (prod / staging, work / home).
+	Context string `json:"context,omitempty"`
+	// ValidFrom is when the proposition became true (for End: when it
+	// stopped). Zero means the episode's time.
+	ValidFrom time.Time `json:"valid_from,omitzero"`
+	// Confidence in (0, 1]; zero means 1.
+	Confidence float64 `json:"confidence,omitempty"`
+	// Quote is the verbatim span of the episode text the op comes from.
+	Quote string `json:"quote"`
+}
+
+// Extractor proposes operations for one episode. text has had fenced recall
+// removed; at is when the episode was said, against which relative times
+// ("last month") resolve. Implementations must be safe for concurrent use;
+// a deterministic extractor makes Rebuild reproduce the same facts.
+type Extractor interface {
+	Extract(ctx context.Context, text string, at time.Time) ([]Op, error)
+}
+
+// ExtractorFunc adapts a function to Extractor.
+type ExtractorFunc func(ctx context.Context, text string, at time.Time) ([]Op, error)
+
+// Extract calls f.
+func (f ExtractorFunc) Extract(ctx context.Context, text string, at time.Time) ([]Op, error) {
+	return f(ctx, text, at)
+}
+
+// Verdict is a Judge's answer about a predicate's cardinality.
+type Verdict uint8
+
+const (
+	// Replace: a new value replaces the old one (cardinality One).
+	Replace Verdict = 1
+	// Append: values accumulate (cardinality Many).
+	Append Verdict = 2
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Replace:
+		return "replace"
+	case Append:
+		return "append"
+	}
+	return "unknown"
+}
+
+// Judge decides whether a predicate memor does not know replaces or appends.
+// The engine caches each verdict durably so that replays are deterministic.
+type Judge interface {
+	Judge(ctx context.Context, predicate string, examples []string) (Verdict, error)
+}
+
+// Reranker scores every candidate against the query in one call; a higher
+// score ranks first. It returns one score per doc, in order.
+type Reranker interface {
+	Rerank(ctx context.Context, query string, docs []string) ([]float64, error)
+}

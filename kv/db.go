@@ -1,0 +1,313 @@
+package kv
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// FormatVersion is the on-disk format this build writes. Bump it (and add a
+// migration to [Open]) whenever the meaning of stored bytes changes.
+const FormatVersion uint32 = 1
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	ErrNotFound      = errors.New("kv: not found")
+	ErrFormatTooNew  = errors.New("kv: store was written by a newer memor (format version too new)")
+	ErrCorrupt       = errors.New("kv: store is corrupt")
+	ErrClosed        = errors.New("kv: store is closed")
+	ErrReadOnlyStore = errors.New("kv: store folder is not writable")
+)
+
+var formatKey = []byte{TagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+
+// Options configures Open.
+type Options struct {
+	// NoSync makes commits return before the write-ahead log is synced.
+	// Faster for bulk import; a crash may lose the last writes.
+	NoSync bool
+	// CacheSize is the block cache size in bytes (default 64 MiB).
+	CacheSize int64
+	// Logger receives Pebble's log lines at debug level; nil discards them.
+	Logger *slog.Logger
+}
+
+// DB is a Pebble store with memor's format. Safe for concurrent use.
+type DB struct {
+	p      *pebble.DB
+	noSync bool
+}
+
+// Open opens (creating if needed) the store in dir and checks its format.
+func Open(dir string, o Options) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("kv: create %s: %w", dir, err)
+	}
+	if err := probeWritable(dir); err != nil {
+		return nil, err
+	}
+	po := &pebble.Options{Logger: quietLogger{o.Logger}}
+	if o.CacheSize > 0 {
+		c := pebble.NewCache(o.CacheSize)
+		defer c.Unref()
+		po.Cache = c
+	}
+	p, err := openPebble(dir, po)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{p: p, noSync: o.NoSync}
+	if err := db.checkFormat(); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// openPebble opens Pebble, turning its panics on corrupt files into errors.
+func openPebble(dir string, po *pebble.Options) (p *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("%w: %v", ErrCorrupt, r)
+		}
+	}()
+	p, err = pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %v", ErrCorrupt, dir, err)
+	}
+	return p, nil
+}
+
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".memor-probe-*")
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrReadOnlyStore, dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+func (db *DB) checkFormat() error {
+	v, err := db.Get(formatKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		empty, err := db.isEmpty()
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return fmt.Errorf("%w: data present but no format version", ErrCorrupt)
+		}
+		return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync)
+	case err != nil:
+		return err
+	}
+	if len(v) != 4 {
+		return fmt.Errorf("%w: format version is %d bytes", ErrCorrupt, len(v))
+	}
+	got := binary.BigEndian.Uint32(v)
+	if got > FormatVersion {
+		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
+	}
+	// Older formats would be migrated here; version 1 is the first.
+	return nil
+}
+
+func (db *DB) isEmpty() (bool, error) {
+	it, err := db.p.NewIter(nil)
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	return !it.First(), it.Error()
+}
+
+// SetFormatVersionForTest overwrites the stored format version. Tests use it
+// to fake a store written by a newer build.
+func (db *DB) SetFormatVersionForTest(v uint32) error {
+	return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, v), pebble.Sync)
+}
+
+// Close flushes and closes the store.
+func (db *DB) Close() error { return db.p.Close() }
+
+// Get returns a copy of the value at key, or ErrNotFound.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	v, c, err := db.p.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kv: get: %w", err)
+	}
+	out := append([]byte(nil), v...)
+	return out, c.Close()
+}
+
+// Scan calls fn for every key with the given prefix, in key order. k and v
+// are valid only during the call. Returning an error from fn stops the scan
+// and returns that error. ctx is checked every 256 keys.
+func (db *DB) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	return scan(ctx, db.p.NewIter, prefix, PrefixEnd(prefix), fn)
+}
+
+// ScanRange is Scan over [lo, hi).
+func (db *DB) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte) error) error {
+	return scan(ctx, db.p.NewIter, lo, hi, fn)
+}
+
+func scan(ctx context.Context, newIter func(*pebble.IterOptions) (*pebble.Iterator, error), lo, hi []byte, fn func(k, v []byte) error) error {
+	it, err := newIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("kv: iter: %w", err)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n++; n&255 == 0 {
+			if err := ctx.Err(); err != nil {
+				_ = it.Close()
+				return err
+			}
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("kv: value: %w", err)
+		}
+		if err := fn(it.Key(), v); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return fmt.Errorf("kv: iter: %w", err)
+	}
+	return it.Close()
+}
+
+// NewBatch returns an indexed batch: reads through it see its own writes
+// on top of the committed store.
+func (db *DB) NewBatch() *Batch { return &Batch{b: db.p.NewIndexedBatch(), db: db} }
+
+// DeleteRange deletes [lo, hi) durably.
+func (db *DB) DeleteRange(lo, hi []byte) error {
+	return db.p.DeleteRange(lo, hi, pebble.Sync)
+}
+
+// Compact forces a compaction of [lo, hi) so that deleted data is dropped
+// from table files. It flushes the memtable first.
+func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
+	if err := db.p.Flush(); err != nil {
+		return fmt.Errorf("kv: flush: %w", err)
+	}
+	if err := db.p.Compact(ctx, lo, hi, true); err != nil {
+		return fmt.Errorf("kv: compact: %w", err)
+	}
+	return nil
+}
+
+// Flush writes the memtable to table files.
+func (db *DB) Flush() error { return db.p.Flush() }
+
+// SyncWAL makes every previously committed write durable (used after a
+// NoSync bulk import).
+func (db *DB) SyncWAL() error {
+	return db.p.LogData(nil, pebble.Sync)
+}
+
+// Reader is what the index packages read through: the store or a batch.
+type Reader interface {
+	Get(key []byte) ([]byte, error)
+	Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error
+}
+
+// Writer is what the index packages write through: a batch.
+type Writer interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// Batch is a set of writes that commit atomically. Not safe for concurrent
+// use.
+type Batch struct {
+	b  *pebble.Batch
+	db *DB
+}
+
+// Set writes key = value (both are copied).
+func (b *Batch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
+
+// Delete removes key.
+func (b *Batch) Delete(key []byte) error { return b.b.Delete(key, nil) }
+
+// DeleteRange removes [lo, hi).
+func (b *Batch) DeleteRange(lo, hi []byte) error { return b.b.DeleteRange(lo, hi, nil) }
+
+// Get reads key through the batch.
+func (b *Batch) Get(key []byte) ([]byte, error) {
+	v, c, err := b.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kv: get: %w", err)
+	}
+	out := append([]byte(nil), v...)
+	return out, c.Close()
+}
+
+// Scan is DB.Scan through the batch.
+func (b *Batch) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	return scan(ctx, b.b.NewIter, prefix, PrefixEnd(prefix), fn)
+}
+
+// ScanRange is DB.ScanRange through the batch.
+func (b *Batch) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte) error) error {
+	return scan(ctx, b.b.NewIter, lo, hi, fn)
+}
+
+// Len is the number of bytes the batch holds.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// Empty reports whether the batch holds no writes.
+func (b *Batch) Empty() bool { return b.b.Empty() }
+
+// Commit applies the batch atomically, syncing the log unless the store was
+// opened with NoSync. Concurrent syncing commits share one fsync (Pebble's
+// commit pipeline groups them).
+func (b *Batch) Commit() error {
+	wo := pebble.Sync
+	if b.db.noSync {
+		wo = pebble.NoSync
+	}
+	if err := b.b.Commit(wo); err != nil {
+		return fmt.Errorf("kv: commit: %w", err)
+	}
+	return nil
+}
+
+// Close releases the batch; uncommitted writes are discarded.
+func (b *Batch) Close() error { return b.b.Close() }
+
+type quietLogger struct{ l *slog.Logger }
+
+func (q quietLogger) Infof(format string, args ...any) {
+	if q.l != nil {
+		q.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+	}
+}
+func (q quietLogger) Errorf(format string, args ...any) {
+	if q.l != nil {
+		q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	}
+}
+func (q quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

@@ -1,0 +1,41 @@
+// Package kv owns memor's use of Pebble: the byte layout of every key, batches
+// that commit atomically, bounded iteration, and the on-disk format version.
+//
+// # Key layout
+//
+// Every key starts with a one-byte keyspace tag. The tags below are part of
+// the file format; do not change or reuse them.
+//
+//	'M' name                          global metadata (format version, clock)
+//	'U' esc(user)                     user registry: one key per user that has data
+//	'J' esc(predicate)                cached judge verdicts (replace / append)
+//	'u' esc(user) sub ...             everything owned by one user
+//
+// Inside a user's keyspace the next byte is a sub-tag ([Sub]) naming what
+// follows. The engine and the index packages own the layout after the
+// sub-tag; they build it with the Append helpers of this package.
+//
+// # Component encoding
+//
+// Variable-length components (user IDs, subjects, predicates, objects) are
+// escaped so that the encoding is order-preserving and prefix-free: every
+// 0x00 byte becomes 0x00 0xFF and the component ends with 0x00 0x01. So the
+// encoded form of user "a" is never a prefix of the encoded form of "ab", "a/"
+// or "a\x00", for any bytes at all, and one user's prefix scan can never
+// reach another user's keys. Integers are fixed-width big-endian; instants
+// are int64 Unix nanoseconds with the sign bit flipped so that they sort in
+// time order ([AppendTime]).
+//
+// # Invariants
+//
+//  1. A user's data lives only under [UserRoot](user); Forget is one
+//     range deletion of [PrefixEnd] bounds.
+//  2. A [Batch] commits all of its writes or none of them.
+//  3. Opening a store whose format version is newer than [FormatVersion]
+//     fails with [ErrFormatTooNew] and writes nothing.
+//
+// # Concurrency
+//
+// A [DB] is safe for concurrent use. A [Batch] is not: one goroutine builds
+// and commits it.
+package kv

@@ -1,0 +1,220 @@
+package kv
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Keyspace tags. Part of the file format; do not change.
+const (
+	TagMeta     byte = 'M'
+	TagUserList byte = 'U'
+	TagJudge    byte = 'J'
+	TagUser     byte = 'u'
+)
+
+// Sub is a sub-tag inside a user's keyspace. Values are part of the file
+// format; do not change or reuse them.
+type Sub byte
+
+const (
+	SubMeta       Sub = 'm' // per-user counters
+	SubEpisode    Sub = 'e' // seq → episode record (the source of truth)
+	SubEpState    Sub = 's' // seq → episode processing state (applied / failed)
+	SubClaim      Sub = 'c' // slot, validFrom, claim ID → claim (assertions and ends)
+	SubFactIndex  Sub = 'i' // fact ID → slot key of the claim
+	SubLive       Sub = 'v' // slot, validFrom, fact ID, recordedAt → live version
+	SubHistory    Sub = 'h' // same suffix as SubLive → expired version
+	SubArchive    Sub = 'a' // same suffix as SubLive → pruned (archived) version
+	SubDoc        Sub = 'd' // doc ID → key of the version or episode it names
+	SubLog        Sub = 'r' // log seq → resolution-log entry
+	SubCorrection Sub = 'x' // fact ID → correction record
+	SubBM25       Sub = 'b' // owned by index/bm25
+	SubVector     Sub = 'n' // owned by index/hnsw
+	SubTemporal   Sub = 't' // owned by index/temporal
+	SubGraph      Sub = 'g' // owned by graph
+)
+
+const (
+	escByte   = 0x00
+	escEscape = 0xFF
+	escTerm   = 0x01
+)
+
+// AppendBytes appends the escaped, terminated encoding of s to dst.
+func AppendBytes(dst, s []byte) []byte {
+	for _, c := range s {
+		if c == escByte {
+			dst = append(dst, escByte, escEscape)
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, escByte, escTerm)
+}
+
+// AppendString is AppendBytes for a string.
+func AppendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == escByte {
+			dst = append(dst, escByte, escEscape)
+			continue
+		}
+		dst = append(dst, s[i])
+	}
+	return append(dst, escByte, escTerm)
+}
+
+// AppendUint64 appends v as 8 big-endian bytes.
+func AppendUint64(dst []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(dst, v) }
+
+// AppendUint32 appends v as 4 big-endian bytes.
+func AppendUint32(dst []byte, v uint32) []byte { return binary.BigEndian.AppendUint32(dst, v) }
+
+// AppendInt64 appends v so that byte order equals numeric order.
+func AppendInt64(dst []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)^(1<<63))
+}
+
+// AppendTime appends t as order-preserving Unix nanoseconds. The zero time
+// encodes as the largest instant, so an open interval end sorts last.
+func AppendTime(dst []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return AppendInt64(dst, math.MaxInt64)
+	}
+	return AppendInt64(dst, t.UnixNano())
+}
+
+// UserKey returns 'u' esc(user) sub, the prefix of one sub-keyspace of user.
+func UserKey(user string, sub Sub) []byte {
+	k := make([]byte, 0, len(user)+4+16)
+	k = append(k, TagUser)
+	k = AppendString(k, user)
+	return append(k, byte(sub))
+}
+
+// UserRoot returns 'u' esc(user): the prefix of all of a user's keys.
+func UserRoot(user string) []byte {
+	k := make([]byte, 0, len(user)+3)
+	k = append(k, TagUser)
+	return AppendString(k, user)
+}
+
+// PrefixEnd returns the smallest key greater than every key with prefix p,
+// or nil when there is none (p is all 0xFF).
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// Decoder reads components back out of a key, in the order they were
+// appended. The first malformed component sets Err and every later read
+// returns a zero value.
+type Decoder struct {
+	b   []byte
+	Err error
+}
+
+// NewDecoder returns a decoder over b.
+func NewDecoder(b []byte) *Decoder { return &Decoder{b: b} }
+
+// Rest returns the bytes not yet decoded.
+func (d *Decoder) Rest() []byte { return d.b }
+
+func (d *Decoder) fail(what string) {
+	if d.Err == nil {
+		d.Err = fmt.Errorf("kv: malformed key: %s", what)
+	}
+	d.b = nil
+}
+
+// Byte reads one raw byte (a tag).
+func (d *Decoder) Byte() byte {
+	if d.Err != nil || len(d.b) < 1 {
+		d.fail("short tag")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+// Bytes reads one escaped component.
+func (d *Decoder) Bytes() []byte {
+	if d.Err != nil {
+		return nil
+	}
+	var out []byte
+	for i := 0; i < len(d.b); i++ {
+		c := d.b[i]
+		if c != escByte {
+			out = append(out, c)
+			continue
+		}
+		if i+1 >= len(d.b) {
+			d.fail("dangling escape")
+			return nil
+		}
+		switch d.b[i+1] {
+		case escEscape:
+			out = append(out, escByte)
+			i++
+		case escTerm:
+			d.b = d.b[i+2:]
+			if out == nil {
+				out = []byte{}
+			}
+			return out
+		default:
+			d.fail("bad escape")
+			return nil
+		}
+	}
+	d.fail("unterminated component")
+	return nil
+}
+
+// String reads one escaped component as a string.
+func (d *Decoder) String() string { return string(d.Bytes()) }
+
+// Uint64 reads 8 big-endian bytes.
+func (d *Decoder) Uint64() uint64 {
+	if d.Err != nil || len(d.b) < 8 {
+		d.fail("short uint64")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+// Uint32 reads 4 big-endian bytes.
+func (d *Decoder) Uint32() uint32 {
+	if d.Err != nil || len(d.b) < 4 {
+		d.fail("short uint32")
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+// Int64 reads a value written by AppendInt64.
+func (d *Decoder) Int64() int64 { return int64(d.Uint64() ^ (1 << 63)) }
+
+// Time reads a value written by AppendTime.
+func (d *Decoder) Time() time.Time {
+	n := d.Int64()
+	if d.Err != nil || n == math.MaxInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
