@@ -1,0 +1,397 @@
+package bm25
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memor-db/memor/kv"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrCorrupt reports persisted bytes that are not a valid index.
+	ErrCorrupt = errors.New("bm25: corrupt index data")
+	// ErrMismatch reports a difference between the in-memory index and the
+	// store, found by [Index.Check].
+	ErrMismatch = errors.New("bm25: index differs from the store")
+	// ErrTooLong reports a document with more than 2³²−1 terms.
+	ErrTooLong = errors.New("bm25: document too long")
+)
+
+// Default BM25 parameters. They are the values of Robertson & Zaragoza, "The
+// Probabilistic Relevance Framework: BM25 and Beyond", Foundations and
+// Trends in IR 3(4), 2009, §3.4 (k1 in [1.2, 2], b = 0.75), and the defaults
+// of Lucene's BM25Similarity, Elasticsearch and bleve (search/util.go).
+const (
+	DefaultK1 = 1.2
+	DefaultB  = 0.75
+)
+
+// Options tunes BM25 scoring. The zero value selects the defaults.
+type Options struct {
+	// K1 controls term-frequency saturation: the larger, the more a repeated
+	// term adds. Zero, negative, NaN or infinite selects [DefaultK1].
+	K1 float64
+	// B controls document-length normalisation, from 0 (none) to 1 (full).
+	// Zero or anything outside (0, 1] selects [DefaultB]; pass a tiny
+	// positive value such as 1e-9 to all but disable normalisation.
+	B float64
+}
+
+func (o Options) withDefaults() Options {
+	if !(o.K1 > 0) || math.IsInf(o.K1, 0) {
+		o.K1 = DefaultK1
+	}
+	if !(o.B > 0 && o.B <= 1) {
+		o.B = DefaultB
+	}
+	return o
+}
+
+// posting is one term's postings list: the documents that contain the term
+// and, aligned with them in ascending document order, its frequency in each
+// (tfs[i] belongs to the i-th smallest document of docs).
+type posting struct {
+	docs *roaring.Bitmap
+	tfs  []uint32
+}
+
+func (p *posting) insert(doc, tf uint32) {
+	if p.docs.IsEmpty() || doc > p.docs.Maximum() {
+		// Documents mostly arrive in ID order: appending is the fast path.
+		p.docs.Add(doc)
+		p.tfs = append(p.tfs, tf)
+		return
+	}
+	i := p.docs.Rank(doc) // doc is absent: the count of smaller documents
+	p.docs.Add(doc)
+	p.tfs = slices.Insert(p.tfs, int(i), tf)
+}
+
+func (p *posting) remove(doc uint32) {
+	i := int(p.docs.Rank(doc)) - 1
+	p.docs.Remove(doc)
+	p.tfs = slices.Delete(p.tfs, i, i+1)
+}
+
+// term is a dictionary entry; a freed entry has docs == nil.
+type term struct {
+	text string
+	posting
+}
+
+// termRef is one distinct term of a document, by dictionary ID.
+type termRef struct{ id, tf uint32 }
+
+// Documents are kept in pages of pageSize so that sparse IDs cost a page, not
+// a slot for every smaller ID, and a length lookup is two loads.
+const (
+	pageShift = 10
+	pageSize  = 1 << pageShift
+	pageMask  = pageSize - 1
+)
+
+type docPage struct {
+	lens  [pageSize]uint32
+	terms [pageSize][]termRef // sorted by id
+}
+
+// Index is one user's BM25 full-text index, held in memory and persisted as
+// one record per document (see the package documentation).
+//
+// An Index is safe for concurrent use: searches run in parallel, Add and
+// Delete take an exclusive lock for the in-memory update only. The
+// [kv.Writer] passed to Add and Delete is used by that call alone, so
+// callers must not share one batch between concurrent calls.
+type Index struct {
+	prefix []byte
+	k1, b  float64
+
+	mu    sync.RWMutex
+	ids   map[string]uint32
+	terms []term
+	free  []uint32 // freed term IDs, reused before growing terms
+	pages []*docPage
+	live  *roaring.Bitmap
+	total uint64 // sum of document lengths
+
+	pool sync.Pool // *scratch
+}
+
+// New returns an empty index whose keys start with prefix (copied).
+func New(prefix []byte, o Options) *Index {
+	o = o.withDefaults()
+	ix := &Index{
+		prefix: bytes.Clone(prefix),
+		k1:     o.K1,
+		b:      o.B,
+		ids:    map[string]uint32{},
+		live:   roaring.New(),
+	}
+	ix.pool.New = func() any { return new(scratch) }
+	return ix
+}
+
+// Options returns the parameters in force, defaults filled in.
+func (ix *Index) Options() Options { return Options{K1: ix.k1, B: ix.b} }
+
+// Len returns the number of documents in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return int(ix.live.GetCardinality())
+}
+
+// scratch holds the per-call buffers of Add and Search, pooled so that a
+// steady stream of calls allocates little.
+type scratch struct {
+	tok     tokenizer
+	arena   []byte  // token bytes, back to back
+	ends    []int   // end offset in arena of each token
+	order   []int   // token indexes, sorted by token bytes
+	counts  []count // distinct tokens and their frequency
+	key     []byte
+	val     []byte
+	refs    []termRef
+	acc     [window]float64
+	touched [window / 64]uint64
+	cursors []cursor
+	query   []qterm
+	heap    topK
+}
+
+// count is a distinct token of a text (a slice of scratch.arena).
+type count struct {
+	b  []byte
+	tf uint32
+}
+
+func (ix *Index) getScratch() *scratch  { return ix.pool.Get().(*scratch) }
+func (ix *Index) putScratch(s *scratch) { ix.pool.Put(s) }
+
+// analyze tokenizes text into s.counts: its distinct terms in byte order
+// with their frequencies. It returns the document length (number of terms).
+func (s *scratch) analyze(text string) (uint64, error) {
+	s.arena, s.ends, s.order, s.counts = s.arena[:0], s.ends[:0], s.order[:0], s.counts[:0]
+	s.tok.run(text, func(t []byte) {
+		s.arena = append(s.arena, t...)
+		s.ends = append(s.ends, len(s.arena))
+	})
+	tok := func(i int) []byte {
+		start := 0
+		if i > 0 {
+			start = s.ends[i-1]
+		}
+		return s.arena[start:s.ends[i]]
+	}
+	for i := range s.ends {
+		s.order = append(s.order, i)
+	}
+	slices.SortFunc(s.order, func(a, b int) int { return bytes.Compare(tok(a), tok(b)) })
+	for _, i := range s.order {
+		t := tok(i)
+		if n := len(s.counts); n > 0 && bytes.Equal(s.counts[n-1].b, t) {
+			if s.counts[n-1].tf == math.MaxUint32 {
+				return 0, ErrTooLong
+			}
+			s.counts[n-1].tf++
+			continue
+		}
+		s.counts = append(s.counts, count{t, 1})
+	}
+	if uint64(len(s.ends)) > math.MaxUint32 {
+		return 0, ErrTooLong
+	}
+	return uint64(len(s.ends)), nil
+}
+
+// Add indexes text as document doc, replacing what doc held before, and
+// writes the document's record to w. The in-memory index changes only if the
+// write succeeds.
+func (ix *Index) Add(w kv.Writer, doc uint32, text string) error {
+	s := ix.getScratch()
+	defer ix.putScratch(s)
+	length, err := s.analyze(text)
+	if err != nil {
+		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
+	}
+	s.key = appendDocKey(s.key[:0], ix.prefix, doc)
+	s.val = appendCountsRecord(s.val[:0], uint32(length), s.counts)
+	if err := w.Set(s.key, s.val); err != nil {
+		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.live.Contains(doc) {
+		ix.removeLocked(doc)
+	}
+	refs := make([]termRef, len(s.counts))
+	for i, c := range s.counts {
+		id, ok := ix.ids[string(c.b)]
+		if !ok {
+			id = ix.newTermLocked(string(c.b))
+		}
+		refs[i] = termRef{id, c.tf}
+	}
+	ix.insertLocked(doc, uint32(length), refs)
+	return nil
+}
+
+// appendCountsRecord is appendRecord over scratch counts, avoiding the
+// string conversions.
+func appendCountsRecord(dst []byte, length uint32, counts []count) []byte {
+	dst = append(dst, recordVersion)
+	dst = binary.AppendUvarint(dst, uint64(length))
+	dst = binary.AppendUvarint(dst, uint64(len(counts)))
+	for _, c := range counts {
+		dst = binary.AppendUvarint(dst, uint64(len(c.b)))
+		dst = append(dst, c.b...)
+		dst = binary.AppendUvarint(dst, uint64(c.tf))
+	}
+	return dst
+}
+
+func (ix *Index) newTermLocked(text string) uint32 {
+	p := posting{docs: roaring.New()}
+	if n := len(ix.free); n > 0 {
+		id := ix.free[n-1]
+		ix.free = ix.free[:n-1]
+		ix.terms[id] = term{text, p}
+		ix.ids[text] = id
+		return id
+	}
+	id := uint32(len(ix.terms))
+	ix.terms = append(ix.terms, term{text, p})
+	ix.ids[text] = id
+	return id
+}
+
+// insertLocked adds an absent document; refs become owned by the index.
+func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
+	slices.SortFunc(refs, func(a, b termRef) int { return cmpUint32(a.id, b.id) })
+	for _, r := range refs {
+		ix.terms[r.id].insert(doc, r.tf)
+	}
+	p := ix.pageLocked(doc)
+	p.lens[doc&pageMask] = length
+	p.terms[doc&pageMask] = refs
+	ix.live.Add(doc)
+	ix.total += uint64(length)
+}
+
+func cmpUint32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (ix *Index) pageLocked(doc uint32) *docPage {
+	pi := int(doc >> pageShift)
+	if pi >= len(ix.pages) {
+		ix.pages = append(ix.pages, make([]*docPage, pi+1-len(ix.pages))...)
+	}
+	if ix.pages[pi] == nil {
+		ix.pages[pi] = new(docPage)
+	}
+	return ix.pages[pi]
+}
+
+// docLen returns the length of a live document.
+func (ix *Index) docLen(doc uint32) uint32 {
+	return ix.pages[doc>>pageShift].lens[doc&pageMask]
+}
+
+// docTerms returns the terms of a live document.
+func (ix *Index) docTerms(doc uint32) []termRef {
+	return ix.pages[doc>>pageShift].terms[doc&pageMask]
+}
+
+// removeLocked removes a live document from memory.
+func (ix *Index) removeLocked(doc uint32) {
+	p := ix.pages[doc>>pageShift]
+	for _, r := range p.terms[doc&pageMask] {
+		t := &ix.terms[r.id]
+		t.remove(doc)
+		if t.docs.IsEmpty() {
+			delete(ix.ids, t.text)
+			ix.terms[r.id] = term{}
+			ix.free = append(ix.free, r.id)
+		}
+	}
+	ix.total -= uint64(p.lens[doc&pageMask])
+	p.lens[doc&pageMask] = 0
+	p.terms[doc&pageMask] = nil
+	ix.live.Remove(doc)
+}
+
+// Delete removes document doc, deleting its record through w. Deleting an
+// absent document does nothing.
+func (ix *Index) Delete(w kv.Writer, doc uint32) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.live.Contains(doc) {
+		return nil
+	}
+	var key [64]byte
+	if err := w.Delete(appendDocKey(key[:0], ix.prefix, doc)); err != nil {
+		return fmt.Errorf("bm25: delete doc %d: %w", doc, err)
+	}
+	ix.removeLocked(doc)
+	return nil
+}
+
+// Load rebuilds an index from the records under prefix. Source text is not
+// needed: each record holds its document's terms and frequencies.
+func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, error) {
+	ix := New(prefix, o)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
+		doc, err := ix.parseKey(k)
+		if err != nil {
+			return err
+		}
+		length, terms, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("doc %d: %w", doc, err)
+		}
+		refs := make([]termRef, len(terms))
+		for i, t := range terms {
+			id, ok := ix.ids[t.term]
+			if !ok {
+				id = ix.newTermLocked(t.term)
+			}
+			refs[i] = termRef{id, t.tf}
+		}
+		// Keys come in document order, and each document once, so every
+		// posting insert is an append.
+		ix.insertLocked(doc, length, refs)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bm25: load: %w", err)
+	}
+	return ix, nil
+}
+
+// parseKey returns the document of a record key under the prefix.
+func (ix *Index) parseKey(k []byte) (uint32, error) {
+	rest, ok := bytes.CutPrefix(k, ix.prefix)
+	if !ok || len(rest) != 5 || rest[0] != tagDoc {
+		return 0, fmt.Errorf("%w: unexpected key %q", ErrCorrupt, k)
+	}
+	d := kv.NewDecoder(rest[1:])
+	return d.Uint32(), nil
+}

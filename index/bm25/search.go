@@ -1,0 +1,293 @@
+package bm25
+
+import (
+	"context"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// Hit is one search result.
+type Hit struct {
+	Doc   uint32
+	Score float64
+}
+
+// window is the width of the document-ID blocks that Search scores one at a
+// time (Lucene's BooleanScorer does the same): every query term's postings
+// in the block are added into a dense accumulator, then the touched slots
+// are offered to the top-k heap. The accumulator (32 KiB) stays in L1/L2.
+const window = 4096
+
+// qterm is one distinct query term found in the dictionary.
+type qterm struct {
+	id  uint32
+	idf float64
+	w   float64 // idf·(k1+1), the numerator factor
+}
+
+// idf is the BM25 inverse document frequency in Lucene's non-negative form,
+// log(1 + (N − df + 0.5)/(df + 0.5)), so that a term in more than half the
+// documents still adds a little instead of subtracting.
+func idf(n, df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
+
+// Search returns the k best documents for query by Okapi BM25, best first
+// (ties by ascending document). A query term counts once however often it
+// is repeated. When allow is non-nil only documents in it are scored, so the
+// result is the top k among the allowed documents, not a filtered top k.
+// Documents that match no query term are never returned. Statistics (N,
+// average length, document frequencies) are those of the whole index, so a
+// document's score does not depend on allow.
+func (ix *Index) Search(ctx context.Context, query string, k int, allow *roaring.Bitmap) ([]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	s := ix.getScratch()
+	defer ix.putScratch(s)
+	if _, err := s.analyze(query); err != nil {
+		return nil, err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := float64(ix.live.GetCardinality())
+	if n == 0 {
+		return nil, nil
+	}
+	s.query = s.query[:0]
+	var cost uint64
+	for _, c := range s.counts {
+		id, ok := ix.ids[string(c.b)]
+		if !ok {
+			continue
+		}
+		df := len(ix.terms[id].tfs)
+		f := idf(n, float64(df))
+		s.query = append(s.query, qterm{id: id, idf: f, w: f * (ix.k1 + 1)})
+		cost += uint64(df)
+	}
+	if len(s.query) == 0 {
+		return nil, nil
+	}
+	// Per document, tf·(k1+1)·idf / (tf + kA + kB·dl) with
+	// kA + kB·dl = k1·(1 − b + b·dl/avgdl).
+	avgdl := float64(ix.total) / n
+	kA := ix.k1 * (1 - ix.b)
+	kB := 0.0
+	if avgdl > 0 {
+		kB = ix.k1 * ix.b / avgdl
+	}
+	s.heap.reset(k)
+	var err error
+	if allow != nil && allow.GetCardinality()*uint64(len(s.query)+4) < cost {
+		// Few allowed documents: scoring each from its own term list beats
+		// walking the postings.
+		err = ix.scoreAllowed(ctx, s, allow, kA, kB)
+	} else {
+		err = ix.scorePostings(ctx, s, allow, kA, kB)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.heap.sorted(), nil
+}
+
+// cursor walks one term's postings in document order.
+type cursor struct {
+	it   roaring.ManyIntIterable
+	buf  []uint32
+	n    int // valid entries in buf
+	pos  int // current entry in buf
+	tfs  []uint32
+	ti   int // index into tfs of the current entry
+	w    float64
+	done bool
+}
+
+func (c *cursor) cur() uint32 { return c.buf[c.pos] }
+
+func (c *cursor) next() {
+	c.ti++
+	if c.pos++; c.pos < c.n {
+		return
+	}
+	c.n, c.pos = c.it.NextMany(c.buf), 0
+	c.done = c.n == 0
+}
+
+// scorePostings is the block-at-a-time scorer over all query postings.
+func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.Bitmap, kA, kB float64) error {
+	if cap(s.cursors) < len(s.query) {
+		s.cursors = make([]cursor, len(s.query))
+	}
+	cs := s.cursors[:len(s.query)]
+	for i, q := range s.query {
+		t := &ix.terms[q.id]
+		c := &cs[i]
+		if c.buf == nil {
+			c.buf = make([]uint32, 256)
+		}
+		c.it, c.tfs, c.w, c.ti = t.docs.ManyIterator(), t.tfs, q.w, -1
+		c.pos, c.n = 0, 0
+		c.next()
+	}
+	var allowIt roaring.IntPeekable
+	if allow != nil {
+		allowIt = allow.Iterator()
+	}
+	acc, touched := &s.acc, &s.touched
+	for blocks := 0; ; blocks++ {
+		if blocks&15 == 15 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		lo := uint64(math.MaxUint64)
+		for i := range cs {
+			if !cs[i].done {
+				lo = min(lo, uint64(cs[i].cur()))
+			}
+		}
+		if lo == math.MaxUint64 {
+			return nil
+		}
+		base := uint32(lo) &^ (window - 1)
+		end := uint64(base) + window
+		for i := range cs {
+			c := &cs[i]
+			for !c.done && uint64(c.cur()) < end {
+				d := c.cur()
+				tf := float64(c.tfs[c.ti])
+				dl := float64(ix.pages[d>>pageShift].lens[d&pageMask])
+				off := d - base
+				acc[off] += c.w * tf / (tf + kA + kB*dl)
+				touched[off>>6] |= 1 << (off & 63)
+				c.next()
+			}
+		}
+		for wi, word := range touched {
+			if word == 0 {
+				continue
+			}
+			touched[wi] = 0
+			for word != 0 {
+				off := uint32(wi<<6 | bits.TrailingZeros64(word))
+				word &= word - 1
+				score := acc[off]
+				acc[off] = 0
+				d := base + off
+				if allowIt != nil {
+					allowIt.AdvanceIfNeeded(d)
+					if !allowIt.HasNext() || allowIt.PeekNext() != d {
+						continue
+					}
+				}
+				s.heap.offer(d, score)
+			}
+		}
+	}
+}
+
+// scoreAllowed scores each allowed document from its term list.
+func (ix *Index) scoreAllowed(ctx context.Context, s *scratch, allow *roaring.Bitmap, kA, kB float64) error {
+	it := roaring.And(allow, ix.live).Iterator()
+	for i := 0; it.HasNext(); i++ {
+		if i&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		d := it.Next()
+		refs := ix.docTerms(d)
+		dl := float64(ix.docLen(d))
+		score, matched := 0.0, false
+		for _, q := range s.query { // query order, as scorePostings sums
+			j, ok := slices.BinarySearchFunc(refs, q.id, func(r termRef, id uint32) int { return cmpUint32(r.id, id) })
+			if !ok {
+				continue
+			}
+			tf := float64(refs[j].tf)
+			score += q.w * tf / (tf + kA + kB*dl)
+			matched = true
+		}
+		if matched {
+			s.heap.offer(d, score)
+		}
+	}
+	return nil
+}
+
+// topK keeps the k best hits seen, worst at the root.
+type topK struct {
+	k int
+	h []Hit
+}
+
+// worse orders hits for the heap: lower score, then higher document.
+func worse(a, b Hit) bool {
+	return a.Score < b.Score || (a.Score == b.Score && a.Doc > b.Doc)
+}
+
+func (t *topK) reset(k int) {
+	t.k = k
+	if cap(t.h) < k && k <= 1<<16 {
+		t.h = make([]Hit, 0, k)
+	}
+	t.h = t.h[:0]
+}
+
+func (t *topK) offer(doc uint32, score float64) {
+	x := Hit{doc, score}
+	h := t.h
+	if len(h) < t.k {
+		h = append(h, x)
+		for i := len(h) - 1; i > 0; { // sift up
+			p := (i - 1) / 2
+			if !worse(h[i], h[p]) {
+				break
+			}
+			h[i], h[p] = h[p], h[i]
+			i = p
+		}
+		t.h = h
+		return
+	}
+	if !worse(h[0], x) {
+		return
+	}
+	h[0] = x
+	for i := 0; ; { // sift down
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && worse(h[r], h[l]) {
+			m = r
+		}
+		if !worse(h[m], h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// sorted returns a fresh slice of the hits, best first.
+func (t *topK) sorted() []Hit {
+	out := slices.Clone(t.h)
+	slices.SortFunc(out, func(a, b Hit) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
