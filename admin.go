@@ -1,0 +1,401 @@
+package memor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memor-db/memor/internal/resolve"
+	"github.com/memor-db/memor/kv"
+)
+
+// PruneBatch is how many versions Prune moves per commit.
+const PruneBatch = 500
+
+// derivedSubs are the keyspaces Rebuild recomputes from the episode log.
+var derivedSubs = []kv.Sub{kv.SubClaim, kv.SubFactIndex, kv.SubLive, kv.SubHistory, kv.SubArchive,
+	kv.SubDoc, kv.SubLog, kv.SubEpState, kv.SubBM25, kv.SubVector, kv.SubTemporal, kv.SubGraph}
+
+// Flush returns when every episode of user added so far is applied.
+func (e *Engine) Flush(ctx context.Context, user string) error {
+	if err := e.validUser(user); err != nil {
+		return err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Episodes are applied in the batch that commits them, under the user's
+	// lock: taking the lock waits for any write in flight.
+	e.lockUser(user)()
+	return nil
+}
+
+// Forget hard-deletes everything of user: episodes, facts, history,
+// archive, resolution log and index entries, then compacts the range so
+// that the bytes leave the table files (GDPR erasure).
+func (e *Engine) Forget(ctx context.Context, user string) error {
+	if err := e.validUser(user); err != nil {
+		return err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	unlock := e.lockUser(user)
+	defer unlock()
+	root := kv.UserRoot(user)
+	b := e.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(root, kv.PrefixEnd(root)); err != nil {
+		return err
+	}
+	if err := b.Delete(registryKey(user)); err != nil {
+		return err
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	if e.idx != nil {
+		e.idx.dropUser(user)
+	}
+	if err := e.db.Compact(ctx, root, kv.PrefixEnd(root)); err != nil {
+		return err
+	}
+	reg := registryKey(user)
+	return e.db.Compact(ctx, reg, kv.PrefixEnd(reg))
+}
+
+// users lists every user with data.
+func (e *Engine) users(ctx context.Context) ([]string, error) {
+	var out []string
+	err := e.db.Scan(ctx, []byte{kv.TagUserList}, func(k, _ []byte) error {
+		d := kv.NewDecoder(k[1:])
+		u := d.String()
+		if d.Err != nil {
+			return fmt.Errorf("%w: user registry: %v", ErrCorrupt, d.Err)
+		}
+		out = append(out, u)
+		return nil
+	})
+	return out, err
+}
+
+// Users lists every user that has data in the store.
+func (e *Engine) Users(ctx context.Context) ([]string, error) {
+	release, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return e.users(ctx)
+}
+
+// Prune moves versions that expired before olderThan from the history
+// keyspace to the archive, PruneBatch per commit. Reads (History, AsOf)
+// still see archived versions; the current-state keyspaces stay small.
+func (e *Engine) Prune(ctx context.Context, olderThan time.Time) (int, error) {
+	release, err := e.enter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	users, err := e.users(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, u := range users {
+		for {
+			n, err := e.pruneBatch(ctx, u, olderThan)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if n < PruneBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+func (e *Engine) pruneBatch(ctx context.Context, user string, olderThan time.Time) (int, error) {
+	unlock := e.lockUser(user)
+	defer unlock()
+	b := e.db.NewBatch()
+	defer b.Close()
+	hist := kv.UserKey(user, kv.SubHistory)
+	n := 0
+	err := e.db.Scan(ctx, hist, func(k, v []byte) error {
+		f, err := decodeFact(user, v)
+		if err != nil {
+			return err
+		}
+		if f.ExpiredAt.IsZero() || !f.ExpiredAt.Before(olderThan) {
+			return nil
+		}
+		suffix := k[len(hist):]
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		if err := b.Set(userKey(user, kv.SubArchive, suffix), v); err != nil {
+			return err
+		}
+		if n++; n == PruneBatch {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, b.Commit()
+}
+
+// Rebuild replays user's episode log through the current pipeline and
+// replaces every fact, version, log entry and index entry with the result,
+// atomically. Corrections are episodes, so they survive. With the same
+// deterministic extractor the result is byte-identical: each episode's
+// facts carry the episode's own transaction time.
+func (e *Engine) Rebuild(ctx context.Context, user string) error {
+	if err := e.validUser(user); err != nil {
+		return err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	unlock := e.lockUser(user)
+	defer unlock()
+
+	t, err := e.begin(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer t.b.Close()
+	eps, err := e.episodes(ctx, t.b, user)
+	if err != nil {
+		return err
+	}
+	for _, sub := range derivedSubs {
+		p := kv.UserKey(user, sub)
+		if err := t.b.DeleteRange(p, kv.PrefixEnd(p)); err != nil {
+			return err
+		}
+	}
+	if e.idx != nil {
+		e.idx.dropUser(user)
+	}
+	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
+	for i, ep := range eps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := t.applyEpisode(ep); err != nil {
+			return err
+		}
+		t.meta.Applied = ep.Seq
+		if e.opts.RebuildProgress != nil {
+			e.opts.RebuildProgress(user, i+1, len(eps))
+		}
+	}
+	if err := t.commit(); err != nil {
+		if e.idx != nil {
+			e.idx.dropUser(user)
+		}
+		return err
+	}
+	return nil
+}
+
+// Check verifies the store: every episode, claim and version decodes; the
+// fact index and document map agree with the claims and versions; and every
+// slot's live versions are exactly what the resolver derives from its
+// claims. It returns ErrCheck joined with every finding.
+func (e *Engine) Check(ctx context.Context) error {
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	users, err := e.users(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, u := range users {
+		unlock := e.lockUser(u)
+		errs = append(errs, e.checkUser(ctx, u)...)
+		if e.idx != nil {
+			if err := e.idx.check(ctx, u); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.Join(append([]error{ErrCheck}, errs...)...)
+}
+
+func (e *Engine) checkUser(ctx context.Context, user string) []error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("user %q: "+format, append([]any{user}, args...)...))
+	}
+	meta, err := loadMeta(e.db, user)
+	if err != nil {
+		return []error{err}
+	}
+	eps, err := e.episodes(ctx, e.db, user)
+	if err != nil {
+		return []error{err}
+	}
+	for i, ep := range eps {
+		if ep.Seq != uint64(i+1) {
+			bad("episode %d has seq %d", i+1, ep.Seq)
+		}
+	}
+	if uint64(len(eps)) != meta.Seq {
+		bad("%d episodes, meta says %d", len(eps), meta.Seq)
+	}
+
+	// Claims grouped by slot, folded and compared with the live versions.
+	claimP := kv.UserKey(user, kv.SubClaim)
+	var slot []byte
+	var group []claimRec
+	flush := func() {
+		if len(group) > 0 {
+			errs = append(errs, e.checkSlot(ctx, user, slot, group)...)
+		}
+		group = group[:0]
+	}
+	err = e.db.Scan(ctx, claimP, func(k, v []byte) error {
+		c, err := decodeJSON[claimRec](v, "claim")
+		if err != nil {
+			bad("%v", err)
+			return nil
+		}
+		suf := k[len(claimP):]
+		if len(suf) < 8+idLen {
+			bad("short claim key")
+			return nil
+		}
+		s := suf[:len(suf)-8-idLen]
+		if !bytes.Equal(s, slot) {
+			flush()
+			slot = append(slot[:0], s...)
+		}
+		id := mustID(c.ID)
+		if got, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:])); err != nil || !bytes.Equal(got, suf) {
+			bad("claim %s: fact index does not point back (%v)", c.ID, err)
+		}
+		group = append(group, c)
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	flush()
+
+	// Every version's document maps back to it; live versions have claims.
+	docs := map[uint32]bool{}
+	for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
+		p := kv.UserKey(user, sub)
+		err := e.db.Scan(ctx, p, func(k, v []byte) error {
+			f, err := decodeFact(user, v)
+			if err != nil {
+				bad("%v", err)
+				return nil
+			}
+			if sub != kv.SubLive && (f.ExpiredAt.IsZero() || f.ExpiredAt.Before(f.RecordedAt)) {
+				bad("expired version %s has ExpiredAt %v, RecordedAt %v", f.ID, f.ExpiredAt, f.RecordedAt)
+			}
+			if sub == kv.SubLive && !f.ExpiredAt.IsZero() {
+				bad("live version %s has ExpiredAt set", f.ID)
+			}
+			if docs[f.Doc] {
+				bad("document %d used twice", f.Doc)
+			}
+			docs[f.Doc] = true
+			want := k[len(p):]
+			if sub == kv.SubLive {
+				want = versionSuffix(want, nanos(f.RecordedAt))
+			}
+			got, err := e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), f.Doc))
+			if err != nil || !bytes.Equal(got, want) {
+				bad("version %s: document %d does not point back (%v)", f.ID, f.Doc, err)
+			}
+			if f.Doc > meta.Doc {
+				bad("version %s: document %d above counter %d", f.ID, f.Doc, meta.Doc)
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n := 0
+	err = e.db.Scan(ctx, kv.UserKey(user, kv.SubDoc), func(_, _ []byte) error { n++; return nil })
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if n != len(docs) {
+		bad("%d document entries for %d versions", n, len(docs))
+	}
+	return errs
+}
+
+// checkSlot compares a slot's live versions with the fold of its claims.
+func (e *Engine) checkSlot(ctx context.Context, user string, slot []byte, claims []claimRec) []error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("user %q slot %s/%s: "+format, append([]any{user, claims[0].Subject, claims[0].Predicate}, args...)...))
+	}
+	out := resolve.Fold(e.isOneIn(e.db, claims[0].Predicate), toResolve(claims))
+	live := map[string]Fact{}
+	err := e.db.Scan(ctx, userKey(user, kv.SubLive, slot), func(_, v []byte) error {
+		f, err := decodeFact(user, v)
+		live[f.ID] = f
+		return err
+	})
+	if err != nil {
+		return []error{err}
+	}
+	for _, c := range claims {
+		o := out[c.ID]
+		f, has := live[c.ID]
+		delete(live, c.ID)
+		if resolve.Kind(c.Kind) == resolve.End || o.Status == resolve.None {
+			if has {
+				bad("%s has a live version but is not a fact of its own", c.ID)
+			}
+			continue
+		}
+		if !has {
+			bad("fact %s (%s) has no live version", c.ID, c.Object)
+			continue
+		}
+		if nanos(f.ValidTo) != o.ValidTo || int(f.Status) != int(o.Status) || f.Reinforced != o.Reinforced {
+			bad("fact %s (%s): stored [%v, %v) %s ×%d, resolver says [.., %v) status %d ×%d",
+				c.ID, c.Object, f.ValidFrom, f.ValidTo, f.Status, f.Reinforced, fromNanos(o.ValidTo), o.Status, o.Reinforced)
+		}
+	}
+	for id := range live {
+		bad("live version %s has no claim", id)
+	}
+	return errs
+}

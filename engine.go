@@ -1,0 +1,181 @@
+// Package memor is an embedded, bitemporal memory engine for LLM agents.
+//
+// An agent hands memor what a user said ([Engine.Add]) or facts it already
+// has ([Engine.Assert]); memor turns them into typed facts that know when
+// they were true in the world (ValidFrom, ValidTo) and when memor learned
+// them (RecordedAt, ExpiredAt), resolves contradictions with named,
+// logged, deterministic rules, and answers "what is true now"
+// ([Engine.State]), "what was true then" and "what did we believe then"
+// ([Engine.AsOf]) exactly.
+//
+// # Model
+//
+// Every write appends an [Episode] to the user's log, the source of truth.
+// Extractors turn episodes into claims; the resolver folds the claims of a
+// slot (user, subject, predicate, context) into fact versions. Versions are
+// immutable: a change of belief expires a version and records a new one, so
+// [Engine.History] shows every belief memor ever held, and why (the Rule).
+// Episode, claims, versions and the resolution log commit in one batch.
+//
+// # Concurrency
+//
+// An Engine is safe for concurrent use. Writes of one user are serialised;
+// different users proceed in parallel, and concurrent durable commits
+// share fsyncs.
+package memor
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/kv"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxTextBytes = 64 << 10
+	// MaxUserBytes bounds a user ID.
+	MaxUserBytes = 16 << 10
+)
+
+// Options configures Open. The zero value is a durable store with the
+// default rule extractor.
+type Options struct {
+	// NoSync acknowledges writes before they reach stable storage: faster
+	// bulk import, but a crash may lose the last writes. Call Engine.Sync
+	// at the end of an import.
+	NoSync bool
+	// Clock is the engine clock (transaction time); nil means time.Now.
+	// Transaction times are made strictly increasing whatever it returns.
+	Clock func() time.Time
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Extractor turns episode text into ops; nil means the built-in
+	// extractor.
+	Extractor extract.Extractor
+	// Judge decides the cardinality of unknown predicates; nil means
+	// unknown predicates are Many (additive: nothing is lost).
+	Judge extract.Judge
+	// MaxTextBytes bounds an episode's text (default 64 KiB).
+	MaxTextBytes int
+	// CacheSize is the storage block cache in bytes (default 64 MiB).
+	CacheSize int64
+	// RebuildProgress, if set, is called after each episode Rebuild replays.
+	RebuildProgress func(user string, done, total int)
+}
+
+// Engine is an open memor store. Safe for concurrent use.
+type Engine struct {
+	db    *kv.DB
+	opts  Options
+	log   *slog.Logger
+	clock func() time.Time
+	preds *predicates
+	ext   extract.Extractor
+	idx   indexer
+
+	lastTick atomic.Int64
+	locks    [256]sync.Mutex
+
+	// gate is held shared by every operation and exclusively by Close.
+	gate   sync.RWMutex
+	closed bool
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, o Options) (*Engine, error) {
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = DefaultMaxTextBytes
+	}
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	db, err := kv.Open(dir, kv.Options{NoSync: o.NoSync, CacheSize: o.CacheSize, Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("memor: open %s: %w", dir, err)
+	}
+	e := &Engine{db: db, opts: o, log: lg, clock: o.Clock, preds: newPredicates(), ext: o.Extractor}
+	if e.clock == nil {
+		e.clock = time.Now
+	}
+	if e.ext == nil {
+		e.ext = defaultExtractor()
+	}
+	return e, nil
+}
+
+// Close waits for running operations and closes the store. Further calls
+// return ErrClosed.
+func (e *Engine) Close() error {
+	e.gate.Lock()
+	defer e.gate.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	e.closed = true
+	return e.db.Close()
+}
+
+// enter admits an operation; the caller must call the returned release.
+func (e *Engine) enter(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e.gate.RLock()
+	if e.closed {
+		e.gate.RUnlock()
+		return nil, ErrClosed
+	}
+	return e.gate.RUnlock, nil
+}
+
+// lockUser serialises the writes of one user.
+func (e *Engine) lockUser(user string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	m := &e.locks[h.Sum32()%uint32(len(e.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// tick returns a transaction time strictly after every earlier tick of this
+// process and after floor (the user's last transaction time, which makes
+// transaction time increase across restarts too).
+func (e *Engine) tick(floor int64) int64 {
+	for {
+		last := e.lastTick.Load()
+		t := e.clock().UnixNano()
+		if t <= last {
+			t = last + 1
+		}
+		if t <= floor {
+			t = floor + 1
+		}
+		if e.lastTick.CompareAndSwap(last, t) {
+			return t
+		}
+	}
+}
+
+// RegisterPredicate declares a predicate's cardinality and aliases. It
+// applies to claims resolved from now on (call it right after Open).
+func (e *Engine) RegisterPredicate(name string, c Cardinality, aliases ...string) {
+	e.preds.register(name, c, aliases)
+}
+
+// Sync makes every acknowledged write durable (for NoSync stores).
+func (e *Engine) Sync(ctx context.Context) error {
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return e.db.SyncWAL()
+}

@@ -1,0 +1,24 @@
+package memor
+
+import (
+	"errors"
+
+	"github.com/memor-db/memor/kv"
+)
+
+// Errors returned by the engine. Match them with errors.Is; the returned
+// error wraps one of these with the detail.
+var (
+	ErrClosed       = errors.New("memor: engine is closed")
+	ErrInvalidUser  = errors.New("memor: invalid user ID")
+	ErrInvalidText  = errors.New("memor: invalid text")
+	ErrTooLarge     = errors.New("memor: input too large")
+	ErrInvalidTime  = errors.New("memor: invalid time")
+	ErrInvalidFact  = errors.New("memor: invalid fact")
+	ErrNotFound     = errors.New("memor: not found")
+	ErrFormatTooNew = kv.ErrFormatTooNew
+	ErrCorrupt      = kv.ErrCorrupt
+	ErrReadOnly     = kv.ErrReadOnlyStore
+	// ErrCheck wraps every finding of Check.
+	ErrCheck = errors.New("memor: check failed")
+)

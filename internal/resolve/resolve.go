@@ -1,0 +1,237 @@
+// Package resolve is memor's resolver: a pure function from the set of
+// claims in one slot to the valid-time state of every claim.
+//
+// The engine stores every assertion and end it accepts as a claim, and after
+// each change recomputes the slot with [Fold]. Because Fold sees the claims
+// sorted by (ValidFrom, kind, ID) and nothing else, the valid-time state of a
+// slot depends only on the set of claims, never on the order they arrived
+// in: importing a history shuffled gives the same state as importing it in
+// order (DESIGN §3, "Order independence").
+//
+// Rules applied by the fold, in time order (ends before assertions at the
+// same instant, so "I quit X and joined Y" on one day closes X first):
+//
+//  1. Retracted claims are skipped; the value they displaced stays in force.
+//  2. One slot: several different objects asserted at the same instant are
+//     all contested and the value in force is untouched.
+//  3. One slot: the object in force restated is a dup: the fact in force is
+//     reinforced, no new fact.
+//  4. One slot: a claim more than 0.1 less confident than the value in force
+//     is contested and not applied.
+//  5. One slot: otherwise the claim supersedes: the value in force closes at
+//     the claim's ValidFrom and the claim is in force.
+//  6. Many slot: each object has its own timeline; an open object restated
+//     is a dup; a new object is added.
+//  7. An end at t closes the matching open value (all open values for an end
+//     without object) whose ValidFrom is before t.
+//
+// The package is not safe for concurrent use on the same slice; Fold itself
+// keeps no state.
+package resolve
+
+import (
+	"sort"
+)
+
+// Kind of a claim.
+type Kind uint8
+
+const (
+	// Assert claims that an object holds from ValidFrom on.
+	Assert Kind = 1
+	// End claims that the object (every object when ObjKey is empty)
+	// stopped holding at ValidFrom.
+	End Kind = 2
+)
+
+// Status of a claim's fact after the fold.
+type Status uint8
+
+const (
+	// None: the claim is not a fact of its own (an end, or a dup folded
+	// into another fact).
+	None Status = iota
+	// Active: an accepted fact.
+	Active
+	// Contested: flagged for review, never in force.
+	Contested
+	// Retracted: corrected by the user, never in force.
+	Retracted
+)
+
+// Cause names what gave a fact its state. The engine maps it to a rule.
+type Cause uint8
+
+const (
+	CauseNone      Cause = iota
+	CauseAdd             // opened with nothing in force
+	CauseSupersede       // opened by replacing a value, or closed by a newer value
+	CauseEnd             // closed by an end
+	CauseContest         // contested
+	CauseRetract         // retracted
+	CauseDup             // folded into another fact
+)
+
+// ConfidenceMargin is how much less confident than the value in force a
+// claim may be and still replace it (DESIGN §3, rule R3).
+const ConfidenceMargin = 0.1
+
+// Claim is one assertion or end in a slot.
+type Claim struct {
+	ID         string
+	Kind       Kind
+	ObjKey     string // normalised object; empty for an end of every value
+	ValidFrom  int64  // Unix nanoseconds
+	Confidence float64
+	Retracted  bool
+}
+
+// Outcome is the valid-time state Fold derives for one claim.
+type Outcome struct {
+	Status  Status
+	ValidTo int64 // 0 = open
+	// Opened is why the fact holds (add or supersede), Closed why it stopped
+	// (supersede or end); for a contested or retracted fact both name that.
+	Opened, Closed Cause
+	// Into is the fact a dup was folded into.
+	Into string
+	// Reinforced counts the claims supporting a fact, itself included.
+	Reinforced int
+	// LastSeen is the latest ValidFrom among those claims.
+	LastSeen int64
+	// Confidence is the highest confidence among those claims.
+	Confidence float64
+	// Applied is set on an end that closed at least one value.
+	Applied bool
+}
+
+// Sort orders claims the way Fold reads them: by ValidFrom, ends before
+// assertions at the same instant, then by ID.
+func Sort(cs []Claim) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := &cs[i], &cs[j]
+		if a.ValidFrom != b.ValidFrom {
+			return a.ValidFrom < b.ValidFrom
+		}
+		if a.Kind != b.Kind {
+			return a.Kind == End
+		}
+		return a.ID < b.ID
+	})
+}
+
+// Fold computes the outcome of every claim of one slot. one selects
+// cardinality One; otherwise the slot is Many. The input is sorted in place.
+func Fold(one bool, claims []Claim) map[string]*Outcome {
+	Sort(claims)
+	out := make(map[string]*Outcome, len(claims))
+	inForce := map[string]*Claim{} // ObjKey → open fact (One uses key "")
+	for i := 0; i < len(claims); {
+		j := i
+		for j < len(claims) && claims[j].ValidFrom == claims[i].ValidFrom {
+			j++
+		}
+		group := claims[i:j]
+		i = j
+		// Ends first.
+		for k := range group {
+			c := &group[k]
+			if c.Kind != End {
+				continue
+			}
+			o := &Outcome{}
+			out[c.ID] = o
+			for key, f := range inForce {
+				if f.ValidFrom >= c.ValidFrom {
+					continue
+				}
+				if c.ObjKey != "" && f.ObjKey != c.ObjKey {
+					continue
+				}
+				fo := out[f.ID]
+				fo.ValidTo, fo.Closed = c.ValidFrom, CauseEnd
+				delete(inForce, key)
+				o.Applied = true
+			}
+		}
+		// Then assertions.
+		var live []*Claim
+		for k := range group {
+			c := &group[k]
+			if c.Kind != Assert {
+				continue
+			}
+			if c.Retracted {
+				out[c.ID] = &Outcome{Status: Retracted, Opened: CauseRetract, Closed: CauseRetract,
+					Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+				continue
+			}
+			live = append(live, c)
+		}
+		if one {
+			foldOne(live, inForce, out)
+		} else {
+			foldMany(live, inForce, out)
+		}
+	}
+	return out
+}
+
+func newFact(c *Claim, opened Cause) *Outcome {
+	return &Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+}
+
+func reinforce(c *Claim, into *Claim, out map[string]*Outcome) {
+	f := out[into.ID]
+	f.Reinforced++
+	if c.ValidFrom > f.LastSeen {
+		f.LastSeen = c.ValidFrom
+	}
+	if c.Confidence > f.Confidence {
+		f.Confidence = c.Confidence
+	}
+	out[c.ID] = &Outcome{Status: None, Opened: CauseDup, Into: into.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+}
+
+func foldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
+	if len(live) == 0 {
+		return
+	}
+	if len(live) > 1 {
+		// Same-instant disagreement (distinct IDs at one instant in one slot
+		// mean distinct objects): contest them all, leave the value in force.
+		for _, c := range live {
+			out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+		}
+		return
+	}
+	c := live[0]
+	cur := inForce[""]
+	switch {
+	case cur != nil && cur.ObjKey == c.ObjKey:
+		reinforce(c, cur, out)
+	case cur != nil && c.Confidence < out[cur.ID].Confidence-ConfidenceMargin-1e-9:
+		out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+	case cur != nil:
+		co := out[cur.ID]
+		co.ValidTo, co.Closed = c.ValidFrom, CauseSupersede
+		out[c.ID] = newFact(c, CauseSupersede)
+		inForce[""] = c
+	default:
+		out[c.ID] = newFact(c, CauseAdd)
+		inForce[""] = c
+	}
+}
+
+func foldMany(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
+	for _, c := range live {
+		if cur := inForce[c.ObjKey]; cur != nil {
+			reinforce(c, cur, out)
+			continue
+		}
+		out[c.ID] = newFact(c, CauseAdd)
+		inForce[c.ObjKey] = c
+	}
+}

@@ -1,0 +1,132 @@
+package memor
+
+import (
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// Default predicates, registered at Open (DESIGN §3).
+var (
+	defaultOne = map[string][]string{
+		"lives_in":       {"resides_in", "home_city", "location", "city"},
+		"works_at":       {"employer", "company", "works_for"},
+		"job_title":      {"role", "works_as", "occupation", "profession"},
+		"studies_at":     {"school", "university", "attends"},
+		"marital_status": {"relationship_status"},
+		"diet":           {"eats"},
+		"uses_device":    {"phone", "current_phone", "device"},
+	}
+	defaultMany = map[string][]string{
+		"likes":            {"enjoys"},
+		"likes_food":       nil,
+		"dislikes":         nil,
+		"plays_instrument": {"plays"},
+		"has_pet":          {"owns_pet", "pet"},
+		"pet_name":         nil,
+		"speaks_language":  {"speaks", "language"},
+		"allergic_to":      {"allergy"},
+		"brother":          nil,
+		"sister":           nil,
+		"friend":           nil,
+		"mother":           nil,
+		"father":           nil,
+		"wife":             nil,
+		"husband":          nil,
+		"partner":          nil,
+		"son":              nil,
+		"daughter":         nil,
+		"colleague":        nil,
+	}
+)
+
+// favoritePrefix marks predicates that are One whatever the thing
+// (favorite_color, favorite_food …): one can have only one favourite.
+const favoritePrefix = "favorite_"
+
+type predicates struct {
+	mu    sync.RWMutex
+	card  map[string]Cardinality
+	alias map[string]string
+}
+
+func newPredicates() *predicates {
+	p := &predicates{card: map[string]Cardinality{}, alias: map[string]string{}}
+	for name, al := range defaultOne {
+		p.register(name, One, al)
+	}
+	for name, al := range defaultMany {
+		p.register(name, Many, al)
+	}
+	return p
+}
+
+func (p *predicates) register(name string, c Cardinality, aliases []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	name = normPredicate(name)
+	p.card[name] = c
+	delete(p.alias, name)
+	for _, a := range aliases {
+		if a = normPredicate(a); a != "" && a != name {
+			p.alias[a] = name
+		}
+	}
+}
+
+// canonical maps a predicate through normalisation and aliases.
+func (p *predicates) canonical(pred string) string {
+	pred = normPredicate(pred)
+	if strings.HasPrefix(pred, "favourite_") {
+		pred = favoritePrefix + pred[len("favourite_"):]
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if c, ok := p.alias[pred]; ok {
+		return c
+	}
+	return pred
+}
+
+// lookup returns the cardinality of a canonical predicate and whether it is
+// known.
+func (p *predicates) lookup(pred string) (Cardinality, bool) {
+	p.mu.RLock()
+	c, ok := p.card[pred]
+	p.mu.RUnlock()
+	if ok {
+		return c, true
+	}
+	if strings.HasPrefix(pred, favoritePrefix) {
+		return One, true
+	}
+	return Many, false
+}
+
+// normPredicate lowercases and turns runs of spaces, dashes and other
+// separators into single underscores: "Lives In" → "lives_in".
+func normPredicate(s string) string {
+	var b strings.Builder
+	us := false
+	for _, r := range strings.TrimSpace(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if us && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			us = false
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		us = true
+	}
+	return b.String()
+}
+
+// normKey is the identity form of a subject, object or context: case-folded
+// with whitespace collapsed, so "Seattle" and " seattle" are one value.
+func normKey(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
+
+// cleanValue trims and collapses whitespace but keeps case (display form).
+func cleanValue(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,295 @@
+package memor
+
+import (
+	"fmt"
+
+	"github.com/memor-db/memor/internal/resolve"
+	"github.com/memor-db/memor/kv"
+)
+
+// storedFact is a version as stored: the Fact plus its index document.
+type storedFact struct {
+	Fact
+	DocID uint32 `json:"doc"`
+}
+
+func decodeFact(user string, v []byte) (Fact, error) {
+	sf, err := decodeJSON[storedFact](v, "fact version")
+	sf.Fact.User, sf.Fact.Doc = user, sf.DocID
+	return sf.Fact, err
+}
+
+func encodeFact(f Fact) []byte {
+	sf := storedFact{Fact: f, DocID: f.Doc}
+	sf.User = ""
+	return mustJSON(sf)
+}
+
+// resolveSlot folds every claim of the slot and writes the differences from
+// the live versions: new versions, expired versions, reinforcement. cause is
+// RuleCorrect when a correction triggered it.
+func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
+	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot)
+	if err != nil {
+		return err
+	}
+	out := resolve.Fold(w.one, toResolve(claims))
+
+	live := map[string]Fact{}
+	err = t.b.Scan(t.ctx, userKey(t.user, kv.SubLive, w.slot), func(_, v []byte) error {
+		f, err := decodeFact(t.user, v)
+		live[f.ID] = f
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	// What the fresh claims found on arrival.
+	var latestOld int64
+	allFresh := true
+	for _, c := range claims {
+		if !w.fresh[c.ID] {
+			allFresh = false
+			if resolve.Kind(c.Kind) == resolve.Assert && !c.Retracted && c.ValidFrom > latestOld {
+				latestOld = c.ValidFrom
+			}
+		}
+	}
+	coexist := false
+	if allFresh && len(w.fresh) > 0 {
+		if coexist, err = t.otherContexts(w.slot); err != nil {
+			return err
+		}
+	}
+	slotRule := cause
+
+	for i := range claims {
+		c := &claims[i]
+		o := out[c.ID]
+		fresh := w.fresh[c.ID]
+		if resolve.Kind(c.Kind) == resolve.End {
+			if fresh {
+				detail := "nothing open to end"
+				if o.Applied {
+					detail = "closed the open value"
+				}
+				t.decide(RuleEnd, *c, detail)
+				slotRule = pick(slotRule, RuleEnd)
+			}
+			continue
+		}
+		if fresh {
+			r := arrivalRule(o, w.judged, c.ValidFrom < latestOld && o.ValidTo != 0, coexist)
+			slotRule = pick(slotRule, r)
+			if r == RuleLate || r == RuleCoexist || r == RuleJudge {
+				c.Rule = r
+				suf := claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))
+				if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(c)); err != nil {
+					return err
+				}
+			}
+			detail := ""
+			if o.Into != "" {
+				detail = "reinforces " + o.Into
+			}
+			t.decide(r, *c, detail)
+		}
+	}
+
+	for _, c := range claims {
+		if resolve.Kind(c.Kind) != resolve.Assert {
+			continue
+		}
+		o := out[c.ID]
+		cur, has := live[c.ID]
+		if o.Status == resolve.None { // folded into another fact
+			if has {
+				if err := t.expire(w.slot, cur); err != nil {
+					return err
+				}
+				if !w.fresh[c.ID] {
+					t.decide(RuleDup, c, "folded into "+o.Into)
+				}
+			}
+			continue
+		}
+		want := t.version(c, o)
+		switch {
+		case !has:
+			want.Rule = versionRule(c, o)
+			if err := t.put(w.slot, want); err != nil {
+				return err
+			}
+		case cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
+			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence {
+				cur.Reinforced, cur.LastSeen, cur.Confidence = want.Reinforced, want.LastSeen, want.Confidence
+				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), encodeFact(cur)); err != nil {
+					return err
+				}
+			}
+		default:
+			want.Rule = changeRule(cur, o, slotRule)
+			if err := t.expire(w.slot, cur); err != nil {
+				return err
+			}
+			if err := t.put(w.slot, want); err != nil {
+				return err
+			}
+			if !w.fresh[c.ID] {
+				t.decide(want.Rule, c, describeChange(cur, want))
+			}
+		}
+	}
+	return nil
+}
+
+func pick(cur, r Rule) Rule {
+	if cur != "" {
+		return cur
+	}
+	return r
+}
+
+func mustID(s string) [idLen]byte {
+	id, _ := parseID(s)
+	return id
+}
+
+// arrivalRule names what happened to a claim when it arrived.
+func arrivalRule(o *resolve.Outcome, judged, late, coexist bool) Rule {
+	switch {
+	case o.Status == resolve.Contested:
+		return RuleContest
+	case o.Status == resolve.None:
+		return RuleDup
+	case judged:
+		return RuleJudge
+	case late:
+		return RuleLate
+	case coexist:
+		return RuleCoexist
+	case o.Opened == resolve.CauseSupersede:
+		return RuleSupersede
+	}
+	return RuleAdd
+}
+
+// versionRule labels the first version of a claim.
+func versionRule(c claimRec, o *resolve.Outcome) Rule {
+	switch o.Status {
+	case resolve.Contested:
+		return RuleContest
+	case resolve.Retracted:
+		return RuleCorrect
+	}
+	if c.Rule != "" {
+		return c.Rule
+	}
+	if o.Opened == resolve.CauseSupersede {
+		return RuleSupersede
+	}
+	return RuleAdd
+}
+
+// changeRule labels a new version of an existing fact.
+func changeRule(cur Fact, o *resolve.Outcome, slotRule Rule) Rule {
+	switch {
+	case slotRule == RuleCorrect || o.Status == resolve.Retracted:
+		return RuleCorrect
+	case o.Status == resolve.Contested:
+		return RuleContest
+	case cur.ValidTo.IsZero() && o.ValidTo != 0 && o.Closed == resolve.CauseEnd:
+		return RuleEnd
+	case cur.ValidTo.IsZero() && o.ValidTo != 0 && slotRule != RuleLate:
+		return RuleSupersede
+	case slotRule != "":
+		return slotRule
+	}
+	return RuleLate
+}
+
+func describeChange(cur, want Fact) string {
+	switch {
+	case want.Status != cur.Status:
+		return fmt.Sprintf("status %s → %s", cur.Status, want.Status)
+	case want.ValidTo.IsZero():
+		return "valid again (reopened)"
+	default:
+		return "valid until " + want.ValidTo.Format("2006-01-02T15:04:05Z07:00")
+	}
+}
+
+// version builds the fact version a claim's outcome calls for.
+func (t *txn) version(c claimRec, o *resolve.Outcome) Fact {
+	st := Active
+	switch o.Status {
+	case resolve.Contested:
+		st = Contested
+	case resolve.Retracted:
+		st = Retracted
+	}
+	return Fact{ID: c.ID, User: t.user, Subject: c.Subject, Predicate: c.Predicate, Object: c.Object,
+		Context: c.Context, ValidFrom: fromNanos(c.ValidFrom), ValidTo: fromNanos(o.ValidTo),
+		Status: st, Confidence: o.Confidence, Reinforced: o.Reinforced, LastSeen: fromNanos(o.LastSeen),
+		Episode: c.Episode, Quote: c.Quote}
+}
+
+// put records f as the live version of its fact, with a new index document.
+func (t *txn) put(slot []byte, f Fact) error {
+	f.RecordedAt = fromNanos(t.now)
+	t.meta.Doc++
+	f.Doc = t.meta.Doc
+	suf := claimSuffix(slot, nanos(f.ValidFrom), mustID(f.ID))
+	if err := t.b.Set(userKey(t.user, kv.SubLive, suf), encodeFact(f)); err != nil {
+		return err
+	}
+	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), f.Doc), versionSuffix(suf, nanos(f.RecordedAt))); err != nil {
+		return err
+	}
+	if t.e.idx != nil {
+		return t.e.idx.putVersion(t, &f)
+	}
+	return nil
+}
+
+// expire ends belief in cur: the version moves to history with ExpiredAt
+// set to the transaction time.
+func (t *txn) expire(slot []byte, cur Fact) error {
+	cur.ExpiredAt = fromNanos(t.now)
+	suf := claimSuffix(slot, nanos(cur.ValidFrom), mustID(cur.ID))
+	if err := t.b.Delete(userKey(t.user, kv.SubLive, suf)); err != nil {
+		return err
+	}
+	if err := t.b.Set(userKey(t.user, kv.SubHistory, versionSuffix(suf, nanos(cur.RecordedAt))), encodeFact(cur)); err != nil {
+		return err
+	}
+	if t.e.idx != nil {
+		return t.e.idx.expireVersion(t, &cur)
+	}
+	return nil
+}
+
+// otherContexts reports whether the slot's subject and predicate already
+// have live values under another context (rule coexist).
+func (t *txn) otherContexts(slot []byte) (bool, error) {
+	d := kv.NewDecoder(slot)
+	d.Bytes()
+	d.Bytes()
+	if d.Err != nil {
+		return false, d.Err
+	}
+	prefix := slot[:len(slot)-len(d.Rest())]
+	found := false
+	err := t.b.Scan(t.ctx, userKey(t.user, kv.SubLive, prefix), func(k, _ []byte) error {
+		if !hasPrefix(k, userKey(t.user, kv.SubLive, slot)) {
+			found = true
+			return errStop
+		}
+		return nil
+	})
+	if err == errStop {
+		err = nil
+	}
+	return found, err
+}

@@ -1,0 +1,184 @@
+package memor
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memor-db/memor/kv"
+)
+
+// Key layout inside a user's keyspace (after kv.UserKey(user, sub)):
+//
+//	SubMeta                                   → userMeta (JSON)
+//	SubEpisode    seq:8                       → Episode (JSON)
+//	SubClaim      slot vf:8 id:16             → claimRec (JSON)
+//	SubFactIndex  id:16                       → slot vf:8 id:16 (the claim's suffix)
+//	SubLive       slot vf:8 id:16             → Fact: the current version of a fact
+//	SubHistory    slot vf:8 id:16 rec:8       → Fact: an expired version
+//	SubArchive    slot vf:8 id:16 rec:8       → Fact: an expired version moved by Prune
+//	SubDoc        doc:4                       → slot vf:8 id:16 rec:8 of the version
+//	SubLog        seq:8                       → Decision (JSON)
+//
+// slot is esc(subjectKey) esc(predicate) esc(contextKey); vf and rec are
+// kv.AppendInt64 Unix nanoseconds. A slot's claims and versions are
+// contiguous and sorted by valid time.
+
+const idLen = 16
+
+// factID is hash(user, subject, predicate, object, context, ValidFrom) over
+// normalised, length-prefixed fields (DESIGN §3 "Fact identity").
+func factID(user, subjKey, pred, objKey, ctxKey string, vf int64) [idLen]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, s := range []string{user, subjKey, pred, objKey, ctxKey} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(vf))
+	h.Write(n[:])
+	var id [idLen]byte
+	copy(id[:], h.Sum(nil))
+	return id
+}
+
+// endID names an end claim; ends live in the claim keyspace beside the
+// assertions they close.
+func endID(user, subjKey, pred, objKey, ctxKey string, at int64) [idLen]byte {
+	return factID(user+"\x00end", subjKey, pred, objKey, ctxKey, at)
+}
+
+func parseID(s string) ([idLen]byte, error) {
+	var id [idLen]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != idLen {
+		return id, fmt.Errorf("%w: fact ID %q", ErrNotFound, s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+func slotKey(subjKey, pred, ctxKey string) []byte {
+	k := kv.AppendString(nil, subjKey)
+	k = kv.AppendString(k, pred)
+	return kv.AppendString(k, ctxKey)
+}
+
+func userKey(user string, sub kv.Sub, suffix ...[]byte) []byte {
+	k := kv.UserKey(user, sub)
+	for _, s := range suffix {
+		k = append(k, s...)
+	}
+	return k
+}
+
+// claimSuffix is slot vf id.
+func claimSuffix(slot []byte, vf int64, id [idLen]byte) []byte {
+	k := append([]byte(nil), slot...)
+	k = kv.AppendInt64(k, vf)
+	return append(k, id[:]...)
+}
+
+func versionSuffix(claimSuf []byte, rec int64) []byte {
+	return kv.AppendInt64(append([]byte(nil), claimSuf...), rec)
+}
+
+func seqKey(user string, sub kv.Sub, seq uint64) []byte {
+	return kv.AppendUint64(kv.UserKey(user, sub), seq)
+}
+
+func registryKey(user string) []byte {
+	return kv.AppendString([]byte{kv.TagUserList}, user)
+}
+
+// userMeta holds a user's counters.
+type userMeta struct {
+	Seq     uint64 `json:"seq"`     // last episode sequence number
+	Applied uint64 `json:"applied"` // last episode applied
+	Doc     uint32 `json:"doc"`     // last index document ID
+	Log     uint64 `json:"log"`     // last resolution-log sequence number
+	Txn     int64  `json:"txn"`     // last transaction time
+}
+
+func loadMeta(r kv.Reader, user string) (userMeta, error) {
+	var m userMeta
+	v, err := r.Get(kv.UserKey(user, kv.SubMeta))
+	if errors.Is(err, kv.ErrNotFound) {
+		return m, nil
+	}
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(v, &m); err != nil {
+		return m, fmt.Errorf("%w: user meta: %v", ErrCorrupt, err)
+	}
+	return m, nil
+}
+
+// claimRec is a stored claim: one accepted assertion or end.
+type claimRec struct {
+	ID         string  `json:"id"`
+	Kind       uint8   `json:"k"`
+	Subject    string  `json:"s"`
+	Predicate  string  `json:"p"`
+	Object     string  `json:"o,omitempty"`
+	Context    string  `json:"c,omitempty"`
+	ValidFrom  int64   `json:"vf"`
+	Confidence float64 `json:"cf"`
+	Quote      string  `json:"q,omitempty"`
+	Episode    uint64  `json:"ep"`
+	Recorded   int64   `json:"rec"`
+	Retracted  bool    `json:"rt,omitempty"`
+	// Rule is the arrival decision (late, coexist, judge …) that labels
+	// the claim's first version.
+	Rule Rule `json:"r,omitempty"`
+}
+
+func decodeJSON[T any](v []byte, what string) (T, error) {
+	var x T
+	if err := json.Unmarshal(v, &x); err != nil {
+		return x, fmt.Errorf("%w: %s: %v", ErrCorrupt, what, err)
+	}
+	return x, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own plain structs are marshalled here.
+		panic(fmt.Sprintf("memor: marshal %T: %v", v, err))
+	}
+	return b
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// Bounds of representable instants (int64 Unix nanoseconds).
+var (
+	minTime = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+func checkTime(t time.Time, what string) error {
+	if t.Before(minTime) || !t.Before(maxTime) {
+		return fmt.Errorf("%w: %s %v outside [%d, %d)", ErrInvalidTime, what, t, minTime.Year(), maxTime.Year())
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package memor
+
+import (
+	"time"
+
+	"github.com/memor-db/memor/extract"
+)
+
+// Cardinality says how many values of a predicate may be true at once.
+type Cardinality uint8
+
+const (
+	// Many: several values may hold at once (plays_instrument, has_pet).
+	Many Cardinality = iota
+	// One: at most one value holds at any instant (lives_in, works_at).
+	One
+)
+
+func (c Cardinality) String() string {
+	if c == One {
+		return "one"
+	}
+	return "many"
+}
+
+// Status is the standing of a fact version.
+type Status uint8
+
+// Status values are stored; do not reorder.
+const (
+	// Active: an accepted belief; visible wherever its intervals allow.
+	Active Status = iota + 1
+	// Contested: flagged for review (same-instant disagreement, or a claim
+	// much less confident than the value it would replace). Listed by
+	// History and Conflicts, never served as state.
+	Contested
+	// Retracted: the user said it was never true. Kept for the audit trail,
+	// never served as state.
+	Retracted
+)
+
+func (s Status) String() string {
+	switch s {
+	case Active:
+		return "active"
+	case Contested:
+		return "contested"
+	case Retracted:
+		return "retracted"
+	}
+	return "unknown"
+}
+
+// Rule names a resolution rule of DESIGN §3. Rules are stored and logged;
+// the strings are part of the format.
+type Rule string
+
+// The resolution rules.
+const (
+	RuleAdd       Rule = "add"       // first value of a slot, or a new value of a Many slot
+	RuleDup       Rule = "dup"       // same value restated: reinforced, no new fact
+	RuleSupersede Rule = "supersede" // One slot: a newer value closed the one in force
+	RuleCoexist   Rule = "coexist"   // same subject and predicate, another context: both stand
+	RuleEnd       Rule = "end"       // an End op closed the value
+	RuleContest   Rule = "contest"   // flagged for review, not applied
+	RuleLate      Rule = "late"      // arrived after later values; inserted into the past
+	RuleCorrect   Rule = "correct"   // the user retracted it
+	RuleJudge     Rule = "judge"     // cardinality of an unknown predicate decided by the Judge
+	RuleReject    Rule = "reject"    // invalid op (e.g. quote not in the text), never applied
+	RuleNoop      Rule = "noop"      // replay of a claim already known
+)
+
+// Fact is one version of a fact. Versions are immutable: a change in belief
+// expires a version (ExpiredAt) and records a new one.
+type Fact struct {
+	// ID is hash(user, subject, predicate, object, context, ValidFrom): the
+	// same claim always has the same ID, whatever its version.
+	ID        string `json:"id"`
+	User      string `json:"user"`
+	Subject   string `json:"subject"`
+	Predicate string `json:"predicate"`
+	Object    string `json:"object"`
+	Context   string `json:"context,omitempty"`
+	// ValidFrom (inclusive) and ValidTo (exclusive; zero = still true):
+	// when the proposition held in the world.
+	ValidFrom time.Time `json:"valid_from"`
+	ValidTo   time.Time `json:"valid_to,omitzero"`
+	// RecordedAt and ExpiredAt (zero = current belief): when memor held
+	// this version to be true.
+	RecordedAt time.Time `json:"recorded_at"`
+	ExpiredAt  time.Time `json:"expired_at,omitzero"`
+	Status     Status    `json:"status"`
+	Confidence float64   `json:"confidence"`
+	// Reinforced counts the claims that support this fact (1 = said once).
+	Reinforced int       `json:"reinforced"`
+	LastSeen   time.Time `json:"last_seen"`
+	// Episode is the sequence number of the episode the fact came from.
+	Episode uint64 `json:"episode"`
+	Quote   string `json:"quote,omitempty"`
+	// Rule is the rule that produced this version.
+	Rule Rule `json:"rule"`
+	// Doc is the per-user index document ID of this version.
+	Doc uint32 `json:"-"`
+}
+
+// Open reports whether the version is still believed (ExpiredAt unset).
+func (f Fact) Open() bool { return f.ExpiredAt.IsZero() }
+
+// VisibleAt reports whether f is served at (validAt, knownAt): DESIGN §2.
+func (f Fact) VisibleAt(validAt, knownAt time.Time) bool {
+	return f.Status == Active &&
+		!f.RecordedAt.After(knownAt) && (f.ExpiredAt.IsZero() || knownAt.Before(f.ExpiredAt)) &&
+		!f.ValidFrom.After(validAt) && (f.ValidTo.IsZero() || validAt.Before(f.ValidTo))
+}
+
+// String renders the fact as "subject predicate object".
+func (f Fact) String() string {
+	s := f.Subject + " " + f.Predicate + " " + f.Object
+	if f.Context != "" {
+		s += " (" + f.Context + ")"
+	}
+	return s
+}
+
+// FactInput is a fact a caller already has (the structured write path).
+type FactInput struct {
+	Subject   string `json:"subject"`
+	Predicate string `json:"predicate"`
+	Object    string `json:"object"`
+	Context   string `json:"context,omitempty"`
+	// ValidFrom zero means now (the engine clock).
+	ValidFrom time.Time `json:"valid_from,omitzero"`
+	// Confidence in (0, 1]; zero means 1.
+	Confidence float64 `json:"confidence,omitempty"`
+	Quote      string  `json:"quote,omitempty"`
+}
+
+// EndInput closes an open value (the structured form of "I quit").
+type EndInput struct {
+	Subject   string `json:"subject"`
+	Predicate string `json:"predicate"`
+	// Object empty ends every open value of the slot.
+	Object  string    `json:"object,omitempty"`
+	Context string    `json:"context,omitempty"`
+	At      time.Time `json:"at,omitzero"`
+	Quote   string    `json:"quote,omitempty"`
+}
+
+// EpisodeKind says what an episode carries.
+type EpisodeKind uint8
+
+// Stored; do not reorder.
+const (
+	EpisodeText    EpisodeKind = iota + 1 // something the user said
+	EpisodeFacts                          // structured Assert / End ops
+	EpisodeCorrect                        // a user correction
+)
+
+func (k EpisodeKind) String() string {
+	switch k {
+	case EpisodeText:
+		return "text"
+	case EpisodeFacts:
+		return "facts"
+	case EpisodeCorrect:
+		return "correct"
+	}
+	return "unknown"
+}
+
+// Episode is one entry of a user's append-only log, the source of truth.
+type Episode struct {
+	User string      `json:"user"`
+	Seq  uint64      `json:"seq"`
+	Kind EpisodeKind `json:"kind"`
+	// At is when it was said (caller-supplied; default now).
+	At time.Time `json:"at"`
+	// RecordedAt is the engine's transaction time for the episode; facts
+	// derived from it carry the same RecordedAt, so Rebuild reproduces them
+	// byte for byte.
+	RecordedAt time.Time `json:"recorded_at"`
+	Text       string    `json:"text"`
+	// Ops holds the structured operations of an EpisodeFacts episode.
+	Ops []extract.Op `json:"ops,omitempty"`
+	// Correct holds the fact ID (and the claims folded into it) that an
+	// EpisodeCorrect episode retracts.
+	Correct *Correction `json:"correct,omitempty"`
+}
+
+// Correction is the content of a correction episode.
+type Correction struct {
+	FactID string   `json:"fact_id"`
+	Claims []string `json:"claims"`
+}
+
+// Decision is one rule applied to one claim, as written to the resolution
+// log.
+type Decision struct {
+	Seq        uint64    `json:"seq"`
+	Rule       Rule      `json:"rule"`
+	FactID     string    `json:"fact_id"`
+	Subject    string    `json:"subject"`
+	Predicate  string    `json:"predicate"`
+	Object     string    `json:"object,omitempty"`
+	Context    string    `json:"context,omitempty"`
+	Episode    uint64    `json:"episode"`
+	RecordedAt time.Time `json:"recorded_at"`
+	// Detail says why, e.g. "closed San Francisco at 2026-07-11".
+	Detail string `json:"detail,omitempty"`
+}

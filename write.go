@@ -1,0 +1,513 @@
+package memor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/resolve"
+	"github.com/memor-db/memor/kv"
+)
+
+// AddOption configures Add.
+type AddOption func(*addConfig)
+
+type addConfig struct {
+	at time.Time
+}
+
+// At sets when the episode was said (default: now). Relative times in the
+// text ("last month") resolve against it, and facts without an explicit
+// time become valid from it.
+func At(t time.Time) AddOption { return func(c *addConfig) { c.at = t } }
+
+// Add appends what user said to their episode log and applies the facts
+// extracted from it. The episode is durable when Add returns.
+func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) (Episode, error) {
+	var cfg addConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := e.validUser(user); err != nil {
+		return Episode{}, err
+	}
+	if err := e.validText(text); err != nil {
+		return Episode{}, err
+	}
+	at, err := e.episodeTime(cfg.at)
+	if err != nil {
+		return Episode{}, err
+	}
+	ep := Episode{Kind: EpisodeText, At: at, Text: text}
+	_, err = e.write(ctx, user, &ep)
+	return ep, err
+}
+
+// Assert records facts the caller already has (the structured path). It is
+// logged as an episode, so Rebuild reproduces it. It returns the rule
+// decisions the resolver took.
+func (e *Engine) Assert(ctx context.Context, user string, f FactInput) ([]Decision, error) {
+	return e.AssertBatch(ctx, user, []FactInput{f})
+}
+
+// AssertBatch records many facts as one episode in one atomic commit: the
+// bulk-import path.
+func (e *Engine) AssertBatch(ctx context.Context, user string, fs []FactInput) ([]Decision, error) {
+	if err := e.validUser(user); err != nil {
+		return nil, err
+	}
+	if len(fs) == 0 {
+		return nil, fmt.Errorf("%w: no facts", ErrInvalidFact)
+	}
+	now := e.clock().UTC()
+	ops := make([]extract.Op, len(fs))
+	lines := make([]string, len(fs))
+	for i, f := range fs {
+		op := extract.Op{Kind: extract.Assert, Subject: f.Subject, Predicate: f.Predicate, Object: f.Object,
+			Context: f.Context, ValidFrom: f.ValidFrom, Confidence: f.Confidence, Quote: f.Quote}
+		if op.ValidFrom.IsZero() {
+			op.ValidFrom = now
+		}
+		if err := validOp(op); err != nil {
+			return nil, fmt.Errorf("fact %d: %w", i, err)
+		}
+		ops[i] = op
+		lines[i] = renderOp(op)
+	}
+	ep := Episode{Kind: EpisodeFacts, At: now, Ops: ops, Text: strings.Join(lines, "\n")}
+	if err := e.validText(ep.Text); err != nil && len(fs) == 1 {
+		return nil, err
+	}
+	return e.write(ctx, user, &ep)
+}
+
+// End closes an open value: the structured form of "I no longer play the
+// violin". An empty Object closes every open value of the slot.
+func (e *Engine) End(ctx context.Context, user string, in EndInput) ([]Decision, error) {
+	if err := e.validUser(user); err != nil {
+		return nil, err
+	}
+	now := e.clock().UTC()
+	op := extract.Op{Kind: extract.End, Subject: in.Subject, Predicate: in.Predicate, Object: in.Object,
+		Context: in.Context, ValidFrom: in.At, Quote: in.Quote}
+	if op.ValidFrom.IsZero() {
+		op.ValidFrom = now
+	}
+	if err := validOp(op); err != nil {
+		return nil, err
+	}
+	ep := Episode{Kind: EpisodeFacts, At: now, Ops: []extract.Op{op}, Text: renderOp(op)}
+	return e.write(ctx, user, &ep)
+}
+
+// Correct records that a fact was never true. The fact (and the restatements
+// folded into it) is retracted: kept in History with status Retracted, never
+// served again; the value it displaced is restored. The correction is an
+// episode, so it survives Rebuild; a later genuine re-assertion still
+// applies. Correcting an already retracted fact changes nothing.
+func (e *Engine) Correct(ctx context.Context, user, factID string) error {
+	if err := e.validUser(user); err != nil {
+		return err
+	}
+	id, err := parseID(factID)
+	if err != nil {
+		return err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	unlock := e.lockUser(user)
+	defer unlock()
+
+	suf, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:]))
+	if errors.Is(err, kv.ErrNotFound) {
+		return fmt.Errorf("%w: fact %s of this user", ErrNotFound, factID)
+	}
+	if err != nil {
+		return err
+	}
+	c, err := getClaim(e.db, user, suf)
+	if err != nil {
+		return err
+	}
+	if resolve.Kind(c.Kind) != resolve.Assert {
+		return fmt.Errorf("%w: %s is an end, not a fact", ErrNotFound, factID)
+	}
+	if c.Retracted {
+		return nil
+	}
+	claims, err := e.slotClaims(ctx, e.db, user, suf[:len(suf)-8-idLen])
+	if err != nil {
+		return err
+	}
+	out := resolve.Fold(e.isOneIn(e.db, c.Predicate), toResolve(claims))
+	retract := []string{c.ID}
+	for _, o := range claims {
+		if out[o.ID] != nil && out[o.ID].Into == c.ID {
+			retract = append(retract, o.ID)
+		}
+	}
+	sort.Strings(retract[1:])
+	ep := Episode{Kind: EpisodeCorrect, At: e.clock().UTC(), Text: "correct " + factID,
+		Correct: &Correction{FactID: c.ID, Claims: retract}}
+	_, err = e.writeLocked(ctx, user, &ep)
+	return err
+}
+
+// write commits ep and everything derived from it in one batch.
+func (e *Engine) write(ctx context.Context, user string, ep *Episode) ([]Decision, error) {
+	release, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	unlock := e.lockUser(user)
+	defer unlock()
+	return e.writeLocked(ctx, user, ep)
+}
+
+func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode) ([]Decision, error) {
+	t, err := e.begin(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	defer t.b.Close()
+	t.meta.Seq++
+	ep.User, ep.Seq, ep.RecordedAt = user, t.meta.Seq, fromNanos(t.now)
+	if t.meta.Seq == 1 {
+		if err := t.b.Set(registryKey(user), nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.b.Set(seqKey(user, kv.SubEpisode, ep.Seq), episodeBytes(*ep)); err != nil {
+		return nil, err
+	}
+	if err := t.applyEpisode(*ep); err != nil {
+		return nil, err
+	}
+	t.meta.Applied = ep.Seq
+	if err := t.commit(); err != nil {
+		return nil, err
+	}
+	return t.decisions, nil
+}
+
+func episodeBytes(ep Episode) []byte {
+	ep.User = ""
+	return mustJSON(ep)
+}
+
+// txn is one write: a batch, the user's counters and the transaction time.
+type txn struct {
+	e         *Engine
+	ctx       context.Context
+	b         *kv.Batch
+	user      string
+	meta      userMeta
+	now       int64
+	ep        Episode
+	decisions []Decision
+}
+
+func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
+	b := e.db.NewBatch()
+	m, err := loadMeta(b, user)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m}
+	t.now = e.tick(m.Txn)
+	return t, nil
+}
+
+func (t *txn) commit() error {
+	t.meta.Txn = max(t.meta.Txn, t.now)
+	if err := t.b.Set(kv.UserKey(t.user, kv.SubMeta), mustJSON(t.meta)); err != nil {
+		return err
+	}
+	if err := t.b.Commit(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// applyEpisode derives claims and versions from ep inside the batch. The
+// transaction time of everything it writes is the episode's RecordedAt.
+func (t *txn) applyEpisode(ep Episode) error {
+	t.ep = ep
+	t.now = nanos(ep.RecordedAt)
+	switch ep.Kind {
+	case EpisodeText:
+		ops, err := t.e.ext.Extract(t.ctx, ep.Text, ep.At)
+		if err != nil {
+			return fmt.Errorf("memor: extract episode %d: %w", ep.Seq, err)
+		}
+		return t.applyOps(ops, ep.Text)
+	case EpisodeFacts:
+		return t.applyOps(ep.Ops, "")
+	case EpisodeCorrect:
+		return t.applyCorrection(ep.Correct)
+	}
+	return fmt.Errorf("%w: episode %d has kind %d", ErrCorrupt, ep.Seq, ep.Kind)
+}
+
+// slotWork collects what one transaction changed in one slot.
+type slotWork struct {
+	slot                  []byte
+	subjKey, pred, ctxKey string
+	one                   bool
+	fresh                 map[string]bool // claims added by this transaction
+	judged                bool
+}
+
+func validOp(op extract.Op) error {
+	switch {
+	case op.Kind != extract.Assert && op.Kind != extract.End:
+		return fmt.Errorf("%w: unknown op kind %d", ErrInvalidFact, op.Kind)
+	case normKey(op.Subject) == "":
+		return fmt.Errorf("%w: empty subject", ErrInvalidFact)
+	case normPredicate(op.Predicate) == "":
+		return fmt.Errorf("%w: empty predicate", ErrInvalidFact)
+	case op.Kind == extract.Assert && normKey(op.Object) == "":
+		return fmt.Errorf("%w: empty object", ErrInvalidFact)
+	case op.Confidence < 0 || op.Confidence > 1 || op.Confidence != op.Confidence:
+		return fmt.Errorf("%w: confidence %v outside (0, 1]", ErrInvalidFact, op.Confidence)
+	}
+	for _, s := range []string{op.Subject, op.Predicate, op.Object, op.Context, op.Quote} {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%w: invalid UTF-8", ErrInvalidFact)
+		}
+		if len(s) > DefaultMaxTextBytes {
+			return fmt.Errorf("%w: field of %d bytes", ErrTooLarge, len(s))
+		}
+	}
+	if !op.ValidFrom.IsZero() {
+		if err := checkTime(op.ValidFrom, "valid time"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func renderOp(op extract.Op) string {
+	s := cleanValue(op.Subject) + " " + normPredicate(op.Predicate)
+	if op.Kind == extract.End {
+		s += " ended"
+	}
+	if op.Object != "" {
+		s += " " + cleanValue(op.Object)
+	}
+	if op.Context != "" {
+		s += " (" + cleanValue(op.Context) + ")"
+	}
+	return s
+}
+
+// applyOps turns ops into claims and re-resolves the slots they touch. text
+// is the episode text that quotes must come from ("" for structured ops,
+// whose quotes are the caller's).
+func (t *txn) applyOps(ops []extract.Op, text string) error {
+	touched := map[string]*slotWork{}
+	var order []string
+	for _, op := range ops {
+		if err := t.ctx.Err(); err != nil {
+			return err
+		}
+		if op.ValidFrom.IsZero() {
+			op.ValidFrom = t.ep.At
+		}
+		if err := validOp(op); err != nil {
+			t.reject(op, err.Error())
+			continue
+		}
+		if text != "" && (op.Quote == "" || !strings.Contains(text, op.Quote)) {
+			t.reject(op, "quote is not a verbatim span of the episode text")
+			continue
+		}
+		pred := t.e.preds.canonical(op.Predicate)
+		one, judged, err := t.cardinality(pred)
+		if err != nil {
+			return err
+		}
+		subjKey, objKey, ctxKey := normKey(op.Subject), normKey(op.Object), normKey(op.Context)
+		vf := op.ValidFrom.UnixNano()
+		var id [idLen]byte
+		if op.Kind == extract.Assert {
+			id = factID(t.user, subjKey, pred, objKey, ctxKey, vf)
+		} else {
+			id = endID(t.user, subjKey, pred, objKey, ctxKey, vf)
+		}
+		slot := slotKey(subjKey, pred, ctxKey)
+		suf := claimSuffix(slot, vf, id)
+		conf := op.Confidence
+		if conf == 0 {
+			conf = 1
+		}
+		c := claimRec{ID: fmt.Sprintf("%x", id[:]), Kind: uint8(op.Kind), Subject: cleanValue(op.Subject),
+			Predicate: pred, Object: cleanValue(op.Object), Context: cleanValue(op.Context), ValidFrom: vf,
+			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
+		if _, err := t.b.Get(userKey(t.user, kv.SubClaim, suf)); err == nil {
+			// Replay of a known claim: first provenance kept.
+			t.decide(RuleNoop, c, "claim already known")
+			continue
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		sk := string(slot)
+		w := touched[sk]
+		if w == nil {
+			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one, fresh: map[string]bool{}}
+			touched[sk] = w
+			order = append(order, sk)
+		}
+		w.judged = w.judged || judged
+		w.fresh[c.ID] = true
+		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(c)); err != nil {
+			return err
+		}
+		if err := t.b.Set(userKey(t.user, kv.SubFactIndex, id[:]), suf); err != nil {
+			return err
+		}
+	}
+	for _, sk := range order {
+		if err := t.resolveSlot(touched[sk], ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) reject(op extract.Op, why string) {
+	t.decisions = append(t.decisions, Decision{Rule: RuleReject, Subject: op.Subject, Predicate: op.Predicate,
+		Object: op.Object, Context: op.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: why})
+	t.logDecision(&t.decisions[len(t.decisions)-1])
+}
+
+func (t *txn) decide(r Rule, c claimRec, detail string) {
+	t.decisions = append(t.decisions, Decision{Rule: r, FactID: c.ID, Subject: c.Subject, Predicate: c.Predicate,
+		Object: c.Object, Context: c.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: detail})
+	t.logDecision(&t.decisions[len(t.decisions)-1])
+}
+
+func (t *txn) logDecision(d *Decision) {
+	t.meta.Log++
+	d.Seq = t.meta.Log
+	// A failed Set surfaces at Commit (Pebble batches only fail on misuse).
+	_ = t.b.Set(seqKey(t.user, kv.SubLog, d.Seq), mustJSON(d))
+}
+
+// cardinality returns whether pred is One, consulting (and caching) the
+// judge for predicates memor does not know.
+func (t *txn) cardinality(pred string) (one, judged bool, err error) {
+	c, known := t.e.preds.lookup(pred)
+	if known || t.e.opts.Judge == nil {
+		return c == One, false, nil
+	}
+	key := kv.AppendString([]byte{kv.TagJudge}, pred)
+	if v, err := t.b.Get(key); err == nil && len(v) == 1 {
+		return extract.Verdict(v[0]) == extract.Replace, true, nil
+	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return false, false, err
+	}
+	verdict, err := t.e.opts.Judge.Judge(t.ctx, pred, []string{renderOp(extract.Op{Subject: "user", Predicate: pred})})
+	if err != nil {
+		return false, false, fmt.Errorf("memor: judge %q: %w", pred, err)
+	}
+	if verdict != extract.Replace && verdict != extract.Append {
+		return false, false, fmt.Errorf("memor: judge %q: invalid verdict %d", pred, verdict)
+	}
+	if err := t.b.Set(key, []byte{byte(verdict)}); err != nil {
+		return false, false, err
+	}
+	return verdict == extract.Replace, true, nil
+}
+
+func getClaim(r kv.Reader, user string, suf []byte) (claimRec, error) {
+	v, err := r.Get(userKey(user, kv.SubClaim, suf))
+	if err != nil {
+		return claimRec{}, fmt.Errorf("%w: claim of fact index: %v", ErrCorrupt, err)
+	}
+	return decodeJSON[claimRec](v, "claim")
+}
+
+func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot []byte) ([]claimRec, error) {
+	var out []claimRec
+	err := r.Scan(ctx, userKey(user, kv.SubClaim, slot), func(_, v []byte) error {
+		c, err := decodeJSON[claimRec](v, "claim")
+		out = append(out, c)
+		return err
+	})
+	return out, err
+}
+
+func toResolve(cs []claimRec) []resolve.Claim {
+	out := make([]resolve.Claim, len(cs))
+	for i, c := range cs {
+		out[i] = resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: normKey(c.Object),
+			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted}
+	}
+	return out
+}
+
+// applyCorrection retracts the claims a correction names and re-resolves
+// their slot. Claims that no longer exist (a rebuild with another extractor)
+// are skipped.
+func (t *txn) applyCorrection(c *Correction) error {
+	if c == nil {
+		return fmt.Errorf("%w: correction episode %d without body", ErrCorrupt, t.ep.Seq)
+	}
+	var w *slotWork
+	for _, idHex := range c.Claims {
+		id, err := parseID(idHex)
+		if err != nil {
+			continue
+		}
+		suf, err := t.b.Get(userKey(t.user, kv.SubFactIndex, id[:]))
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		cl, err := getClaim(t.b, t.user, suf)
+		if err != nil {
+			return err
+		}
+		if cl.Retracted {
+			continue
+		}
+		cl.Retracted = true
+		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(cl)); err != nil {
+			return err
+		}
+		if w == nil {
+			slot := suf[:len(suf)-8-idLen]
+			w = &slotWork{slot: slot, pred: cl.Predicate, one: t.e.isOneIn(t.b, cl.Predicate), fresh: map[string]bool{}}
+		}
+		if idHex == c.FactID {
+			t.decide(RuleCorrect, cl, "retracted by the user")
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	return t.resolveSlot(w, RuleCorrect)
+}
+
+func (e *Engine) isOneIn(r kv.Reader, pred string) bool {
+	c, known := e.preds.lookup(pred)
+	if known {
+		return c == One
+	}
+	if v, err := r.Get(kv.AppendString([]byte{kv.TagJudge}, pred)); err == nil && len(v) == 1 {
+		return extract.Verdict(v[0]) == extract.Replace
+	}
+	return false
+}
