@@ -51,6 +51,11 @@ type Op struct {
 	Confidence float64 `json:"confidence,omitempty"`
 	// Quote is the verbatim span of the episode text the op comes from.
 	Quote string `json:"quote"`
+	// Additive marks an assertion that adds a value beside those in force
+	// rather than replacing them ("I also work at Starbucks"): the resolver
+	// should treat this one op as cardinality Many even on a One predicate.
+	// It has no meaning on End.
+	Additive bool `json:"additive,omitempty"`
 }
 
 // Extractor proposes operations for one episode. text has had fenced recall
