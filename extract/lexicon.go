@@ -1,0 +1,224 @@
+package extract
+
+import "strings"
+
+// The word lists the rule extractor matches against. All entries are lower
+// case; multi-word entries are matched longest first.
+
+func set(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// relations maps a kinship or social noun to its predicate.
+var relations = map[string]string{
+	"brother": "brother", "brothers": "brother", "sister": "sister", "sisters": "sister",
+	"friend": "friend", "friends": "friend", "bestie": "friend", "bff": "friend",
+	"mom": "mother", "mum": "mother", "mother": "mother", "mommy": "mother", "mama": "mother",
+	"dad": "father", "father": "father", "daddy": "father", "papa": "father",
+	"wife": "wife", "husband": "husband",
+	"partner": "partner", "boyfriend": "partner", "girlfriend": "partner", "spouse": "partner",
+	"fiance": "partner", "fiancé": "partner", "fiancee": "partner", "fiancée": "partner",
+	"son": "son", "sons": "son", "daughter": "daughter", "daughters": "daughter",
+	"colleague": "colleague", "colleagues": "colleague", "coworker": "colleague",
+	"coworkers": "colleague", "co-worker": "colleague", "co-workers": "colleague",
+	"workmate": "colleague",
+}
+
+// relationAdjectives may stand between "my" and the relation noun.
+var relationAdjectives = set("older", "younger", "little", "big", "baby", "twin", "elder",
+	"eldest", "oldest", "youngest", "best", "close", "good", "old", "dear", "childhood",
+	"new", "step", "half", "lovely", "awesome", "former", "closest", "only")
+
+// pets lists pet kinds and breeds (singular).
+var pets = set("dog", "cat", "puppy", "kitten", "hamster", "rabbit", "bunny", "parrot",
+	"bird", "fish", "goldfish", "turtle", "tortoise", "snake", "lizard", "gecko", "ferret",
+	"horse", "pony", "iguana", "chinchilla", "hedgehog", "rat", "mouse", "budgie", "canary",
+	"cockatiel", "labrador", "lab", "poodle", "beagle", "bulldog", "husky", "corgi",
+	"dachshund", "chihuahua", "pug", "retriever", "terrier", "spaniel", "collie",
+	"rottweiler", "doberman", "greyhound", "whippet", "labradoodle", "goldendoodle",
+	"cockapoo", "schnauzer", "pomeranian", "kitty", "pup", "tabby", "parakeet", "axolotl",
+	"golden retriever", "labrador retriever", "german shepherd", "french bulldog",
+	"border collie", "shih tzu", "pit bull", "great dane", "jack russell", "cocker spaniel",
+	"maine coon", "guinea pig", "bearded dragon", "siamese cat", "persian cat",
+	"tabby cat", "rescue dog", "rescue cat", "ball python", "bernese mountain dog",
+	"australian shepherd", "yorkshire terrier", "boston terrier", "sphynx cat")
+
+// instruments lists instruments (singular, as played).
+var instruments = set("piano", "guitar", "violin", "cello", "viola", "drums", "drum", "bass",
+	"saxophone", "sax", "trumpet", "flute", "clarinet", "ukulele", "harp", "banjo", "mandolin",
+	"accordion", "harmonica", "trombone", "oboe", "bassoon", "keyboard", "keyboards", "organ",
+	"tuba", "synthesizer", "synth", "sitar", "tabla", "bagpipes", "xylophone", "marimba",
+	"recorder", "harpsichord", "cajon", "didgeridoo",
+	"electric guitar", "acoustic guitar", "bass guitar", "classical guitar", "double bass",
+	"french horn", "steel drums", "grand piano", "upright bass", "electric bass")
+
+// instrumentalists maps a player noun to the instrument.
+var instrumentalists = map[string]string{
+	"guitarist": "guitar", "pianist": "piano", "violinist": "violin", "cellist": "cello",
+	"drummer": "drums", "bassist": "bass", "saxophonist": "saxophone", "trumpeter": "trumpet",
+	"flautist": "flute", "flutist": "flute", "harpist": "harp", "clarinetist": "clarinet",
+	"violist": "viola", "organist": "organ", "ukulele player": "ukulele",
+}
+
+// languages lists languages (lower case; the text must capitalise them).
+var languages = set("english", "spanish", "french", "german", "italian", "portuguese",
+	"mandarin", "chinese", "cantonese", "japanese", "korean", "hindi", "arabic", "russian",
+	"dutch", "swedish", "norwegian", "danish", "finnish", "polish", "turkish", "greek",
+	"hebrew", "vietnamese", "thai", "indonesian", "malay", "tagalog", "filipino", "swahili",
+	"bengali", "urdu", "punjabi", "tamil", "telugu", "marathi", "kannada", "malayalam",
+	"gujarati", "persian", "farsi", "ukrainian", "czech", "slovak", "hungarian", "romanian",
+	"catalan", "basque", "irish", "welsh", "gaelic", "latin", "icelandic", "serbian",
+	"croatian", "bulgarian", "lithuanian", "latvian", "estonian", "slovenian", "albanian",
+	"armenian", "georgian", "amharic", "yoruba", "igbo", "hausa", "zulu", "xhosa",
+	"afrikaans", "nepali", "sinhala", "burmese", "khmer", "lao", "mongolian", "kazakh",
+	"uzbek", "esperanto", "asl", "yiddish", "quechua", "maori", "hawaiian", "sanskrit")
+
+// diets maps diet words to the diet value.
+var diets = map[string]string{
+	"vegan": "vegan", "vegetarian": "vegetarian", "veggie": "vegetarian",
+	"pescatarian": "pescatarian", "pescetarian": "pescatarian", "carnivore": "carnivore",
+	"keto": "keto", "paleo": "paleo", "flexitarian": "flexitarian",
+	"plant-based": "plant-based", "gluten-free": "gluten-free", "halal": "halal",
+	"kosher": "kosher", "raw vegan": "raw vegan", "lacto-vegetarian": "lacto-vegetarian",
+	"ovo-vegetarian": "ovo-vegetarian", "fruitarian": "fruitarian",
+}
+
+// deviceBrands start a device name.
+var deviceBrands = set("iphone", "pixel", "galaxy", "samsung", "android", "oneplus",
+	"xiaomi", "redmi", "huawei", "motorola", "moto", "nokia", "blackberry", "xperia",
+	"fairphone", "oppo", "vivo", "realme", "honor", "google")
+
+// deviceModel words may continue a device name after the brand.
+var deviceModel = set("pro", "max", "plus", "ultra", "mini", "se", "xl", "fold", "flip",
+	"lite", "note", "edge", "fe", "5g", "xr", "xs", "x", "a", "galaxy", "pixel", "razr", "phone")
+
+// jobs lists head nouns of job titles.
+var jobs = set("engineer", "developer", "programmer", "designer", "teacher", "professor",
+	"nurse", "doctor", "physician", "surgeon", "dentist", "lawyer", "attorney", "accountant",
+	"architect", "manager", "director", "consultant", "analyst", "scientist", "researcher",
+	"writer", "journalist", "editor", "chef", "cook", "baker", "pilot", "pharmacist",
+	"therapist", "psychologist", "psychiatrist", "electrician", "plumber", "carpenter",
+	"mechanic", "firefighter", "paramedic", "officer", "cashier", "waiter", "waitress",
+	"bartender", "barista", "salesperson", "intern", "freelancer", "artist", "musician",
+	"photographer", "veterinarian", "vet", "librarian", "ceo", "cto", "cfo", "coo", "founder",
+	"co-founder", "cofounder", "recruiter", "translator", "marketer", "entrepreneur",
+	"realtor", "banker", "economist", "tutor", "coach", "trainer", "secretary",
+	"receptionist", "administrator", "technician", "sre", "devops", "lecturer", "actor",
+	"actress", "producer", "student", "paralegal", "midwife", "optometrist", "surveyor",
+	"assistant", "specialist", "coordinator", "supervisor", "executive", "officer",
+	"strategist", "copywriter", "illustrator", "animator", "statistician", "mathematician",
+	"physicist", "chemist", "biologist", "geologist", "historian", "teller", "clerk",
+	"driver", "farmer", "soldier", "sergeant", "detective", "judge", "professor",
+	"postdoc", "lead", "vp", "president", "nanny", "caregiver", "hairdresser", "stylist")
+
+// studentNouns make "a X at Y" a studies_at fact.
+var studentNouns = set("student", "freshman", "sophomore", "undergrad", "undergraduate",
+	"grad", "postgrad", "phd", "doctoral", "masters", "master's")
+
+// foods are head nouns that make a like a likes_food.
+var foods = set("food", "foods", "cuisine", "pizza", "sushi", "pasta", "tacos", "taco",
+	"burgers", "burger", "ramen", "curry", "curries", "steak", "chocolate", "cream",
+	"cheese", "bread", "noodles", "dumplings", "pho", "burritos", "burrito", "sandwiches",
+	"sandwich", "salad", "salads", "seafood", "chicken", "bbq", "barbecue", "pancakes",
+	"waffles", "cake", "cakes", "cookies", "donuts", "doughnuts", "fries", "lasagna",
+	"risotto", "sum", "kimchi", "falafel", "hummus", "avocado", "avocados", "mango", "mangoes",
+	"strawberries", "apples", "bananas", "coffee", "tea", "wine", "beer", "dessert",
+	"desserts", "pie", "pies", "soup", "soups", "rice", "eggs", "bacon", "fish", "shrimp",
+	"lobster", "oysters", "tofu", "paneer", "biryani", "dosa", "samosas", "paella", "tapas",
+	"croissants", "bagels", "chips", "popcorn", "candy", "fruit", "vegetables", "berries",
+	"peaches", "cherries", "grapes", "oranges", "watermelon", "pineapple", "nachos",
+	"enchiladas", "quesadillas", "gelato", "cupcakes", "brownies", "pretzels", "spaghetti",
+	"kebab", "kebabs", "shawarma", "gyros", "poke", "udon", "tempura", "dim", "chai", "matcha")
+
+// fillers are adverbs dropped before matching.
+var fillers = set("just", "really", "also", "recently", "finally", "actually", "currently",
+	"officially", "already", "totally", "absolutely", "definitely", "basically", "honestly",
+	"truly", "still", "now", "even", "seriously", "literally", "happily", "proudly",
+	"newly", "lately", "so", "well", "oh", "hey", "btw", "anyway", "anyways", "um", "uh",
+	"yeah", "yes", "ok", "okay", "fyi", "again", "too", "originally",
+	"absolutely", "sadly", "unfortunately", "luckily", "fortunately", "somehow")
+
+// hedges lower the confidence of what follows.
+var hedges = set("probably", "maybe", "perhaps", "possibly", "apparently", "supposedly")
+
+// modals mark a clause as not a statement of fact.
+var modals = set("would", "will", "could", "should", "might", "shall", "must", "want",
+	"wants", "wanted", "plan", "plans", "planning", "planned", "hope", "hoping", "hopes",
+	"hoped", "wish", "considering", "consider", "thinking", "intend", "intending", "trying",
+	"try", "tried", "going", "need", "needs", "dreaming", "dream", "hopefully", "someday",
+	"eventually", "ought", "gotta", "'d")
+
+// negations mark a clause as negated.
+var negations = set("not", "never", "neither", "nor", "nobody", "none", "nothing", "no")
+
+// reporting verbs introduce another speaker's claim.
+var reporting = set("said", "says", "say", "told", "tells", "tell", "thinks", "think",
+	"believes", "believe", "claims", "claimed", "claim", "mentioned", "mentions", "heard",
+	"reckons", "insists", "insisted", "wrote", "writes", "texted", "asked", "asks",
+	"suggested", "assumes", "assumed", "according", "reported", "announced", "swears",
+	"promised", "guessed", "thought", "believed")
+
+// userHedges are reporting verbs that, with "I" as subject, keep the claim
+// as the user's own at reduced confidence ("I think I'm allergic to cats").
+var userHedges = set("think", "believe", "guess", "reckon", "suppose", "feel", "thought", "believed")
+
+// conditionals anywhere in a sentence make it hypothetical.
+var conditionals = set("if", "unless", "suppose", "supposing", "imagine", "imagining",
+	"assuming", "assume", "hypothetically", "pretend", "pretending", "whether", "wish",
+	"wished", "wishing", "fantasize", "fantasizing", "daydream", "theoretically")
+
+// questionStarts begin a question even without a question mark.
+var questionStarts = set("do", "does", "did", "can", "could", "would", "should", "will",
+	"shall", "am", "is", "are", "was", "were", "where", "what", "when", "why", "how", "who",
+	"whom", "whose", "which", "have", "has", "may", "might", "must")
+
+// clauseVerbs start a clause whose subject is carried over from the previous
+// one ("I got a job and moved to Bangalore").
+var clauseVerbs = set("live", "lives", "living", "lived", "moved", "relocated", "settled",
+	"work", "works", "working", "worked", "started", "began", "joined", "adopted", "got",
+	"quit", "left", "married", "speak", "speaks", "play", "plays", "played", "playing",
+	"have", "has", "had", "love", "loves", "like", "likes", "enjoy", "enjoys", "adore",
+	"study", "studies", "studying", "bought", "switched", "graduated", "retired", "stopped",
+	"became", "went", "am", "use", "uses", "own", "owns", "rescued", "lost", "gave",
+	"resigned", "took", "learned", "learnt", "picked", "upgraded", "turned", "converted",
+	"dropped", "am", "is", "are", "no", "never", "not", "do", "does", "did", "who",
+	"enrolled", "attend", "attends", "eat", "eats", "landed", "accepted", "welcomed")
+
+// diaryVerbs may open a sentence with the subject "I" left out
+// ("Just moved to Bangalore!").
+var diaryVerbs = set("moved", "relocated", "got", "adopted", "quit", "started", "joined",
+	"bought", "switched", "became", "went", "graduated", "retired", "rescued", "landed",
+	"settled", "upgraded", "enrolled", "resigned", "welcomed", "married", "turned")
+
+// stopCaps are capitalised words that are never names or places.
+var stopCaps = set("i", "the", "a", "an", "my", "our", "he", "she", "we", "they", "it",
+	"and", "but", "so", "or", "yesterday", "today", "tomorrow", "last", "next", "this",
+	"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "just",
+	"since", "in", "on", "at", "for", "who", "also", "now", "then", "not", "no", "his",
+	"her", "their", "your", "you", "me", "us", "them", "him", "is", "was", "and", "to")
+
+// pluralToSingular undoes common English plurals.
+func pluralToSingular(w string) string {
+	switch {
+	case w == "fish" || w == "mice":
+		if w == "mice" {
+			return "mouse"
+		}
+		return w
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		return w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "sses"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && len(w) > 3:
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// britishToUS normalises spellings inside favorite_ predicate names.
+var britishToUS = map[string]string{"colour": "color", "flavour": "flavor", "humour": "humor",
+	"favourite": "favorite", "programme": "program", "theatre": "theater", "jewellery": "jewelry"}

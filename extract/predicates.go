@@ -1,0 +1,1229 @@
+package extract
+
+import "strings"
+
+// participles that make a preceding "have" an auxiliary.
+var participles = set("been", "got", "gotten", "had", "become", "begun", "done", "left",
+	"lost", "spoken", "taken", "made", "bought", "known", "quit", "moved", "lived", "worked",
+	"played", "adopted", "studied", "started", "joined", "switched", "graduated", "retired",
+	"stopped", "rescued", "learned", "learnt", "relocated", "settled", "always", "enrolled",
+	"picked", "taken", "given", "gone", "went", "resigned", "upgraded", "converted", "married",
+	"owned", "used", "loved", "liked", "enjoyed", "welcomed", "landed", "accepted", "found")
+
+// eventParticiples may follow "was"/"were" as an event, not a past state.
+var eventParticiples = set("promoted", "hired", "laid", "fired", "married", "engaged",
+	"divorced", "diagnosed", "let", "made")
+
+// npStop ends a noun phrase.
+var npStop = set("because", "since", "for", "with", "at", "in", "on", "from", "when", "but",
+	"so", "that", "which", "who", "if", "than", "as", "to", "too", "very", "much", "lot",
+	"lots", "anymore", "though", "although", "while", "every", "each", "right", "here",
+	"there", "lately", "more", "most", "is", "are", "was", "were", "am", "be", "been", "do",
+	"does", "did", "have", "has", "had", "named", "called", "not", "no", "i", "we", "you",
+	"he", "she", "they", "it", "about", "and", "or", "&", "'s", "by", "after", "before",
+	"like", "whenever", "where", "during", "until", "into", "over", "under", "around")
+
+// rejectObj are words that cannot open an object ("I love it").
+var rejectObj = set("it", "that", "this", "them", "you", "him", "her", "me", "us", "those",
+	"these", "everything", "anything", "something", "nothing", "one", "to", "when", "how",
+	"what", "my", "your", "his", "their", "our", "its", "being", "having", "doing", "going",
+	"there", "here", "people", "myself", "yourself", "himself", "herself", "all", "both",
+	"someone", "somebody", "anyone", "everyone", "so", "such", "where", "why", "who")
+
+var determiners = set("a", "an", "the", "some", "any", "lots", "plenty")
+
+// nounPhrase matches a short noun phrase at v[i] and returns it, its head
+// word and the index after it.
+func (st *state) nounPhrase(v []tok, i int) (string, string, int, bool) {
+	for i < len(v) && determiners[v[i].w] && !v[i].cap {
+		i++
+		if i < len(v) && v[i].w == "of" {
+			i++
+		}
+	}
+	if i >= len(v) || !v[i].word || rejectObj[v[i].w] || npStop[v[i].w] {
+		return "", "", i, false
+	}
+	j := i
+	for j < len(v) && j-i < 6 && v[j].word && !npStop[v[j].w] {
+		if v[j].w == "of" && !(j+1 < len(v) && v[j+1].upper) {
+			break
+		}
+		if j > i && strings.TrimSpace(st.gap(v[j-1], v[j])) != "" {
+			break
+		}
+		j++
+	}
+	if j == i {
+		return "", "", i, false
+	}
+	return st.objText(v[i:j]), v[j-1].w, j, true
+}
+
+// list matches item (("," | "and" | "or" | ", and") item)* at v[i].
+func list(v []tok, i int, item func([]tok, int) (string, int, bool)) ([]string, int) {
+	var out []string
+	for {
+		obj, next, ok := item(v, i)
+		if !ok {
+			return out, i
+		}
+		out = append(out, obj)
+		i = next
+		if i >= len(v) {
+			return out, i
+		}
+		k := i
+		switch v[k].w {
+		case ",":
+			k++
+			if k < len(v) && (v[k].w == "and" || v[k].w == "or") {
+				k++
+			}
+		case "and", "or", "&", "plus":
+			k++
+		default:
+			return out, i
+		}
+		if _, _, ok := item(v, k); !ok {
+			return out, i
+		}
+		i = k
+	}
+}
+
+// proper matches a proper noun at v[i] ("Seattle", "San Francisco", "the
+// Netherlands", "Rio de Janeiro", "St. Louis", "Johnson & Johnson", "3M").
+func (st *state) proper(v []tok, i int) (string, int, bool) {
+	if i < len(v) && v[i].w == "the" && !v[i].cap {
+		i++
+	}
+	isProp := func(t tok) bool { return t.word && t.upper && !stopCaps[t.w] }
+	if i >= len(v) {
+		return "", i, false
+	}
+	start := i
+	if v[i].w == "the" && v[i].cap && i+1 < len(v) && isProp(v[i+1]) {
+		i++
+	}
+	if !isProp(v[i]) && !(v[i].word && v[i].w[0] >= '0' && v[i].w[0] <= '9' && len(v[i].w) > 1 && v[i].upper) {
+		return "", start, false
+	}
+	end := i + 1
+	adjacent := func(a, b int) bool { return strings.TrimSpace(st.gap(v[a], v[b])) == "" }
+	for end < len(v) && end-start < 8 {
+		t := v[end]
+		switch {
+		case !adjacent(end-1, end):
+		case isProp(t) && !clauseVerbs[t.w]:
+			end++
+			continue
+		case t.word && t.w[0] >= '0' && t.w[0] <= '9':
+			end++
+			continue
+		case t.w == "." && abbreviations[v[end-1].w] && end+1 < len(v) && isProp(v[end+1]),
+			t.w == "'s" && end+1 < len(v) && isProp(v[end+1]) && adjacent(end, end+1):
+			end += 2
+			continue
+		case (t.w == "&" || t.w == "of" || t.w == "de" || t.w == "da" || t.w == "del" || t.w == "la" ||
+			t.w == "upon" || t.w == "von" || t.w == "van" || t.w == "du" || t.w == "on") &&
+			!t.upper && end+1 < len(v) && isProp(v[end+1]) && adjacent(end, end+1):
+			end += 2
+			continue
+		}
+		break
+	}
+	return st.objText(v[start:end]), end, true
+}
+
+// predicate extracts from the tokens after the subject.
+func (st *state) predicate(f *frame, v []tok) {
+	neg, negEnd := false, false
+	kept := make([]tok, 0, len(v))
+	for k := 0; k < len(v); k++ {
+		t := v[k]
+		next := ""
+		if k+1 < len(v) {
+			next = v[k+1].w
+		}
+		switch {
+		case t.w == "no" && (next == "longer" || next == "more"):
+			f.kind = End
+			k++
+			continue
+		case t.w == "anymore" || (t.w == "any" && (next == "more" || next == "longer")):
+			negEnd = true
+			if t.w == "any" {
+				k++
+			}
+			continue
+		case t.w == "used" && next == "to":
+			f.kind = End
+			k++
+			continue
+		case t.w == "going" && next != "to", t.w == "need" && next != "to",
+			(t.w == "try" || t.w == "tried" || t.w == "trying") && next != "to":
+		case t.w == "thinking" && next != "of" && next != "about":
+		case modals[t.w] && !t.cap:
+			return // a plan, wish or possibility
+		case negations[t.w]:
+			neg = true
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if neg {
+		if !negEnd {
+			return // "I don't live in Paris"
+		}
+		f.kind = End // "I don't live in Paris anymore"
+	}
+	v = kept
+
+	// Auxiliaries.
+	for len(v) > 0 {
+		w := v[0].w
+		switch w {
+		case "am", "is", "are", "be", "being":
+			f.be = true
+		case "been":
+			f.be, f.perfect = true, true
+		case "do", "does", "did":
+		case "have", "has", "had":
+			if len(v) < 2 || !(participles[v[1].w] || strings.HasSuffix(v[1].w, "ed")) {
+				goto main
+			}
+			f.perfect = true
+		case "was", "were":
+			if len(v) < 2 || !eventParticiples[v[1].w] {
+				if f.kind != End {
+					return // a past state: "I was vegan"
+				}
+			}
+		default:
+			goto main
+		}
+		v = v[1:]
+	}
+main:
+	if len(v) == 0 {
+		return
+	}
+	for _, p := range []func(*frame, []tok) bool{
+		st.pLive, st.pMove, st.pWork, st.pJob, st.pStudy, st.pMarital, st.pDiet,
+		st.pDevice, st.pInstrument, st.pLanguage, st.pPet, st.pAllergy, st.pLike,
+	} {
+		if p(f, v) {
+			return
+		}
+	}
+}
+
+func at(v []tok, i int) string {
+	if i >= 0 && i < len(v) {
+		return v[i].w
+	}
+	return ""
+}
+
+// pLive: live/reside in X; based/settled/located in X.
+func (st *state) pLive(f *frame, v []tok) bool {
+	switch v[0].w {
+	case "live", "lives", "living", "reside", "resides", "residing":
+	case "lived", "resided":
+		if !f.perfect && f.kind != End {
+			return false // "I lived in Paris" is over, but says not when
+		}
+	case "based", "located", "settled", "situated":
+		if !f.be && !f.perfect && v[0].w != "settled" {
+			return false
+		}
+	default:
+		return false
+	}
+	i := 1
+	if at(v, i) == "here" || at(v, i) == "there" {
+		return false
+	}
+	if at(v, i) != "in" && at(v, i) != "at" {
+		return false
+	}
+	if obj, _, ok := st.proper(v, i+1); ok {
+		st.emit(f, "lives_in", obj)
+	}
+	return true
+}
+
+// pMove: moved/relocated (back) (from X) to Y; moved out of X.
+func (st *state) pMove(f *frame, v []tok) bool {
+	switch v[0].w {
+	case "moved", "relocated", "move", "relocate":
+		if (v[0].w == "move" || v[0].w == "relocate") && f.kind != End && !f.perfect {
+			return false
+		}
+	default:
+		return false
+	}
+	i := 1
+	if at(v, i) == "out" && at(v, i+1) == "of" || at(v, i) == "away" && at(v, i+1) == "from" {
+		if obj, _, ok := st.proper(v, i+2); ok {
+			e := *f
+			e.kind = End
+			st.emit(&e, "lives_in", obj)
+		}
+		return true
+	}
+	for at(v, i) == "back" || at(v, i) == "here" || at(v, i) == "over" || at(v, i) == "all" || at(v, i) == "the" || at(v, i) == "way" {
+		i++
+	}
+	if at(v, i) == "from" {
+		if _, next, ok := st.proper(v, i+1); ok {
+			i = next
+		}
+	}
+	if at(v, i) != "to" {
+		return false
+	}
+	if obj, _, ok := st.proper(v, i+1); ok {
+		st.emit(f, "lives_in", obj)
+	}
+	return true
+}
+
+// pWork: work/working at|for X (as Y); employed at X; joined X; got a job
+// at X; quit / left my job (at X); retired; laid off; fired.
+func (st *state) pWork(f *frame, v []tok) bool {
+	end := func(org string) {
+		e := *f
+		e.kind = End
+		st.emit(&e, "works_at", org)
+	}
+	switch v[0].w {
+	case "work", "works", "working", "worked", "employed", "hired":
+		if v[0].w == "worked" && !f.perfect && f.kind != End {
+			return false
+		}
+		if (v[0].w == "employed" || v[0].w == "hired") && !f.be && !f.perfect && at(v, -1) != "got" {
+			// "employed" needs "am"/"was"; "got hired" arrives via pGot.
+			if !f.be {
+				return false
+			}
+		}
+		matched := false
+		for i := 1; i < len(v) && i < 12; i++ {
+			switch v[i].w {
+			case "at", "for", "with", "by":
+				if org, next, ok := st.proper(v, i+1); ok {
+					st.emit(f, "works_at", org)
+					matched = true
+					i = next - 1
+				}
+			case "as":
+				if title, head, next, ok := st.nounPhrase(v, i+1); ok && v[0].w != "employed" && v[0].w != "hired" {
+					_ = head
+					st.emit(f, "job_title", title)
+					matched = true
+					i = next - 1
+				}
+			default:
+				if !v[i].word {
+					return matched
+				}
+			}
+		}
+		return matched
+	case "joined":
+		if org, _, ok := st.proper(v, 1); ok && st.names[strings.ToLower(org)] == "" {
+			st.emit(f, "works_at", org)
+			return true
+		}
+		return false
+	case "quit", "left", "resigned", "retired", "lost":
+		i := 1
+		if at(v, i) == "from" {
+			i++
+		}
+		if v[0].w == "retired" || v[0].w == "resigned" {
+			org, _, _ := st.proper(v, i)
+			end(org)
+			return true
+		}
+		if at(v, i) == "my" && (at(v, i+1) == "job" || at(v, i+1) == "position" || at(v, i+1) == "role") {
+			org := ""
+			if p := at(v, i+2); p == "at" || p == "with" || p == "in" {
+				org, _, _ = st.proper(v, i+3)
+			}
+			end(org)
+			return true
+		}
+		if v[0].w == "lost" {
+			return false
+		}
+		if at(v, i) == "" && v[0].w == "quit" {
+			end("") // "I quit"
+			return true
+		}
+		if v[0].w == "quit" || v[0].w == "left" {
+			if org, _, ok := st.proper(v, i); ok && v[0].w == "quit" {
+				end(org)
+				return true
+			}
+		}
+		return false
+	case "laid", "fired", "let":
+		if v[0].w == "laid" && at(v, 1) != "off" || v[0].w == "let" && at(v, 1) != "go" {
+			return false
+		}
+		i := 1
+		if v[0].w != "fired" {
+			i = 2
+		}
+		org := ""
+		if at(v, i) == "from" || at(v, i) == "at" || at(v, i) == "by" {
+			org, _, _ = st.proper(v, i+1)
+		}
+		end(org)
+		return true
+	case "got", "landed", "accepted", "took", "found", "started", "began", "have", "has", "had", "start":
+		return st.pGot(f, v)
+	}
+	return false
+}
+
+// pGot: got/landed/started a (new) job|position at X (as Y); started at X;
+// got hired at X; got promoted to Y.
+func (st *state) pGot(f *frame, v []tok) bool {
+	i := 1
+	switch at(v, i) {
+	case "laid", "fired", "let":
+		if v[0].w == "got" {
+			return st.pWork(f, v[1:])
+		}
+		return false
+	case "hired":
+		if p := at(v, i+1); p == "at" || p == "by" {
+			if org, _, ok := st.proper(v, i+2); ok {
+				st.emit(f, "works_at", org)
+				return true
+			}
+		}
+		return false
+	case "promoted":
+		if at(v, i+1) == "to" {
+			if title, _, _, ok := st.nounPhrase(v, i+2); ok {
+				st.emit(f, "job_title", title)
+				return true
+			}
+		}
+		return false
+	case "working":
+		if p := at(v, i+1); p == "at" || p == "for" {
+			if org, _, ok := st.proper(v, i+2); ok {
+				st.emit(f, "works_at", org)
+				return true
+			}
+		}
+		return false
+	case "at":
+		if v[0].w == "started" || v[0].w == "began" {
+			if org, _, ok := st.proper(v, i+1); ok {
+				st.emit(f, "works_at", org)
+				return true
+			}
+		}
+		return false
+	}
+	for i < len(v) && (determiners[v[i].w] || v[i].w == "new" || v[i].w == "dream" ||
+		v[i].w == "full-time" || v[i].w == "part-time" || v[i].w == "first" || v[i].w == "great" || v[i].w == "my") {
+		i++
+	}
+	switch at(v, i) {
+	case "job", "position", "role", "internship", "gig":
+	default:
+		return false
+	}
+	i++
+	matched := false
+	for ; i < len(v) && i < 14; i++ {
+		switch v[i].w {
+		case "at", "with", "for":
+			if org, next, ok := st.proper(v, i+1); ok {
+				st.emit(f, "works_at", org)
+				matched = true
+				i = next - 1
+			}
+		case "as":
+			if title, _, next, ok := st.nounPhrase(v, i+1); ok {
+				st.emit(f, "job_title", title)
+				matched = true
+				i = next - 1
+			}
+		default:
+			return matched || true
+		}
+	}
+	return true
+}
+
+// pJob: (am) a|an TITLE (at|for ORG); became a TITLE; my job title is X
+// arrives via possessedThing.
+func (st *state) pJob(f *frame, v []tok) bool {
+	i := 0
+	switch v[0].w {
+	case "a", "an":
+		if !f.be {
+			return false
+		}
+	case "became", "become":
+		i = 1
+		if at(v, i) != "a" && at(v, i) != "an" {
+			return false
+		}
+	default:
+		return false
+	}
+	title, head, next, ok := st.nounPhrase(v, i)
+	if !ok {
+		return false
+	}
+	org := ""
+	if p := at(v, next); p == "at" || p == "for" || p == "with" || p == "in" {
+		org, _, _ = st.proper(v, next+1)
+	}
+	words := strings.Fields(strings.ToLower(title))
+	switch {
+	case studentNouns[head] || (len(words) > 1 && studentNouns[words[0]] && head == "student"):
+		if org != "" {
+			st.emit(f, "studies_at", org)
+		}
+		return true
+	case instrumentalists[head] != "":
+		st.emit(f, "plays_instrument", instrumentalists[head])
+		return true
+	case diets[head] != "" && len(words) == 1:
+		st.emit(f, "diet", diets[head])
+		return true
+	case head == "fan" && at(v, next) == "of":
+		return st.likeObjects(f, v, next+1, false)
+	case jobs[head] || (org != "" && p(at(v, next)) != "in"):
+		st.emit(f, "job_title", title)
+		if org != "" && at(v, next) != "in" {
+			st.emit(f, "works_at", org)
+		}
+		return true
+	}
+	return false
+}
+
+func p(s string) string { return s }
+
+// pStudy: study/studying (subject) at X; enrolled at/in X; attend X;
+// graduated from X (end); dropped out of X (end).
+func (st *state) pStudy(f *frame, v []tok) bool {
+	switch v[0].w {
+	case "study", "studies", "studying", "studied", "enrolled", "attend", "attends", "attending":
+		if v[0].w == "studied" && !f.perfect && f.kind != End {
+			return false
+		}
+		if strings.HasPrefix(v[0].w, "attend") {
+			if org, _, ok := st.proper(v, 1); ok {
+				st.emit(f, "studies_at", org)
+				return true
+			}
+			return false
+		}
+		for i := 1; i < len(v) && i < 9; i++ {
+			if v[i].w == "at" || (v[0].w == "enrolled" && v[i].w == "in") {
+				if org, _, ok := st.proper(v, i+1); ok {
+					st.emit(f, "studies_at", org)
+					return true
+				}
+			}
+			if !v[i].word {
+				break
+			}
+		}
+		return false
+	case "graduated", "dropped":
+		i := 1
+		if v[0].w == "dropped" {
+			if at(v, 1) != "out" || at(v, 2) != "of" {
+				return false
+			}
+			i = 3
+		} else {
+			if at(v, 1) != "from" {
+				return false
+			}
+			i = 2
+		}
+		if org, _, ok := st.proper(v, i); ok {
+			e := *f
+			e.kind = End
+			st.emit(&e, "studies_at", org)
+			return true
+		}
+		return false
+	case "started", "began":
+		switch at(v, 1) {
+		case "college", "university", "uni", "school", "grad", "law", "med", "my":
+			for i := 2; i < len(v) && i < 6; i++ {
+				if v[i].w == "at" {
+					if org, _, ok := st.proper(v, i+1); ok {
+						st.emit(f, "studies_at", org)
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+var maritalWords = map[string]string{"married": "married", "single": "single", "engaged": "engaged",
+	"divorced": "divorced", "widowed": "widowed", "separated": "separated", "hitched": "married"}
+
+// pMarital: am married/single/engaged/divorced/widowed; got married;
+// married Sam; tied the knot.
+func (st *state) pMarital(f *frame, v []tok) bool {
+	w := v[0].w
+	i := 0
+	if w == "got" || w == "get" || w == "getting" {
+		if w == "getting" && !f.be {
+			return false
+		}
+		i = 1
+	}
+	if w == "tied" && at(v, 1) == "the" && at(v, 2) == "knot" {
+		st.emit(f, "marital_status", "married")
+		return true
+	}
+	status, ok := maritalWords[at(v, i)]
+	if !ok {
+		return false
+	}
+	if i == 0 && !f.be && !f.perfect {
+		// Bare "married Sam" is the event; "divorced" likewise.
+		if w != "married" && w != "divorced" {
+			return false
+		}
+		if !(i+1 < len(v) && isNameTok(v[i+1])) {
+			return false
+		}
+	}
+	if status == "single" && i+1 < len(v) && v[i+1].word && !isBoundary(v[i+1]) {
+		return false // "single-handedly", "single parent"
+	}
+	st.emit(f, "marital_status", status)
+	return true
+}
+
+// dietWord matches a diet word at v[i], including two-word "raw vegan".
+func dietWord(v []tok, i int) (string, int) {
+	if i+1 < len(v) {
+		if d, ok := diets[v[i].w+" "+v[i+1].w]; ok {
+			return d, i + 2
+		}
+	}
+	if d, ok := diets[at(v, i)]; ok {
+		return d, i + 1
+	}
+	return "", i
+}
+
+var dietAdjectives = set("a", "strict", "full", "total", "committed", "proper", "full-time",
+	"lifelong", "complete", "100%", "fully", "mostly")
+
+// pDiet: am (a) vegan; went/became/turned vegan; on a keto diet; follow a
+// vegan diet; only eat meat; stopped being vegan (end).
+func (st *state) pDiet(f *frame, v []tok) bool {
+	i := 0
+	switch v[0].w {
+	case "went", "became", "become", "turned", "gone", "follow", "follows", "following", "eat", "eats", "switched", "converted", "only":
+		i = 1
+		if v[0].w == "switched" || v[0].w == "converted" {
+			if at(v, 1) != "to" {
+				return false
+			}
+			i = 2
+		}
+	case "stopped", "quit":
+		if at(v, 1) == "being" {
+			if d, _ := dietWord(v, 2); d != "" {
+				e := *f
+				e.kind = End
+				st.emit(&e, "diet", d)
+				return true
+			}
+		}
+		return false
+	case "on":
+		i = 1
+	default:
+		if !f.be {
+			return false
+		}
+	}
+	// "only eat meat", "eat only meat", "eat meat only".
+	if v[0].w == "only" && (at(v, 1) == "eat" || at(v, 1) == "eats") {
+		i = 2
+	}
+	if v[0].w == "eat" || v[0].w == "eats" || v[0].w == "only" {
+		only := v[0].w == "only" || at(v, i) == "only"
+		if at(v, i) == "only" {
+			i++
+		}
+		obj := at(v, i)
+		if at(v, i+1) == "only" {
+			only = true
+		}
+		if only {
+			switch obj {
+			case "meat":
+				st.emit(f, "diet", "carnivore")
+				return true
+			case "plants", "plant-based", "vegan":
+				st.emit(f, "diet", "vegan")
+				return true
+			case "fish", "seafood":
+				st.emit(f, "diet", "pescatarian")
+				return true
+			}
+			return false
+		}
+	}
+	for i < len(v) && dietAdjectives[v[i].w] || at(v, i) == "an" {
+		i++
+	}
+	d, next := dietWord(v, i)
+	if d == "" {
+		return false
+	}
+	if next < len(v) && v[next].word && !isBoundary(v[next]) && v[next].w != "diet" && v[next].w != "lifestyle" {
+		return false // "vegan food", "a vegetarian restaurant"
+	}
+	if (v[0].w == "on" || strings.HasPrefix(v[0].w, "follow") || v[0].w == "eat") && at(v, next) != "diet" && at(v, next) != "lifestyle" {
+		return false
+	}
+	st.emit(f, "diet", d)
+	return true
+}
+
+// device matches a phone name at v[i] ("iPhone 13", "Samsung Galaxy S23",
+// "Pixel 8 Pro", "Android").
+func (st *state) device(v []tok, i int) (string, int, bool) {
+	for i < len(v) && (determiners[v[i].w] || v[i].w == "new" || v[i].w == "my" || v[i].w == "old" || v[i].w == "brand") {
+		i++
+	}
+	if i >= len(v) || !deviceBrands[v[i].w] || (v[i].w == "google" && at(v, i+1) != "pixel") {
+		return "", i, false
+	}
+	j := i + 1
+	for j < len(v) && v[j].word && (deviceModel[v[j].w] && v[j].w != "phone" || strings.ContainsAny(v[j].w, "0123456789")) &&
+		strings.TrimSpace(st.gap(v[j-1], v[j])) == "" {
+		if v[j].w == "a" && !v[j].cap {
+			break
+		}
+		j++
+	}
+	return st.objText(v[i:j]), j, true
+}
+
+// pDevice: use/have/got/bought/switched to an iPhone 13 …
+func (st *state) pDevice(f *frame, v []tok) bool {
+	i := 1
+	switch v[0].w {
+	case "use", "uses", "using", "have", "has", "got", "bought", "own", "owns", "carry",
+		"rock", "rocking", "picked", "purchased", "received":
+		if v[0].w == "picked" {
+			if at(v, 1) != "up" {
+				return false
+			}
+			i = 2
+		}
+	case "switched", "upgraded", "moved", "changed":
+		i = 1
+		if at(v, i) == "from" {
+			if _, next, ok := st.device(v, i+1); ok {
+				i = next
+			}
+		}
+		if at(v, i) != "to" {
+			return false
+		}
+		i++
+	default:
+		return false
+	}
+	if d, _, ok := st.device(v, i); ok {
+		st.emit(f, "uses_device", d)
+		return true
+	}
+	return false
+}
+
+// instrument matches an instrument at v[i] (after an optional article).
+func instrument(v []tok, i int) (string, int, bool) {
+	for i < len(v) && (v[i].w == "the" || v[i].w == "a" || v[i].w == "an" || v[i].w == "some" || v[i].w == "my") {
+		i++
+	}
+	if i+1 < len(v) && instruments[v[i].w+" "+v[i+1].w] {
+		return v[i].w + " " + v[i+1].w, i + 2, true
+	}
+	if i < len(v) && instruments[v[i].w] {
+		return v[i].w, i + 1, true
+	}
+	return "", i, false
+}
+
+// pInstrument: play (the) violin; started/learned to play X; took up X;
+// stopped/quit/gave up (playing) X (end).
+func (st *state) pInstrument(f *frame, v []tok) bool {
+	i := 1
+	kind := f.kind
+	switch v[0].w {
+	case "play", "plays", "playing", "played":
+		if v[0].w == "played" && !f.perfect && kind != End {
+			return false
+		}
+	case "started", "began", "learned", "learnt", "learning", "took", "picked":
+		switch {
+		case at(v, 1) == "playing":
+			i = 2
+		case at(v, 1) == "to" && at(v, 2) == "play":
+			i = 3
+		case (v[0].w == "took" || v[0].w == "picked") && at(v, 1) == "up":
+			i = 2
+			if at(v, 2) == "playing" {
+				i = 3
+			}
+		default:
+			return false
+		}
+		if v[0].w == "learning" {
+			return false
+		}
+	case "stopped", "quit", "gave":
+		if v[0].w == "gave" {
+			if at(v, 1) != "up" {
+				return false
+			}
+			i = 2
+		}
+		if at(v, i) == "playing" {
+			i++
+		}
+		kind = End
+	default:
+		return false
+	}
+	objs, _ := list(v, i, func(v []tok, i int) (string, int, bool) { return instrument(v, i) })
+	if len(objs) == 0 {
+		return false
+	}
+	e := *f
+	e.kind = kind
+	for _, o := range objs {
+		st.emit(&e, "plays_instrument", o)
+	}
+	return true
+}
+
+var languageQualifiers = set("a", "little", "bit", "of", "some", "basic", "fluent", "decent",
+	"good", "conversational", "broken", "native", "passable", "okay", "ok", "fluently", "pretty")
+
+func (st *state) language(v []tok, i int) (string, int, bool) {
+	for i < len(v) && languageQualifiers[v[i].w] && !v[i].cap {
+		i++
+	}
+	if i < len(v) && v[i].cap && languages[v[i].w] {
+		if at(v, i+1) == "sign" && at(v, i+2) == "language" {
+			return st.objText(v[i : i+3]), i + 3, true
+		}
+		return st.objText(v[i : i+1]), i + 1, true
+	}
+	return "", i, false
+}
+
+// pLanguage: speak (fluent) X and Y; fluent in X; native X speaker;
+// bilingual in X and Y.
+func (st *state) pLanguage(f *frame, v []tok) bool {
+	i := 1
+	switch v[0].w {
+	case "speak", "speaks", "speaking", "spoken", "can":
+		if v[0].w == "can" {
+			if at(v, 1) != "speak" {
+				return false
+			}
+			i = 2
+		}
+	case "fluent", "bilingual", "trilingual", "proficient", "conversational":
+		if at(v, 1) != "in" {
+			return false
+		}
+		i = 2
+	case "a", "native":
+		j := 0
+		if v[0].w == "a" {
+			j = 1
+		}
+		if at(v, j) == "native" {
+			if lang, next, ok := st.language(v, j+1); ok && at(v, next) == "speaker" {
+				st.emit(f, "speaks_language", lang)
+				return true
+			}
+		}
+		return false
+	default:
+		return false
+	}
+	objs, _ := list(v, i, st.language)
+	for _, o := range objs {
+		st.emit(f, "speaks_language", o)
+	}
+	return len(objs) > 0
+}
+
+// pet matches [number|adjective]* PET at v[i] and returns the singular kind.
+func (st *state) pet(v []tok, i int) (string, int, bool) {
+	for k := 0; k < 4 && i < len(v) && !v[i].cap; k++ {
+		w := v[i].w
+		if determiners[w] || numberWords[w] > 0 || w == "new" || w == "little" || w == "sweet" ||
+			w == "old" || w == "young" || w == "adorable" || w == "cute" || w == "rescue" ||
+			w == "black" || w == "white" || w == "grey" || w == "gray" || w == "brown" ||
+			w == "orange" || w == "fluffy" || w == "tiny" || w == "big" || w == "senior" || w == "baby" ||
+			w == "pet" || w == "two" || w == "beautiful" || w == "lovely" || strings.ContainsAny(w, "0123456789") {
+			if (pets[w] || pets[w+" "+at(v, i+1)]) && w != "rescue" {
+				break
+			}
+			i++
+			continue
+		}
+		break
+	}
+	if i+2 < len(v) {
+		if k := pluralToSingular(v[i+2].w); pets[v[i].w+" "+v[i+1].w+" "+k] {
+			return v[i].w + " " + v[i+1].w + " " + k, i + 3, true
+		}
+	}
+	if i+1 < len(v) {
+		if k := pluralToSingular(v[i+1].w); pets[v[i].w+" "+k] && !v[i].cap {
+			return v[i].w + " " + k, i + 2, true
+		}
+		if pets[v[i].w+" "+v[i+1].w] {
+			return v[i].w + " " + v[i+1].w, i + 2, true
+		}
+	}
+	if i < len(v) && !v[i].cap {
+		if k := pluralToSingular(v[i].w); pets[k] {
+			return k, i + 1, true
+		}
+		if pets[v[i].w] {
+			return v[i].w, i + 1, true
+		}
+	}
+	return "", i, false
+}
+
+// pPet: have/got/adopted/rescued a PET (named|called NAME) (and a PET …).
+func (st *state) pPet(f *frame, v []tok) bool {
+	switch v[0].w {
+	case "have", "has", "had", "got", "adopted", "rescued", "bought", "own", "owns",
+		"welcomed", "brought", "took", "getting":
+		if v[0].w == "had" && !f.perfect && f.kind != End {
+			return false
+		}
+		if v[0].w == "getting" {
+			return false
+		}
+	case "lost":
+		if kind, _, ok := st.pet(v, 1); ok {
+			e := *f
+			e.kind = End
+			st.emit(&e, "has_pet", kind)
+			return true
+		}
+		return false
+	default:
+		return false
+	}
+	i := 1
+	if at(v, i) == "home" || at(v, i) == "in" {
+		i++
+	}
+	matched := false
+	for i < len(v) {
+		kind, next, ok := st.pet(v, i)
+		if !ok {
+			break
+		}
+		matched = true
+		st.emit(f, "has_pet", kind)
+		i = next
+		if at(v, i) == "," {
+			i++
+		}
+		if at(v, i) == "named" || at(v, i) == "called" || (at(v, i) == "whose" && at(v, i+1) == "name" && at(v, i+2) == "is") {
+			if at(v, i) == "whose" {
+				i += 2
+			}
+			names, n := st.nameList(v, i+1, true)
+			for _, nm := range names {
+				st.emit(f, "pet_name", nm)
+			}
+			i = n
+		}
+		if at(v, i) == "," {
+			i++
+		}
+		if at(v, i) == "and" {
+			i++
+			continue
+		}
+		break
+	}
+	return matched
+}
+
+func (st *state) allergen(v []tok, i int) (string, int, bool) {
+	obj, _, next, ok := st.nounPhrase(v, i)
+	return obj, next, ok
+}
+
+// pAllergy: allergic to X, Y and Z; have a (severe) X allergy; have an
+// allergy to X.
+func (st *state) pAllergy(f *frame, v []tok) bool {
+	switch v[0].w {
+	case "allergic", "severely", "very", "mildly", "deathly", "highly":
+		i := 0
+		for i < len(v) && v[i].w != "allergic" {
+			i++
+			if i > 1 {
+				return false
+			}
+		}
+		if at(v, i+1) != "to" || (!f.be && f.kind != End) {
+			return false
+		}
+		objs, _ := list(v, i+2, st.allergen)
+		for _, o := range objs {
+			st.emit(f, "allergic_to", o)
+		}
+		return len(objs) > 0
+	case "have", "has", "got", "diagnosed", "developed":
+		i := 1
+		if v[0].w == "diagnosed" {
+			if at(v, 1) != "with" {
+				return false
+			}
+			i = 2
+		}
+		for i < len(v) && (v[i].w == "a" || v[i].w == "an" || v[i].w == "severe" || v[i].w == "mild" ||
+			v[i].w == "bad" || v[i].w == "slight" || v[i].w == "serious" || v[i].w == "life-threatening" || v[i].w == "terrible") {
+			i++
+		}
+		if at(v, i) == "allergy" || at(v, i) == "allergies" {
+			if at(v, i+1) == "to" {
+				objs, _ := list(v, i+2, st.allergen)
+				for _, o := range objs {
+					st.emit(f, "allergic_to", o)
+				}
+				return len(objs) > 0
+			}
+			return false
+		}
+		j := i
+		for j < len(v) && j-i < 4 && v[j].word && v[j].w != "allergy" && v[j].w != "allergies" && !npStop[v[j].w] {
+			j++
+		}
+		if j > i && (at(v, j) == "allergy" || at(v, j) == "allergies") {
+			st.emit(f, "allergic_to", st.objText(v[i:j]))
+			return true
+		}
+	}
+	return false
+}
+
+// pLike: like/love/enjoy/adore X, Y and Z; am into X; am a big fan of X;
+// obsessed with / passionate about / crazy about X; love eating X.
+func (st *state) pLike(f *frame, v []tok) bool {
+	i := 1
+	food := false
+	switch v[0].w {
+	case "like", "likes", "love", "loves", "enjoy", "enjoys", "adore", "adores", "dig", "liked", "loved", "enjoyed":
+		if (v[0].w == "liked" || v[0].w == "loved" || v[0].w == "enjoyed") && !f.perfect && f.kind != End {
+			return false
+		}
+		if at(v, 1) == "to" {
+			if at(v, 2) == "eat" {
+				i, food = 3, true
+			} else {
+				return false
+			}
+		}
+		if at(v, 1) == "eating" {
+			i, food = 2, true
+		}
+	case "into":
+		if !f.be {
+			return false
+		}
+	case "obsessed", "passionate", "crazy", "mad", "nuts":
+		if !f.be || (at(v, 1) != "with" && at(v, 1) != "about") {
+			return false
+		}
+		i = 2
+	case "stopped":
+		if at(v, 1) != "liking" && at(v, 1) != "loving" && at(v, 1) != "enjoying" {
+			return false
+		}
+		e := *f
+		e.kind = End
+		return st.likeObjects(&e, v, 2, false)
+	default:
+		return false
+	}
+	return st.likeObjects(f, v, i, food)
+}
+
+func (st *state) likeObjects(f *frame, v []tok, i int, food bool) bool {
+	type item struct {
+		obj  string
+		food bool
+	}
+	var items []item
+	objs, _ := list(v, i, func(v []tok, i int) (string, int, bool) {
+		obj, head, next, ok := st.nounPhrase(v, i)
+		if ok {
+			items = append(items, item{obj, food || foods[head]})
+		}
+		return obj, next, ok
+	})
+	_ = objs
+	for _, it := range items {
+		pred := "likes"
+		if it.food {
+			pred = "likes_food"
+		}
+		st.emit(f, pred, it.obj)
+	}
+	return len(items) > 0
+}
+
+// favorite handles "my favorite THING is|are OBJECT".
+func (st *state) favorite(f *frame, v []tok) {
+	k := 0
+	for k < len(v) && v[k].w != "is" && v[k].w != "are" && v[k].w != "'s" && v[k].w != "=" {
+		if v[k].w == "was" || v[k].w == "were" || !v[k].word || k > 4 {
+			return
+		}
+		k++
+	}
+	if k == 0 || k+1 >= len(v) || negatedOrModal(v) {
+		return
+	}
+	obj := v[k+1:]
+	for n, t := range obj {
+		if !t.word && t.w != "." && t.w != "&" && t.w != "-" && t.w != "'" {
+			obj = obj[:n]
+			break
+		}
+	}
+	if len(obj) > 0 && obj[0].w == "the" && !obj[0].cap {
+		obj = obj[1:]
+	}
+	if len(obj) == 0 {
+		return
+	}
+	st.emit(f, favoritePredicate(v[:k]), st.objText(obj))
+}
+
+// possessedThing handles the possessive forms other than favorites and
+// relations: "my phone is a Pixel 8", "my dog Max", "my cat's name is
+// Luna", "my native language is Tamil", "my job title is X".
+func (st *state) possessedThing(f *frame, v []tok) {
+	if negatedOrModal(v) {
+		return
+	}
+	i := 0
+	for i < len(v) && (v[i].w == "new" || v[i].w == "current" || v[i].w == "cell" || v[i].w == "mobile") {
+		i++
+	}
+	switch at(v, i) {
+	case "phone", "cellphone", "smartphone", "mobile", "handset":
+		if at(v, i+1) == "is" || at(v, i+1) == "'s" {
+			if d, _, ok := st.device(v, i+2); ok {
+				st.emit(f, "uses_device", d)
+			} else if obj, _, ok := st.proper(v, i+2); ok && (at(v, i+2) == "a" || at(v, i+2) == "an" || v[i+2].upper) {
+				st.emit(f, "uses_device", obj)
+			} else if obj, _, ok := st.proper(v, i+3); ok && (at(v, i+2) == "a" || at(v, i+2) == "an") {
+				st.emit(f, "uses_device", obj)
+			}
+		}
+		return
+	case "native", "first", "mother":
+		j := i + 1
+		if at(v, j) == "language" || at(v, j) == "tongue" {
+			j++
+			if at(v, j) == "is" || at(v, j) == "'s" {
+				if lang, _, ok := st.language(v, j+1); ok {
+					st.emit(f, "speaks_language", lang)
+				}
+			}
+		}
+		return
+	case "job", "title", "position", "role":
+		j := i + 1
+		if at(v, i) == "job" && at(v, j) == "title" {
+			j++
+		} else if at(v, i) == "job" {
+			return // "my job is great"
+		}
+		if at(v, j) == "is" || at(v, j) == "'s" {
+			if title, _, _, ok := st.nounPhrase(v, j+1); ok {
+				st.emit(f, "job_title", title)
+			}
+		}
+		return
+	}
+	kind, next, ok := st.pet(v, 0)
+	if !ok {
+		return
+	}
+	name := ""
+	if names, n := st.nameList(v, next, false); len(names) > 0 {
+		name, next = names[0], n
+	} else if at(v, next) == "'s" && at(v, next+1) == "name" && at(v, next+2) == "is" {
+		if names, n := st.nameList(v, next+3, false); len(names) > 0 {
+			name, next = names[0], n
+		}
+	} else if (at(v, next) == "is" || at(v, next) == "'s") && (at(v, next+1) == "called" || at(v, next+1) == "named") {
+		if names, n := st.nameList(v, next+2, false); len(names) > 0 {
+			name, next = names[0], n
+		}
+	}
+	rest := v[next:]
+	ended := false
+	for k, t := range rest {
+		switch t.w {
+		case "died", "passed", "ran":
+			if t.w == "passed" && at(rest, k+1) != "away" || t.w == "ran" && at(rest, k+1) != "away" {
+				continue
+			}
+			ended = true
+		}
+	}
+	if ended {
+		e := *f
+		e.kind = End
+		st.emit(&e, "has_pet", kind)
+		if name != "" {
+			st.emit(&e, "pet_name", name)
+		}
+		return
+	}
+	st.emit(f, "has_pet", kind)
+	if name != "" {
+		st.emit(f, "pet_name", name)
+	}
+}

@@ -1,0 +1,728 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// RuleExtractor is memor's offline extractor: hand-written English patterns
+// over a small tokenizer, with no model and no I/O. It is deterministic
+// (same text and time, same ops in the same order), so Rebuild reproduces
+// the same facts, and it is safe for concurrent use: it holds no state
+// between calls. extract/README.md lists every pattern it knows.
+//
+// It is deliberately conservative: questions, hypotheticals, negations,
+// plans and other people's claims yield nothing, because a missed fact
+// costs less than a wrong one that supersedes a right one.
+type RuleExtractor struct{}
+
+// NewRuleExtractor returns a RuleExtractor.
+func NewRuleExtractor() *RuleExtractor { return &RuleExtractor{} }
+
+// User is the subject the extractors use for the speaker.
+const User = "user"
+
+// hedgedConfidence is the confidence of a claim the user hedged ("I think",
+// "probably"): low enough that the resolver contests it rather than letting
+// it replace a confident value.
+const hedgedConfidence = 0.7
+
+// Extract proposes operations for text said at at. It fails only when ctx
+// is done.
+func (r *RuleExtractor) Extract(ctx context.Context, text string, at time.Time) ([]Op, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("extract: %w", err)
+	}
+	st := &state{
+		text:    text,
+		at:      at,
+		seen:    map[string]bool{},
+		names:   map[string]string{},
+		relName: map[string]string{},
+	}
+	for i, s := range sentences(tokenize(text)) {
+		if i%32 == 31 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("extract: %w", err)
+			}
+		}
+		st.sentence(s)
+	}
+	return st.ops, nil
+}
+
+// state is the per-call memory of one Extract: the ops so far and the
+// people named so far, so that "My brother Alex … He adopted a dog" and
+// "my brother lives in Austin" resolve to Alex.
+type state struct {
+	text       string
+	at         time.Time
+	ops        []Op
+	seen       map[string]bool
+	names      map[string]string // lower-case full or first name → canonical name
+	relName    map[string]string // relation predicate → the name last given for it
+	lastPerson string
+}
+
+// frame is what a clause's ops share.
+type frame struct {
+	subj     string
+	kind     Kind
+	from     time.Time
+	conf     float64
+	quote    string
+	additive bool
+	perfect  bool // "have lived", "have been"
+	be       bool // a form of "to be" preceded the predicate
+	// inherited: the subject was carried over from the previous clause.
+	inherited bool
+}
+
+func (st *state) emit(f *frame, pred, obj string) {
+	obj = strings.TrimSpace(obj)
+	if f.subj == "" || (obj == "" && f.kind == Assert) {
+		return
+	}
+	key := fmt.Sprint(f.kind, "\x00", f.subj, "\x00", pred, "\x00", obj)
+	if st.seen[key] {
+		return
+	}
+	st.seen[key] = true
+	op := Op{Kind: f.kind, Subject: f.subj, Predicate: pred, Object: obj, ValidFrom: f.from,
+		Confidence: f.conf, Quote: f.quote}
+	if f.kind == Assert {
+		op.Additive = f.additive
+	}
+	st.ops = append(st.ops, op)
+}
+
+func isQuoteChar(w string) bool {
+	switch w {
+	case "\"", "“", "”", "«", "»", "„":
+		return true
+	}
+	return false
+}
+
+// sentence applies the sentence-level filters, then extracts clause by
+// clause.
+func (st *state) sentence(s sentence) {
+	if s.question {
+		return
+	}
+	toks := make([]tok, 0, len(s.toks))
+	quoted := false
+	for _, t := range s.toks {
+		if isQuoteChar(t.w) {
+			quoted = true
+			continue
+		}
+		toks = append(toks, t)
+	}
+	first := 0
+	for first < len(toks) && (!toks[first].word || fillers[toks[first].w]) {
+		first++
+	}
+	if first == len(toks) || questionStarts[toks[first].w] {
+		return
+	}
+	for i, t := range toks {
+		if conditionals[t.w] || (t.w == "in" && i+1 < len(toks) && toks[i+1].w == "case") {
+			return
+		}
+	}
+	var conf float64
+	for k := 0; k < len(toks); k++ {
+		t := toks[k]
+		if hedges[t.w] {
+			conf = hedgedConfidence
+		}
+		if !reporting[t.w] {
+			continue
+		}
+		p := k - 1
+		for p >= 0 && (fillers[toks[p].w] || hedges[toks[p].w]) {
+			p--
+		}
+		if p >= 0 && (toks[p].w == "i" || toks[p].w == "we") {
+			if userHedges[t.w] && (p == 0 || isBoundary(toks[p-1])) {
+				// "I think (that) I'm allergic to cats": the user's claim,
+				// hedged.
+				conf = hedgedConfidence
+				end := k + 1
+				if end < len(toks) && toks[end].w == "that" {
+					end++
+				}
+				toks = append(append(make([]tok, 0, len(toks)), toks[:p]...), toks[end:]...)
+				k = p - 1
+			}
+			continue // "I told Alex that I moved": the user's own statement
+		}
+		if t.w == "heard" || t.w == "thought" || t.w == "believed" {
+			if p >= 0 && (toks[p].w == "have" || toks[p].w == "had") {
+				continue
+			}
+		}
+		if quoted {
+			return // `"I live in Paris," Alex said`
+		}
+		toks = toks[:k] // the rest is someone else's claim
+		break
+	}
+	// Learn names first so that clause splitting can see them.
+	for i := range toks {
+		if _, names, _, ok := st.matchRelation(toks, i); ok {
+			for _, n := range names {
+				st.addName(n)
+			}
+		}
+	}
+	var prev *frame
+	for ci, c := range st.clauses(toks) {
+		prev = st.clause(c, ci == 0, prev, conf)
+	}
+}
+
+// isBoundary reports whether t separates clauses.
+func isBoundary(t tok) bool {
+	if !t.word {
+		return true
+	}
+	switch t.w {
+	case "and", "but", "so", "because", "while", "although", "though", "whereas", "plus",
+		"then", "cause", "cos", "that", "as":
+		return true
+	}
+	return false
+}
+
+// clauses splits a sentence at commas and conjunctions that start a new
+// clause. A comma or "and" in a list ("English and Spanish", "a dog and a
+// cat") does not split.
+func (st *state) clauses(toks []tok) [][]tok {
+	var out [][]tok
+	start := 0
+	for k := 0; k < len(toks); k++ {
+		if !isBoundary(toks[k]) || k == start {
+			continue
+		}
+		j := k + 1
+		for j < len(toks) && isBoundary(toks[j]) {
+			j++
+		}
+		if toks[k].w == "and" && j < len(toks) && isNameTok(toks[k-1]) && isNameTok(toks[j]) {
+			continue // "Tom and Ann"
+		}
+		if j < len(toks) && st.startsClause(toks, j) {
+			out = append(out, toks[start:k])
+			start = k + 1
+			k = j - 1
+		}
+	}
+	return append(out, toks[start:])
+}
+
+// startsClause reports whether toks[j:] opens a clause: a subject, a known
+// name, a verb that carries the previous subject over, or a time expression
+// followed by one of those.
+func (st *state) startsClause(toks []tok, j int) bool {
+	for j < len(toks) && fillers[toks[j].w] {
+		j++
+	}
+	if j >= len(toks) {
+		return false
+	}
+	t := toks[j]
+	switch t.w {
+	case "i", "we", "my", "our", "he", "she", "who":
+		return true
+	}
+	if t.cap && st.names[t.w] != "" {
+		return true
+	}
+	if clauseVerbs[t.w] {
+		return true
+	}
+	if m := matchTime(words(toks[j:]), st.at); m.n > 0 {
+		return j+m.n < len(toks) && st.startsClause(toks, j+m.n)
+	}
+	return false
+}
+
+func words(toks []tok) []string {
+	w := make([]string, len(toks))
+	for i, t := range toks {
+		w[i] = t.w
+	}
+	return w
+}
+
+// spanText is the verbatim text from the first to the last token.
+func (st *state) spanText(toks []tok) string {
+	if len(toks) == 0 {
+		return ""
+	}
+	return st.text[toks[0].s:toks[len(toks)-1].e]
+}
+
+// gap is the text between two tokens; empty for the halves of one
+// contraction, which share a span.
+func (st *state) gap(a, b tok) string {
+	if b.s <= a.e {
+		return ""
+	}
+	return st.text[a.e:b.s]
+}
+
+// objText renders tokens as an object: verbatim when they are contiguous in
+// the text, else their words joined by spaces.
+func (st *state) objText(toks []tok) string {
+	if len(toks) == 0 {
+		return ""
+	}
+	for k := 1; k < len(toks); k++ {
+		if strings.TrimSpace(st.gap(toks[k-1], toks[k])) != "" {
+			var parts []string
+			for i, t := range toks {
+				if i > 0 && t.s == toks[i-1].s {
+					continue
+				}
+				parts = append(parts, st.text[t.s:t.e])
+			}
+			return strings.Join(parts, " ")
+		}
+	}
+	return st.spanText(toks)
+}
+
+func (st *state) addName(name string) {
+	low := strings.ToLower(name)
+	st.names[low] = name
+	if f, _, ok := strings.Cut(low, " "); ok {
+		if _, taken := st.names[f]; !taken {
+			st.names[f] = name
+		}
+	}
+}
+
+// clause extracts from one clause. first says whether it opens the
+// sentence; prev is the previous clause's frame, whose subject and time a
+// subject-less clause inherits. It returns this clause's frame.
+func (st *state) clause(c []tok, first bool, prev *frame, conf float64) *frame {
+	// Trim boundary tokens so the quote is the clause proper.
+	for len(c) > 0 && isBoundary(c[0]) && c[0].w != "that" {
+		c = c[1:]
+	}
+	for len(c) > 0 && !c[len(c)-1].word {
+		c = c[:len(c)-1]
+	}
+	if len(c) == 0 {
+		return prev
+	}
+	f := &frame{kind: Assert, conf: conf, quote: st.spanText(c)}
+
+	// Time expressions: resolve, then drop them from the working tokens.
+	w := words(c)
+	drop := make([]bool, len(c))
+	for i := 0; i < len(c); i++ {
+		if !c[i].word {
+			continue
+		}
+		m := matchTime(w[i:], st.at)
+		if m.n == 0 {
+			continue
+		}
+		if m.future {
+			return nil // a plan, not a fact
+		}
+		if f.from.IsZero() && (w[i] != "now" && w[i] != "currently" && w[i] != "today") {
+			f.from = m.t
+		}
+		for k := i; k < i+m.n; k++ {
+			drop[k] = true
+		}
+		i += m.n - 1
+	}
+	v := make([]tok, 0, len(c))
+	for i, t := range c {
+		if drop[i] {
+			continue
+		}
+		switch {
+		case t.w == "also" || t.w == "too" || (t.w == "as" && i+1 < len(c) && c[i+1].w == "well" && i+2 == len(c)):
+			f.additive = true
+			if t.w == "as" {
+				drop[i+1] = true
+				continue
+			}
+		case hedges[t.w]:
+			f.conf = hedgedConfidence
+			continue
+		}
+		if fillers[t.w] && !(t.w == "so" && i > 0) {
+			continue
+		}
+		v = append(v, t)
+	}
+	if len(v) == 0 {
+		return prev
+	}
+
+	st.relationEdges(v, f)
+	if st.favoriteReversed(v, f) {
+		return f
+	}
+
+	pos := st.subject(v, first, prev, f)
+	if pos < 0 || f.subj == "" {
+		return &frame{subj: f.subj, from: f.from}
+	}
+	if f.inherited && prev != nil && f.from.IsZero() {
+		f.from = prev.from // "Last month I got a job and moved to Pune"
+	}
+	if pos <= len(v) {
+		st.predicate(f, v[pos:])
+	}
+	if f.subj != User {
+		st.lastPerson = f.subj
+	}
+	return f
+}
+
+// possessor matches "my", "our", "his", "her" or "Name's" at v[i] and
+// returns the owner's subject and the index after it.
+func (st *state) possessor(v []tok, i int) (string, int, bool) {
+	if i >= len(v) {
+		return "", i, false
+	}
+	switch v[i].w {
+	case "my", "our":
+		return User, i + 1, true
+	case "his", "her":
+		if st.lastPerson != "" && i+1 < len(v) && !isBoundary(v[i+1]) {
+			return st.lastPerson, i + 1, true
+		}
+		return "", i, false
+	}
+	if isNameTok(v[i]) && i+1 < len(v) && v[i+1].w == "'s" {
+		if n := st.names[v[i].w]; n != "" {
+			return n, i + 2, true
+		}
+		return st.text[v[i].s : v[i].e-2], i + 2, true
+	}
+	return "", i, false
+}
+
+// isNameTok reports whether t could be (part of) a person's name.
+func isNameTok(t tok) bool {
+	if !t.word || !t.cap || stopCaps[t.w] {
+		return false
+	}
+	for _, r := range t.w {
+		if !unicode.IsLetter(r) && r != '-' && r != '\'' {
+			return false
+		}
+	}
+	_, month := monthNames[t.w]
+	return !month && !languages[t.w]
+}
+
+// names matches "Alex", "Sarah Connor", "Luna and Leo" at v[i].
+func (st *state) nameList(v []tok, i int, many bool) ([]string, int) {
+	var out []string
+	for i < len(v) && isNameTok(v[i]) {
+		j := i + 1
+		if j < len(v) && isNameTok(v[j]) && !clauseVerbs[v[j].w] && st.gap(v[i], v[j]) == " " {
+			j++ // surname
+		}
+		out = append(out, st.objText(v[i:j]))
+		i = j
+		if !many || i+1 >= len(v) {
+			break
+		}
+		if v[i].w == "and" || v[i].w == "&" || v[i].w == "," {
+			k := i + 1
+			if v[i].w == "," && k < len(v) && v[k].w == "and" {
+				k++
+			}
+			if k < len(v) && isNameTok(v[k]) {
+				i = k
+				continue
+			}
+		}
+		break
+	}
+	return out, i
+}
+
+// matchRelation matches POSSESSOR [adjective]* RELATION NAME(s) at v[i]:
+// "my brother Alex", "my best friend Sarah", "our friends Tom and Ann",
+// "Alex's wife Emma".
+func (st *state) matchRelation(v []tok, i int) (string, []string, int, bool) {
+	_, j, ok := st.possessor(v, i)
+	if !ok {
+		return "", nil, i, false
+	}
+	for j < len(v) && relationAdjectives[v[j].w] && !v[j].cap {
+		j++
+	}
+	if j >= len(v) {
+		return "", nil, i, false
+	}
+	rel, ok := relations[v[j].w]
+	if !ok || v[j].cap {
+		return "", nil, i, false
+	}
+	plural := strings.HasSuffix(v[j].w, "s") && v[j].w != "boss"
+	j++
+	if j < len(v) && v[j].w == "," {
+		j++ // "my brother, Alex, …"
+	}
+	names, k := st.nameList(v, j, plural)
+	if len(names) == 0 {
+		return rel, nil, j, true
+	}
+	return rel, names, k, true
+}
+
+// relationEdges emits the relation edges a clause states, wherever they
+// sit in it: "my brother Alex", "Alex is my brother", "my brother's name is
+// Alex", "I have a sister named Maya".
+func (st *state) relationEdges(v []tok, f *frame) {
+	edge := func(owner, rel, name string) {
+		st.addName(name)
+		st.relName[rel] = name
+		e := *f
+		e.subj, e.kind, e.from, e.additive = owner, Assert, time.Time{}, false
+		st.emit(&e, rel, name)
+	}
+	negated := false
+	for _, t := range v {
+		if negations[t.w] {
+			negated = true
+		}
+	}
+	for i := 0; i < len(v); i++ {
+		// POSSESSOR REL NAME…
+		owner, _, ok := st.possessor(v, i)
+		if ok {
+			rel, names, next, ok := st.matchRelation(v, i)
+			if ok && len(names) > 0 {
+				for _, n := range names {
+					edge(owner, rel, n)
+				}
+				i = next - 1
+				continue
+			}
+			// my brother's name is Alex / my brother is called Alex
+			if ok {
+				j := next
+				switch {
+				case j+3 < len(v) && v[j].w == "'s" && v[j+1].w == "name" && v[j+2].w == "is" && isNameTok(v[j+3]):
+					ns, _ := st.nameList(v, j+3, false)
+					edge(owner, rel, ns[0])
+				case j+2 < len(v) && (v[j].w == "is" || v[j].w == "'s") && (v[j+1].w == "called" || v[j+1].w == "named") && isNameTok(v[j+2]):
+					ns, _ := st.nameList(v, j+2, false)
+					edge(owner, rel, ns[0])
+				}
+			}
+		}
+		// Alex is my brother / Alex, my brother, …
+		if isNameTok(v[i]) && (i == 0 || isBoundary(v[i-1])) && i+2 < len(v) && (v[i+1].w == "is" || v[i+1].w == ",") {
+			ns, _ := st.nameList(v, i, false)
+			if own, j, ok := st.possessor(v, i+2); ok && len(ns) == 1 {
+				for j < len(v) && relationAdjectives[v[j].w] {
+					j++
+				}
+				if j < len(v) {
+					if rel, ok := relations[v[j].w]; ok && (j+1 == len(v) || !v[j+1].word || isBoundary(v[j+1])) {
+						edge(own, rel, ns[0])
+					}
+				}
+			}
+		}
+		// I have a sister named Maya / we have two sons called Leo and Max
+		if !negated && (v[i].w == "have" || v[i].w == "has") && i > 0 && (v[i-1].w == "i" || v[i-1].w == "we") {
+			j := i + 1
+			if j < len(v) && v[j].w == "got" {
+				j++
+			}
+			if j < len(v) && (v[j].w == "a" || v[j].w == "an" || numberWords[v[j].w] > 0) {
+				j++
+			}
+			for j < len(v) && relationAdjectives[v[j].w] {
+				j++
+			}
+			if j+2 < len(v) {
+				if rel, ok := relations[v[j].w]; ok && (v[j+1].w == "named" || v[j+1].w == "called") {
+					ns, _ := st.nameList(v, j+2, true)
+					for _, n := range ns {
+						edge(User, rel, n)
+					}
+				}
+			}
+		}
+	}
+}
+
+// favoriteReversed handles "Blue is my favorite color".
+func (st *state) favoriteReversed(v []tok, f *frame) bool {
+	for i := 1; i+3 < len(v); i++ {
+		if v[i].w != "is" && v[i].w != "'s" && v[i].w != "are" {
+			continue
+		}
+		owner, j, ok := st.possessor(v, i+1)
+		if !ok || j >= len(v) || !isFavorite(v[j].w) {
+			continue
+		}
+		thing := v[j+1:]
+		if len(thing) == 0 {
+			return false
+		}
+		obj := v[:i]
+		if len(obj) > 0 && (obj[0].w == "the" && !obj[0].cap) {
+			obj = obj[1:]
+		}
+		if len(obj) == 0 || negatedOrModal(v) {
+			return false
+		}
+		f.subj = owner
+		st.emit(f, favoritePredicate(thing), st.objText(obj))
+		return true
+	}
+	return false
+}
+
+func isFavorite(w string) bool { return w == "favorite" || w == "favourite" || w == "fave" }
+
+// favoritePredicate builds favorite_<thing> in snake case, US spelling.
+func favoritePredicate(thing []tok) string {
+	var parts []string
+	for _, t := range thing {
+		if !t.word {
+			break
+		}
+		w := t.w
+		if us, ok := britishToUS[w]; ok {
+			w = us
+		}
+		var b strings.Builder
+		for _, r := range w {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				b.WriteRune(unicode.ToLower(r))
+			} else {
+				b.WriteByte('_')
+			}
+		}
+		parts = append(parts, strings.Trim(b.String(), "_"))
+		if len(parts) == 4 {
+			break
+		}
+	}
+	return "favorite_" + strings.Join(parts, "_")
+}
+
+func negatedOrModal(v []tok) bool {
+	for _, t := range v {
+		if negations[t.w] || (modals[t.w] && !t.cap) {
+			return true
+		}
+	}
+	return false
+}
+
+// subject finds the clause's subject, sets f.subj and returns the index of
+// the first predicate token, or -1 when the clause has been fully handled
+// (possessive forms such as "my favorite color is blue") or has no subject
+// memor can name.
+func (st *state) subject(v []tok, first bool, prev *frame, f *frame) int {
+	i := 0
+	for i < len(v) && isBoundary(v[i]) {
+		i++
+	}
+	if i >= len(v) {
+		return -1
+	}
+	// "My wife and I", "Alex and I", "me and Sam".
+	for k := i + 1; k < len(v) && k <= i+5; k++ {
+		if v[k].w == "and" && k+1 < len(v) && v[k+1].w == "i" {
+			f.subj = User
+			return k + 2
+		}
+		if !v[k].word && v[k].w != "'s" {
+			break
+		}
+	}
+	switch v[i].w {
+	case "i", "we":
+		f.subj = User
+		return i + 1
+	case "me":
+		if i+2 < len(v) && v[i+1].w == "and" {
+			f.subj = User
+			return -1
+		}
+	case "who":
+		if prev != nil && prev.subj != "" && prev.subj != User {
+			f.subj = prev.subj
+			return i + 1
+		}
+		return -1
+	case "he", "she":
+		if st.lastPerson != "" {
+			f.subj = st.lastPerson
+			return i + 1
+		}
+		return -1
+	}
+	if owner, j, ok := st.possessor(v, i); ok {
+		f.subj = owner
+		if j < len(v) && isFavorite(v[j].w) {
+			st.favorite(f, v[j+1:])
+			return -1
+		}
+		if rel, names, next, ok := st.matchRelation(v, i); ok {
+			if next < len(v) && v[next].w == "'s" {
+				return -1 // "my brother's dog": handled as an edge or not at all
+			}
+			switch {
+			case len(names) > 0:
+				f.subj = names[0]
+			case st.relName[rel] != "" && owner == User:
+				f.subj = st.relName[rel]
+			default:
+				f.subj = ""
+				return -1 // "my brother lives in Austin": nobody memor can name
+			}
+			return next
+		}
+		st.possessedThing(f, v[j:])
+		return -1
+	}
+	if isNameTok(v[i]) {
+		if n := st.names[v[i].w]; n != "" {
+			f.subj = n
+			j := i + 1
+			if strings.Contains(n, " ") && j < len(v) && isNameTok(v[j]) {
+				j++
+			}
+			return j
+		}
+	}
+	// A clause that starts with a verb carries the previous subject over;
+	// a sentence may start with a diary verb and no subject at all.
+	if clauseVerbs[v[i].w] && !v[i].cap || diaryVerbs[v[i].w] {
+		if prev != nil && prev.subj != "" && !first {
+			f.subj, f.inherited = prev.subj, true
+			return i
+		}
+		if first && diaryVerbs[v[i].w] {
+			f.subj = User
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,297 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// at is Saturday 2026-07-11 15:04 UTC, the episode time of the table.
+var testAt = time.Date(2026, 7, 11, 15, 4, 0, 0, time.UTC)
+
+// render writes an op compactly: "+user lives_in Paris" for an assert,
+// "-user works_at " for an end, then " @2026-06-11" when ValidFrom is set,
+// " ~" when additive and " ?0.7" when the confidence is not 1.
+func render(o Op) string {
+	var b strings.Builder
+	if o.Kind == End {
+		b.WriteByte('-')
+	} else {
+		b.WriteByte('+')
+	}
+	fmt.Fprintf(&b, "%s %s %s", o.Subject, o.Predicate, o.Object)
+	if !o.ValidFrom.IsZero() {
+		if o.ValidFrom.Hour() == 0 && o.ValidFrom.Minute() == 0 {
+			b.WriteString(" @" + o.ValidFrom.Format("2006-01-02"))
+		} else {
+			b.WriteString(" @" + o.ValidFrom.Format("2006-01-02T15:04"))
+		}
+	}
+	if o.Additive {
+		b.WriteString(" ~")
+	}
+	if o.Confidence != 0 && o.Confidence != 1 {
+		fmt.Fprintf(&b, " ?%g", o.Confidence)
+	}
+	return b.String()
+}
+
+type ruleCase struct {
+	text string
+	want []string // rendered ops, in order; nil = nothing may be extracted
+}
+
+// ruleCases is the extractor's specification by example. Positives first,
+// grouped by predicate; negatives (want nil) at the end.
+var ruleCases = []ruleCase{
+	// lives_in
+	{"I just got a new job and moved to Bangalore", []string{"+user lives_in Bangalore"}},
+	{"I live in Seattle.", []string{"+user lives_in Seattle"}},
+	{"I moved to San Francisco last week.", []string{"+user lives_in San Francisco @2026-07-04T15:04"}},
+	{"We relocated to Lisbon in January.", []string{"+user lives_in Lisbon @2026-01-01"}},
+	{"I've lived in Berlin since March 2024.", []string{"+user lives_in Berlin @2024-03-01"}},
+	{"I'm based in London these days.", []string{"+user lives_in London"}},
+	{"I moved back to Chicago two weeks ago.", []string{"+user lives_in Chicago @2026-06-27T15:04"}},
+	{"I moved from Boston to New York City on 2026-07-01.", []string{"+user lives_in New York City @2026-07-01"}},
+	{"Just moved to Bangalore!", []string{"+user lives_in Bangalore"}},
+	{"I'm living in the Netherlands now.", []string{"+user lives_in Netherlands"}},
+	{"I moved to St. Louis last month.", []string{"+user lives_in St. Louis @2026-06-11T15:04"}},
+	{"I live in Rio de Janeiro.", []string{"+user lives_in Rio de Janeiro"}},
+	{"I moved out of Paris.", []string{"-user lives_in Paris"}},
+	{"I no longer live in Denver.", []string{"-user lives_in Denver"}},
+	{"I don't live in Austin anymore.", []string{"-user lives_in Austin"}},
+	{"I also live in Boston.", []string{"+user lives_in Boston ~"}},
+	{"I have lived in Tokyo for 5 years.", []string{"+user lives_in Tokyo @2021-07-11T15:04"}},
+	{"Last month I got a new job and moved to Pune.", []string{"+user lives_in Pune @2026-06-11T15:04"}},
+	{"I settled in Porto last year.", []string{"+user lives_in Porto @2025-07-11T15:04"}},
+	// works_at / job_title
+	{"I work at Google.", []string{"+user works_at Google"}},
+	{"I work for Microsoft as a software engineer.", []string{"+user works_at Microsoft", "+user job_title software engineer"}},
+	{"I'm a nurse at St. Mary's Hospital.", []string{"+user job_title nurse", "+user works_at St. Mary's Hospital"}},
+	{"I'm a software engineer.", []string{"+user job_title software engineer"}},
+	{"I work as a barista.", []string{"+user job_title barista"}},
+	{"I joined Stripe in May.", []string{"+user works_at Stripe @2026-05-01"}},
+	{"I got a job at Amazon last month.", []string{"+user works_at Amazon @2026-06-11T15:04"}},
+	{"I started a new job at Shopify on Monday.", []string{"+user works_at Shopify @2026-07-06"}},
+	{"I've been working at IBM since 2019.", []string{"+user works_at IBM @2019-01-01"}},
+	{"I got promoted to senior manager last week.", []string{"+user job_title senior manager @2026-07-04T15:04"}},
+	{"I quit my job.", []string{"-user works_at "}},
+	{"I quit my job at Netflix yesterday.", []string{"-user works_at Netflix @2026-07-10T15:04"}},
+	{"I left my job at Meta.", []string{"-user works_at Meta"}},
+	{"I got laid off from Twitter.", []string{"-user works_at Twitter"}},
+	{"I retired last year.", []string{"-user works_at  @2025-07-11T15:04"}},
+	{"I no longer work at Oracle.", []string{"-user works_at Oracle"}},
+	{"I also work at Starbucks on weekends.", []string{"+user works_at Starbucks ~"}},
+	{"My job title is Staff Engineer.", []string{"+user job_title Staff Engineer"}},
+	{"I became a teacher in 2020.", []string{"+user job_title teacher @2020-01-01"}},
+	// studies_at
+	{"I study at MIT.", []string{"+user studies_at MIT"}},
+	{"I'm studying computer science at Stanford.", []string{"+user studies_at Stanford"}},
+	{"I'm a PhD student at Oxford.", []string{"+user studies_at Oxford"}},
+	{"I graduated from Harvard in 2024.", []string{"-user studies_at Harvard @2024-01-01"}},
+	{"I enrolled at UCLA last fall.", []string{"+user studies_at UCLA"}},
+	// marital_status
+	{"I got married last week.", []string{"+user marital_status married @2026-07-04T15:04"}},
+	{"I'm married.", []string{"+user marital_status married"}},
+	{"I'm single again.", []string{"+user marital_status single"}},
+	{"We got engaged on July 4th!", []string{"+user marital_status engaged @2026-07-04"}},
+	{"I got divorced in 2023.", []string{"+user marital_status divorced @2023-01-01"}},
+	{"I'm no longer married.", []string{"-user marital_status married"}},
+	{"I married Sam in June.", []string{"+user marital_status married @2026-06-01"}},
+	{"We tied the knot last month.", []string{"+user marital_status married @2026-06-11T15:04"}},
+	// diet
+	{"I'm vegan.", []string{"+user diet vegan"}},
+	{"I am a vegetarian.", []string{"+user diet vegetarian"}},
+	{"I only eat meat.", []string{"+user diet carnivore"}},
+	{"I eat only meat these days.", []string{"+user diet carnivore"}},
+	{"I went vegan last month.", []string{"+user diet vegan @2026-06-11T15:04"}},
+	{"I've been vegetarian for 10 years.", []string{"+user diet vegetarian @2016-07-11T15:04"}},
+	{"I'm on a keto diet.", []string{"+user diet keto"}},
+	{"I'm pescatarian.", []string{"+user diet pescatarian"}},
+	{"I'm not vegan anymore.", []string{"-user diet vegan"}},
+	{"I stopped being vegetarian last year.", []string{"-user diet vegetarian @2025-07-11T15:04"}},
+	// uses_device
+	{"I use an iPhone 13.", []string{"+user uses_device iPhone 13"}},
+	{"I just bought a Samsung Galaxy S23.", []string{"+user uses_device Samsung Galaxy S23"}},
+	{"My phone is a Pixel 8 Pro.", []string{"+user uses_device Pixel 8 Pro"}},
+	{"I switched to Android.", []string{"+user uses_device Android"}},
+	{"I switched from iPhone to Android last month.", []string{"+user uses_device Android @2026-06-11T15:04"}},
+	// favorites
+	{"My favorite color is blue.", []string{"+user favorite_color blue"}},
+	{"My favourite colour is green.", []string{"+user favorite_color green"}},
+	{"My favorite movie is The Matrix.", []string{"+user favorite_movie The Matrix"}},
+	{"My favorite food is sushi.", []string{"+user favorite_food sushi"}},
+	{"Blue is my favorite color.", []string{"+user favorite_color Blue"}},
+	{"My favorite TV show is Breaking Bad.", []string{"+user favorite_tv_show Breaking Bad"}},
+	{"My favourite ice cream flavour is pistachio.", []string{"+user favorite_ice_cream_flavor pistachio"}},
+	{"My favorite book is Pride and Prejudice.", []string{"+user favorite_book Pride and Prejudice"}},
+	// plays_instrument
+	{"I play the violin.", []string{"+user plays_instrument violin"}},
+	{"I play guitar and piano.", []string{"+user plays_instrument guitar", "+user plays_instrument piano"}},
+	{"I started playing the cello last year.", []string{"+user plays_instrument cello @2025-07-11T15:04"}},
+	{"I no longer play the violin.", []string{"-user plays_instrument violin"}},
+	{"I stopped playing the drums.", []string{"-user plays_instrument drums"}},
+	{"I used to play the trumpet.", []string{"-user plays_instrument trumpet"}},
+	{"I'm a guitarist.", []string{"+user plays_instrument guitar"}},
+	{"I learned to play the electric guitar in 2020.", []string{"+user plays_instrument electric guitar @2020-01-01"}},
+	// speaks_language
+	{"I speak Spanish.", []string{"+user speaks_language Spanish"}},
+	{"I speak English, French and German.", []string{"+user speaks_language English", "+user speaks_language French", "+user speaks_language German"}},
+	{"I'm fluent in Japanese.", []string{"+user speaks_language Japanese"}},
+	{"I can speak a little Italian.", []string{"+user speaks_language Italian"}},
+	{"I'm a native Portuguese speaker.", []string{"+user speaks_language Portuguese"}},
+	{"My native language is Tamil.", []string{"+user speaks_language Tamil"}},
+	// pets
+	{"I have a dog named Max.", []string{"+user has_pet dog", "+user pet_name Max"}},
+	{"I adopted a cat called Luna last weekend.", []string{"+user has_pet cat @2026-07-04", "+user pet_name Luna @2026-07-04"}},
+	{"We got two kittens named Mochi and Tofu.", []string{"+user has_pet kitten", "+user pet_name Mochi", "+user pet_name Tofu"}},
+	{"I have a dog and a cat.", []string{"+user has_pet dog", "+user has_pet cat"}},
+	{"My dog Rex loves the beach.", []string{"+user has_pet dog", "+user pet_name Rex"}},
+	{"My cat's name is Whiskers.", []string{"+user has_pet cat", "+user pet_name Whiskers"}},
+	{"I rescued a golden retriever.", []string{"+user has_pet golden retriever"}},
+	{"My dog Buddy died last month.", []string{"-user has_pet dog @2026-06-11T15:04", "-user pet_name Buddy @2026-06-11T15:04"}},
+	{"I have a hamster.", []string{"+user has_pet hamster"}},
+	// allergies
+	{"I'm allergic to peanuts.", []string{"+user allergic_to peanuts"}},
+	{"I'm allergic to cats, shellfish and penicillin.", []string{"+user allergic_to cats", "+user allergic_to shellfish", "+user allergic_to penicillin"}},
+	{"I have a severe peanut allergy.", []string{"+user allergic_to peanut"}},
+	{"I have an allergy to latex.", []string{"+user allergic_to latex"}},
+	{"I think I'm allergic to gluten.", []string{"+user allergic_to gluten ?0.7"}},
+	// likes
+	{"I love hiking.", []string{"+user likes hiking"}},
+	{"I like jazz and classical music.", []string{"+user likes jazz", "+user likes classical music"}},
+	{"I love sushi.", []string{"+user likes_food sushi"}},
+	{"I really enjoy Italian food.", []string{"+user likes_food Italian food"}},
+	{"I'm a big fan of the Beatles.", []string{"+user likes Beatles"}},
+	{"I'm into rock climbing.", []string{"+user likes rock climbing"}},
+	{"I love eating tacos.", []string{"+user likes_food tacos"}},
+	{"I don't like coffee anymore.", []string{"-user likes_food coffee"}},
+	{"I like hiking and love swimming.", []string{"+user likes hiking", "+user likes swimming"}},
+	// relations and other people's facts
+	{"My brother Alex adopted a golden retriever named Buddy last month.", []string{
+		"+user brother Alex", "+Alex has_pet golden retriever @2026-06-11T15:04", "+Alex pet_name Buddy @2026-06-11T15:04"}},
+	{"My friend Sarah lives in Austin.", []string{"+user friend Sarah", "+Sarah lives_in Austin"}},
+	{"My sister Maya is vegan.", []string{"+user sister Maya", "+Maya diet vegan"}},
+	{"My best friend Tom works at Apple.", []string{"+user friend Tom", "+Tom works_at Apple"}},
+	{"My mom Linda speaks French.", []string{"+user mother Linda", "+Linda speaks_language French"}},
+	{"My wife Emma plays the piano.", []string{"+user wife Emma", "+Emma plays_instrument piano"}},
+	{"I have a sister named Priya.", []string{"+user sister Priya"}},
+	{"Alex is my brother.", []string{"+user brother Alex"}},
+	{"My husband's name is David.", []string{"+user husband David"}},
+	{"My colleague Raj moved to Dublin last year.", []string{"+user colleague Raj", "+Raj lives_in Dublin @2025-07-11T15:04"}},
+	{"My brother Alex lives in Austin. He adopted a dog.", []string{"+user brother Alex", "+Alex lives_in Austin", "+Alex has_pet dog"}},
+	{"My brother Alex got married. My brother lives in Austin.", []string{"+user brother Alex", "+Alex marital_status married", "+Alex lives_in Austin"}},
+	{"I went hiking with my friend Sarah.", []string{"+user friend Sarah"}},
+	{"My friends Tom and Ann live in Oslo.", []string{"+user friend Tom", "+user friend Ann", "+Tom lives_in Oslo"}},
+	{"My younger sister Mia, who lives in Rome, got engaged.", []string{"+user sister Mia", "+Mia lives_in Rome", "+Mia marital_status engaged"}},
+	{"My son Leo is allergic to nuts.", []string{"+user son Leo", "+Leo allergic_to nuts"}},
+	// several facts in one message
+	{"I live in Seattle, work at Amazon and play the guitar.", []string{"+user lives_in Seattle", "+user works_at Amazon", "+user plays_instrument guitar"}},
+	{"I'm vegan and I'm allergic to soy.", []string{"+user diet vegan", "+user allergic_to soy"}},
+	{"I moved to Denver in March and adopted a puppy named Scout.", []string{"+user lives_in Denver @2026-03-01", "+user has_pet puppy @2026-03-01", "+user pet_name Scout @2026-03-01"}},
+	{"I live in Paris, not London.", []string{"+user lives_in Paris"}},
+	{"I told my sister Maya that I moved to Rome.", []string{"+user sister Maya", "+user lives_in Rome"}},
+	{"Ich? No: I moved to Vienna.\nI speak German.", []string{"+user lives_in Vienna", "+user speaks_language German"}},
+
+	// Negatives: nothing may be extracted.
+	{"Do you live in Paris?", nil},
+	{"Do you live in Paris", nil},
+	{"Where do you work?", nil},
+	{"Have you ever been to Rome?", nil},
+	{"Did I tell you I moved to Paris?", nil},
+	{"If I moved to Paris, I would learn French.", nil},
+	{"If I had a dog, I'd name it Max.", nil},
+	{"Imagine I lived in Tokyo.", nil},
+	{"I wish I lived in Barcelona.", nil},
+	{"Suppose I quit my job.", nil},
+	{"I don't live in Paris.", nil},
+	{"I do not work at Google.", nil},
+	{"I'm not married.", nil},
+	{"I'm not vegan.", nil},
+	{"I never played the violin.", nil},
+	{"I don't have a dog.", nil},
+	{"I have no pets.", nil},
+	{"I'm not allergic to anything.", nil},
+	{"I don't speak French.", nil},
+	{"I didn't move to Berlin.", nil},
+	{"I might move to Paris.", nil},
+	{"I'm going to move to Paris next month.", nil},
+	{"I will start at Google next week.", nil},
+	{"I want to live in Japan.", nil},
+	{"I'd love to have a cat.", nil},
+	{"I'm planning to adopt a dog.", nil},
+	{"I'm thinking about moving to Lisbon.", nil},
+	{"We're moving to Denver tomorrow.", nil},
+	{"I hope to get a job at Google.", nil},
+	{"I should learn Spanish.", nil},
+	{"You live in Paris.", nil},
+	{"She said she lives in Paris.", nil},
+	{"Alex said I live in Paris.", nil},
+	{"My mom thinks I'm vegan.", nil},
+	{"According to Sarah, I'm moving to Rome.", nil},
+	{"\"I live in Paris,\" Alex said.", nil},
+	{"My brother lives in Austin.", nil},
+	{"Iceland is beautiful.", nil},
+	{"Illinois has great pizza.", nil},
+	{"The weather in Paris is nice.", nil},
+	{"Paris is lovely in the spring.", nil},
+	{"I lived in Paris.", nil},
+	{"I was vegan in college.", nil},
+	{"I love it.", nil},
+	{"I like that.", nil},
+	{"I love you.", nil},
+	{"I like to think so.", nil},
+	{"I play tennis on Sundays.", nil},
+	{"I got a new phone.", nil},
+	{"I'm a morning person.", nil},
+	{"I love vegan food.", []string{"+user likes_food vegan food"}},
+	{"I work from home.", nil},
+	{"I'm from Canada.", nil},
+	{"Thanks, that helps!", nil},
+	{"What's your favorite color?", nil},
+	{"Can you recommend a restaurant in Rome?", nil},
+	{"How do I move to Canada?", nil},
+	{"Is it hard to learn Japanese?", nil},
+	{"I have a question about Python.", nil},
+	{"I went to Paris last summer.", nil},
+	{"I'm going to Rome next week.", nil},
+	{"My brother doesn't live in Austin.", nil},
+	{"I'm single-handedly running the project.", nil},
+	{"I quit smoking.", nil},
+	{"I'm learning Italian.", nil},
+	{"I'll move to Berlin next year.", nil},
+	{"Maybe I'll get a cat.", nil},
+	{"I would never eat meat.", nil},
+	{"I'm reading a book about dogs.", nil},
+	{"Sarah is allergic to nuts.", nil},
+	{"He moved to Paris.", nil},
+	{"I haven't lived in Rome for years.", nil},
+	{"I joined a gym.", nil},
+	{"Whether I move to Boston depends on the job.", nil},
+	{"", nil},
+	{"!!! ???", nil},
+}
+
+func TestRuleExtractorTable(t *testing.T) {
+	x := NewRuleExtractor()
+	for _, tc := range ruleCases {
+		t.Run(tc.text, func(t *testing.T) {
+			ops, err := x.Extract(context.Background(), tc.text, testAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range ops {
+				got = append(got, render(o))
+				if !strings.Contains(tc.text, o.Quote) || o.Quote == "" {
+					t.Errorf("quote %q is not a substring of the text", o.Quote)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("Extract(%q)\n got: %q\nwant: %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
