@@ -1,0 +1,459 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/kv"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrInvalidInterval reports an instant that cannot be stored: a
+	// non-zero time outside the range of int64 Unix nanoseconds
+	// (about 1678–2262).
+	ErrInvalidInterval = errors.New("temporal: invalid interval")
+	// ErrNilWriter reports a nil kv.Writer passed to a write method.
+	ErrNilWriter = errors.New("temporal: nil writer")
+	// ErrCorrupt reports a stored key or value that does not decode.
+	ErrCorrupt = errors.New("temporal: corrupt index data")
+	// ErrInconsistent reports a disagreement found by Check between the
+	// store, the in-memory index and the visibility predicate.
+	ErrInconsistent = errors.New("temporal: index inconsistent")
+)
+
+const (
+	valueVersion = 1 // leading byte of every value; part of the file format
+	valueLen     = 1 + 4*8
+
+	openStart = math.MinInt64 // a zero ValidFrom / RecordedAt: −∞
+	openEnd   = math.MaxInt64 // a zero ValidTo / ExpiredAt: +∞
+
+	// minDirty is the delta size below which a query never rebuilds; below
+	// it a brute-force scan of the delta costs less than a rebuild.
+	minDirty = 256
+	// dirtyShift bounds the delta at len(docs)>>dirtyShift before a query
+	// rebuilds the snapshot structure.
+	dirtyShift = 5
+)
+
+// Interval is the four instants of one fact version (DESIGN §2). A zero
+// ValidTo or ExpiredAt is open (+∞); a zero ValidFrom or RecordedAt is −∞.
+type Interval struct {
+	ValidFrom, ValidTo, RecordedAt, ExpiredAt time.Time
+}
+
+// VisibleAt reports whether iv is visible at (validAt, knownAt): the
+// reference predicate of DESIGN §2 that the index answers for many
+// intervals at once.
+func (iv Interval) VisibleAt(validAt, knownAt time.Time) bool {
+	return !knownAt.Before(iv.RecordedAt) && (iv.ExpiredAt.IsZero() || knownAt.Before(iv.ExpiredAt)) &&
+		!validAt.Before(iv.ValidFrom) && (iv.ValidTo.IsZero() || validAt.Before(iv.ValidTo))
+}
+
+// quad is an Interval as int64 nanoseconds with the open sentinels.
+type quad struct{ vf, vt, ra, ea int64 }
+
+func (q quad) visible(v, k int64) bool {
+	return q.ra <= k && k < q.ea && q.vf <= v && v < q.vt
+}
+
+func toNanos(t time.Time, zero int64) (int64, bool) {
+	if t.IsZero() {
+		return zero, true
+	}
+	n := t.UnixNano()
+	if n == math.MinInt64 || n == math.MaxInt64 || !time.Unix(0, n).Equal(t) {
+		return 0, false
+	}
+	return n, true
+}
+
+// queryNanos maps a query instant onto the stored scale, saturating
+// instants beyond the storable range (they compare the same way against
+// every storable instant).
+func queryNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return openStart
+	case t.Before(time.Unix(0, math.MinInt64+1)):
+		return math.MinInt64 + 1
+	case t.After(time.Unix(0, math.MaxInt64-1)):
+		return math.MaxInt64 - 1
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == openStart || n == openEnd {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func toQuad(iv Interval) (quad, error) {
+	var q quad
+	var ok [4]bool
+	q.vf, ok[0] = toNanos(iv.ValidFrom, openStart)
+	q.vt, ok[1] = toNanos(iv.ValidTo, openEnd)
+	q.ra, ok[2] = toNanos(iv.RecordedAt, openStart)
+	q.ea, ok[3] = toNanos(iv.ExpiredAt, openEnd)
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return quad{}, fmt.Errorf("%w: instant out of range in %+v", ErrInvalidInterval, iv)
+	}
+	return q, nil
+}
+
+func (q quad) interval() Interval {
+	return Interval{ValidFrom: fromNanos(q.vf), ValidTo: fromNanos(q.vt), RecordedAt: fromNanos(q.ra), ExpiredAt: fromNanos(q.ea)}
+}
+
+// base is the immutable snapshot structure over the docs as of one rebuild.
+type base struct {
+	tx, valid *axis
+}
+
+// Index is the temporal index of one user. Safe for concurrent use.
+type Index struct {
+	prefix []byte
+
+	mu     sync.RWMutex
+	docs   map[uint32]quad
+	open   *roaring.Bitmap // docs whose ExpiredAt is open
+	maxRec int64           // largest RecordedAt ever put (never lowered)
+
+	base     *base           // nil until the first rebuild
+	inBase   *roaring.Bitmap // docs indexed by base
+	stale    *roaring.Bitmap // docs of inBase whose base entry is out of date
+	delta    []deltaEntry    // docs whose current interval is not in base
+	deltaPos map[uint32]int  // doc → index in delta
+}
+
+type deltaEntry struct {
+	doc uint32
+	q   quad
+}
+
+// New returns an empty index whose keys start with prefix.
+func New(prefix []byte) *Index {
+	return &Index{
+		prefix:   append([]byte(nil), prefix...),
+		docs:     make(map[uint32]quad),
+		open:     roaring.New(),
+		maxRec:   openStart,
+		inBase:   roaring.New(),
+		stale:    roaring.New(),
+		deltaPos: make(map[uint32]int),
+	}
+}
+
+// Load reads the index stored under prefix.
+func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Index, error) {
+	ix := New(prefix)
+	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
+		doc, q, err := ix.decode(k, v)
+		if err != nil {
+			return err
+		}
+		ix.apply(doc, q)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal: load: %w", err)
+	}
+	ix.rebuild()
+	return ix, nil
+}
+
+func (ix *Index) key(doc uint32) []byte {
+	k := make([]byte, 0, len(ix.prefix)+4)
+	k = append(k, ix.prefix...)
+	return kv.AppendUint32(k, doc)
+}
+
+func encode(q quad) []byte {
+	v := make([]byte, 0, valueLen)
+	v = append(v, valueVersion)
+	v = kv.AppendInt64(v, q.vf)
+	v = kv.AppendInt64(v, q.vt)
+	v = kv.AppendInt64(v, q.ra)
+	return kv.AppendInt64(v, q.ea)
+}
+
+func (ix *Index) decode(k, v []byte) (uint32, quad, error) {
+	if len(k) != len(ix.prefix)+4 {
+		return 0, quad{}, fmt.Errorf("%w: key %x has length %d", ErrCorrupt, k, len(k))
+	}
+	doc := kv.NewDecoder(k[len(ix.prefix):]).Uint32()
+	if len(v) != valueLen || v[0] != valueVersion {
+		return 0, quad{}, fmt.Errorf("%w: doc %d: value %x", ErrCorrupt, doc, v)
+	}
+	d := kv.NewDecoder(v[1:])
+	q := quad{vf: d.Int64(), vt: d.Int64(), ra: d.Int64(), ea: d.Int64()}
+	if d.Err != nil {
+		return 0, quad{}, fmt.Errorf("%w: doc %d: %v", ErrCorrupt, doc, d.Err)
+	}
+	return doc, q, nil
+}
+
+// Put records doc's interval: an insert, or an update of a doc already held
+// (the engine sets ExpiredAt when a version expires). The write goes to w
+// and applies to memory at once.
+func (ix *Index) Put(w kv.Writer, doc uint32, iv Interval) error {
+	if w == nil {
+		return ErrNilWriter
+	}
+	q, err := toQuad(iv)
+	if err != nil {
+		return err
+	}
+	if err := w.Set(ix.key(doc), encode(q)); err != nil {
+		return fmt.Errorf("temporal: put doc %d: %w", doc, err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.apply(doc, q)
+	return nil
+}
+
+// apply installs q as doc's interval in memory. Caller holds mu (or owns ix).
+func (ix *Index) apply(doc uint32, q quad) {
+	if old, ok := ix.docs[doc]; ok && old == q {
+		return
+	}
+	ix.docs[doc] = q
+	if q.ea == openEnd {
+		ix.open.Add(doc)
+	} else {
+		ix.open.Remove(doc)
+	}
+	ix.maxRec = max(ix.maxRec, q.ra)
+	if ix.inBase.Contains(doc) {
+		ix.stale.Add(doc)
+	}
+	if i, ok := ix.deltaPos[doc]; ok {
+		ix.delta[i].q = q
+		return
+	}
+	ix.deltaPos[doc] = len(ix.delta)
+	ix.delta = append(ix.delta, deltaEntry{doc: doc, q: q})
+}
+
+// Delete removes doc from the index. Deleting a doc the index does not hold
+// is not an error.
+func (ix *Index) Delete(w kv.Writer, doc uint32) error {
+	if w == nil {
+		return ErrNilWriter
+	}
+	if err := w.Delete(ix.key(doc)); err != nil {
+		return fmt.Errorf("temporal: delete doc %d: %w", doc, err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if _, ok := ix.docs[doc]; !ok {
+		return nil
+	}
+	delete(ix.docs, doc)
+	ix.open.Remove(doc)
+	if ix.inBase.Contains(doc) {
+		ix.stale.Add(doc)
+	}
+	if i, ok := ix.deltaPos[doc]; ok {
+		last := len(ix.delta) - 1
+		ix.delta[i] = ix.delta[last]
+		ix.deltaPos[ix.delta[i].doc] = i
+		ix.delta = ix.delta[:last]
+		delete(ix.deltaPos, doc)
+	}
+	return nil
+}
+
+// Get returns doc's interval. Instants come back in UTC.
+func (ix *Index) Get(doc uint32) (Interval, bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	q, ok := ix.docs[doc]
+	if !ok {
+		return Interval{}, false
+	}
+	return q.interval(), true
+}
+
+// Len returns the number of docs in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.docs)
+}
+
+func (ix *Index) dirty() bool {
+	d := len(ix.delta) + int(ix.stale.GetCardinality())
+	return d > minDirty && d > len(ix.docs)>>dirtyShift
+}
+
+// rlockFresh takes the read lock, first rebuilding the snapshot structure
+// under the write lock if the delta has grown too large.
+func (ix *Index) rlockFresh() {
+	ix.mu.RLock()
+	if !ix.dirty() {
+		return
+	}
+	ix.mu.RUnlock()
+	ix.mu.Lock()
+	if ix.dirty() {
+		ix.rebuild()
+	}
+	ix.mu.Unlock()
+	ix.mu.RLock()
+}
+
+// rebuild indexes every doc in a new snapshot structure and empties the
+// delta. Caller holds the write lock (or owns ix).
+func (ix *Index) rebuild() {
+	n := len(ix.docs)
+	docs := make([]uint32, 0, n)
+	vf, vt := make([]int64, 0, n), make([]int64, 0, n)
+	ra, ea := make([]int64, 0, n), make([]int64, 0, n)
+	for d, q := range ix.docs {
+		docs = append(docs, d)
+		vf, vt = append(vf, q.vf), append(vt, q.vt)
+		ra, ea = append(ra, q.ra), append(ea, q.ea)
+	}
+	ix.base = &base{tx: buildAxis(docs, ra, ea), valid: buildAxis(docs, vf, vt)}
+	ix.inBase = roaring.BitmapOf(docs...)
+	ix.stale = roaring.New()
+	ix.delta = ix.delta[:0]
+	clear(ix.deltaPos)
+}
+
+// Visible returns the docs visible at (validAt, knownAt): RecordedAt ≤
+// knownAt < ExpiredAt and ValidFrom ≤ validAt < ValidTo. The bitmap is the
+// caller's to modify.
+func (ix *Index) Visible(validAt, knownAt time.Time) *roaring.Bitmap {
+	ix.rlockFresh()
+	defer ix.mu.RUnlock()
+	return ix.visible(queryNanos(validAt), queryNanos(knownAt))
+}
+
+func (ix *Index) visible(v, k int64) *roaring.Bitmap {
+	var out *roaring.Bitmap
+	if ix.base == nil {
+		out = roaring.New()
+	} else {
+		tx := ix.base.tx.stab(k, nil)
+		tx.AndNot(ix.stale)
+		out = ix.base.valid.stab(v, tx)
+	}
+	for _, e := range ix.delta {
+		if e.q.visible(v, k) {
+			out.Add(e.doc)
+		}
+	}
+	return out
+}
+
+// Current returns the docs of current state at now: ExpiredAt open and
+// valid at now (and recorded by now). It equals Visible(now, now) but
+// starts from the maintained set of open versions instead of a
+// transaction-time stab.
+func (ix *Index) Current(now time.Time) *roaring.Bitmap {
+	ix.rlockFresh()
+	defer ix.mu.RUnlock()
+	t := queryNanos(now)
+	if t < ix.maxRec {
+		// Some version was recorded after now (a clock in the past): the
+		// open set alone would admit it.
+		return ix.visible(t, t)
+	}
+	var out *roaring.Bitmap
+	if ix.base == nil {
+		out = roaring.New()
+	} else {
+		out = ix.base.valid.stab(t, ix.open)
+		out.AndNot(ix.stale)
+	}
+	for _, e := range ix.delta {
+		if e.q.ea == openEnd && e.q.vf <= t && t < e.q.vt {
+			out.Add(e.doc)
+		}
+	}
+	return out
+}
+
+// Check verifies the index against what r holds under its prefix
+// (invariant 1), the open set (invariant 2), and the snapshot structure
+// against the brute-force predicate at instants drawn from the data
+// (invariant 3). It returns the errors.Join of every finding, each wrapping
+// ErrInconsistent or ErrCorrupt.
+func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var errs []error
+	const maxFindings = 20
+	add := func(err error) {
+		if len(errs) < maxFindings {
+			errs = append(errs, err)
+		}
+	}
+	seen := roaring.New()
+	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
+		doc, q, err := ix.decode(k, v)
+		if err != nil {
+			add(err)
+			return nil
+		}
+		seen.Add(doc)
+		if mq, ok := ix.docs[doc]; !ok {
+			add(fmt.Errorf("%w: doc %d stored but not in memory", ErrInconsistent, doc))
+		} else if mq != q {
+			add(fmt.Errorf("%w: doc %d stored as %+v, in memory %+v", ErrInconsistent, doc, q.interval(), mq.interval()))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("temporal: check: %w", err)
+	}
+	open := roaring.New()
+	var instants []int64
+	for d, q := range ix.docs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !seen.Contains(d) {
+			add(fmt.Errorf("%w: doc %d in memory but not stored", ErrInconsistent, d))
+		}
+		if q.ea == openEnd {
+			open.Add(d)
+		}
+		if len(instants) < 8 {
+			instants = append(instants, q.vf, q.ra, q.vt-1, q.ea-1)
+		}
+	}
+	if !open.Equals(ix.open) {
+		add(fmt.Errorf("%w: open set has %d docs, expected %d", ErrInconsistent, ix.open.GetCardinality(), open.GetCardinality()))
+	}
+	instants = append(instants, openStart, openEnd-1)
+	for _, v := range instants {
+		for _, k := range instants {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			got := ix.visible(v, k)
+			want := roaring.New()
+			for d, q := range ix.docs {
+				if q.visible(v, k) {
+					want.Add(d)
+				}
+			}
+			if !got.Equals(want) {
+				add(fmt.Errorf("%w: at (valid %d, known %d) index has %d docs, predicate %d", ErrInconsistent, v, k, got.GetCardinality(), want.GetCardinality()))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
