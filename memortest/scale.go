@@ -18,7 +18,8 @@ type ScaleOptions struct {
 	// least 2 + Changes.
 	Users, TurnsPerUser int
 	// Changes is how many moves or job changes are planted per user, at
-	// random turns after the first two; default 2.
+	// random turns after the first two; default 2, at most 19. A change
+	// never returns to an earlier value.
 	Changes int
 	// Start is the first turn's time (default 2025-01-01T09:00Z); a user's
 	// turns are Step apart (default 24h), users a second apart.
@@ -64,7 +65,7 @@ func GenerateScale(opts ScaleOptions) (Scale, error) {
 	if opts.Changes == 0 {
 		opts.Changes = 2
 	}
-	if opts.Users <= 0 || opts.Changes < 0 || opts.TurnsPerUser < 2+opts.Changes {
+	if opts.Users <= 0 || opts.Changes < 0 || opts.Changes >= len(scaleCompanies) || opts.TurnsPerUser < 2+opts.Changes {
 		return Scale{}, fmt.Errorf("%w: users=%d turns=%d changes=%d", ErrScale, opts.Users, opts.TurnsPerUser, opts.Changes)
 	}
 	if opts.Start.IsZero() {
@@ -78,9 +79,11 @@ func GenerateScale(opts ScaleOptions) (Scale, error) {
 		rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed))
 	}
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
-	other := func(xs []string, not string) string {
+	// fresh never returns to an earlier value, so each planted change
+	// leaves exactly one more stale value behind.
+	fresh := func(xs, used []string) string {
 		for {
-			if x := pick(xs); x != not {
+			if x := pick(xs); !slices.Contains(used, x) {
 				return x
 			}
 		}
@@ -105,11 +108,11 @@ func GenerateScale(opts ScaleOptions) (Scale, error) {
 			var text string
 			switch {
 			case slices.Contains(changeAt, i-2) && rng.IntN(2) == 0:
-				city = other(scaleCities, city)
+				city = fresh(scaleCities, cities)
 				cities, cityAt = append(cities, city), at(i)
 				text = "I moved to " + city + "."
 			case slices.Contains(changeAt, i-2):
-				company = other(scaleCompanies, company)
+				company = fresh(scaleCompanies, companies)
 				companies, companyAt = append(companies, company), at(i)
 				text = "I work at " + company + " now."
 			default:
@@ -155,7 +158,7 @@ type ScaleResult struct {
 	Turns, Probes int
 	// Correct probes served the current value and no stale one; Stale
 	// probes served a superseded value.
-	Correct, Stale int
+	Correct, Stale     int
 	AddTime, QueryTime time.Duration
 }
 
