@@ -1,0 +1,66 @@
+// Package hnsw is memor's vector index: a Hierarchical Navigable Small World
+// graph (Malkov & Yashunin, 2018) over float32 vectors, one per user,
+// persisted through kv so that opening a store reads the graph back and
+// never rebuilds it.
+//
+// # Searching
+//
+// [Index.Search] returns the k most similar vectors (cosine or dot product,
+// higher is better). An allow-list (a roaring bitmap of IDs) restricts the
+// results. Filtering happens inside the walk: disallowed nodes are still
+// traversed, so the graph stays connected, but never enter the results,
+// and the beam widens as the allowed fraction drops. When the allowed set
+// is small — under [Options.ExactBelow], or small enough that the walk
+// would visit more nodes than the set holds — the set is scanned exactly
+// instead, so a 1 % filter costs a short exact scan and has recall 1.
+// Small indexes (under ExactBelow vectors) are always searched exactly.
+//
+// Vector math goes through github.com/viterin/vek (AVX2/FMA kernels, about
+// twice gonum's SSE float32 dot product at 384 dimensions). Under [Cosine]
+// vectors are normalised once on Add, so every comparison is one dot
+// product.
+//
+// # Key layout
+//
+// Every key starts with the prefix handed to [New] or [Load] (the engine
+// passes kv.UserKey(user, kv.SubVector)). After it, byte by byte. The tags
+// and encodings are part of the file format; do not change them.
+//
+//	prefix 'm'                    meta, 14 bytes:
+//	                                [0]     format version, 1
+//	                                [1]     metric: 0 cosine, 1 dot
+//	                                [2:4]   M, uint16 little-endian
+//	                                [4:8]   dimension, uint32 little-endian
+//	                                [8]     1 if there is an entry point, else 0
+//	                                [9:13]  entry-point ID, uint32 little-endian
+//	                                [13]    entry-point level (top layer)
+//	prefix 'v' id[4]              the vector: dim × float32, raw IEEE 754
+//	                              little-endian (normalised under cosine)
+//	prefix 'l' id[4] layer[1]     neighbour list of id on layer: n × uint32
+//	                              little-endian neighbour IDs (n ≤ 2M on
+//	                              layer 0, ≤ M above)
+//
+// IDs in keys are 4 bytes big-endian (kv.AppendUint32), so a prefix scan
+// returns nodes in ID order and a node's layers in order. A node of level L
+// has exactly the link keys for layers 0..L (possibly empty values); that
+// is how its level is stored. A 384-d vector costs 1536 bytes of value plus
+// about 130 bytes of links.
+//
+// # Invariants
+//
+//  1. Every ID in a neighbour list has a vector key and a link key for that
+//     layer (no dangling links; deletes repair the lists pointing at the
+//     deleted node before removing it).
+//  2. The entry point is a node on the highest layer of any node.
+//  3. Add and Delete write every key they change to the kv.Writer they are
+//     given, so the index commits atomically with the batch that holds it;
+//     [Index.Check] verifies that memory and store agree.
+//  4. Randomness (node levels) comes only from [Options.Seed]: the same
+//     inserts in the same order build the same graph.
+//
+// # Concurrency
+//
+// An [Index] is safe for concurrent use: searches run in parallel under a
+// read lock, Add and Delete take the write lock. If a batch fails to commit
+// the in-memory index is ahead of the store; discard it and [Load] again.
+package hnsw

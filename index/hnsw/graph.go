@@ -1,0 +1,456 @@
+package hnsw
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/viterin/vek/vek32"
+)
+
+// dot is the inner product through vek's AVX2/FMA kernel (pure Go on CPUs
+// without it). vek rather than gonum: gonum's float32 dot is SSE-only,
+// measured ≈ 37 ns against vek's ≈ 18 ns at 384-d, and the dot product is
+// nearly all of the time of a search. Callers guarantee equal, non-zero
+// lengths (vek panics otherwise).
+func dot(a, b []float32) float32 { return vek32.Dot(a, b) }
+
+// cand is a node and its distance (negated similarity: smaller is closer).
+type cand struct {
+	d float32
+	s uint32
+}
+
+// heap is a binary min-heap on d. A max-heap is the same heap holding
+// negated distances.
+type heap []cand
+
+func (h *heap) push(c cand) {
+	*h = append(*h, c)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if a[p].d <= a[i].d {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *heap) pop() cand {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && a[r].d < a[l].d {
+			m = r
+		}
+		if a[i].d <= a[m].d {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
+
+// searcher is the per-search scratch space, pooled so that a search does
+// not allocate beyond its result.
+type searcher struct {
+	visited []uint32 // slot → generation that visited it
+	gen     uint32
+	cands   heap // frontier, closest first
+	res     heap // results, negated: worst first
+	out     []cand
+	eps     []cand
+	sel     []cand
+	tmp     []cand
+	sel2    []cand
+}
+
+func (sc *searcher) reset(n int) {
+	if len(sc.visited) < n {
+		sc.visited = make([]uint32, n+n/4+64)
+		sc.gen = 0
+	}
+}
+
+func (sc *searcher) newGen() {
+	sc.gen++
+	if sc.gen == 0 {
+		clear(sc.visited)
+		sc.gen = 1
+	}
+}
+
+func (ix *Index) dist(q []float32, s uint32) float32 { return -dot(q, ix.vec(s)) }
+
+func (ix *Index) allowed(s uint32, allow *roaring.Bitmap) bool {
+	return allow == nil || allow.Contains(ix.ids[s])
+}
+
+// greedy walks layer l from ep to a local minimum (ef = 1).
+func (ix *Index) greedy(q []float32, ep cand, l int) cand {
+	for changed := true; changed; {
+		changed = false
+		for _, nb := range ix.links(ep.s, l) {
+			if d := ix.dist(q, nb); d < ep.d {
+				ep, changed = cand{d, nb}, true
+			}
+		}
+	}
+	return ep
+}
+
+// searchLayer is the beam search of the HNSW paper (algorithm 2) on layer
+// l, leaving the ef best allowed nodes in sc.out, closest first. Nodes
+// outside allow are still walked through (the graph's connectivity is that
+// of all nodes), they just never enter the results.
+func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q []float32, eps []cand, ef, l int, allow *roaring.Bitmap) error {
+	sc.newGen()
+	sc.cands, sc.res = sc.cands[:0], sc.res[:0]
+	for _, e := range eps {
+		if sc.visited[e.s] == sc.gen {
+			continue
+		}
+		sc.visited[e.s] = sc.gen
+		sc.cands.push(e)
+		if ix.allowed(e.s, allow) {
+			sc.res.push(cand{-e.d, e.s})
+			if len(sc.res) > ef {
+				sc.res.pop()
+			}
+		}
+	}
+	steps := 0
+	for len(sc.cands) > 0 {
+		c := sc.cands.pop()
+		if len(sc.res) >= ef && c.d > -sc.res[0].d {
+			break
+		}
+		if steps++; steps&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		for _, nb := range ix.links(c.s, l) {
+			if sc.visited[nb] == sc.gen {
+				continue
+			}
+			sc.visited[nb] = sc.gen
+			d := ix.dist(q, nb)
+			if len(sc.res) < ef || d < -sc.res[0].d {
+				sc.cands.push(cand{d, nb})
+				if ix.allowed(nb, allow) {
+					sc.res.push(cand{-d, nb})
+					if len(sc.res) > ef {
+						sc.res.pop()
+					}
+				}
+			}
+		}
+	}
+	sc.drain()
+	return nil
+}
+
+// drain empties sc.res into sc.out, closest first.
+func (sc *searcher) drain() {
+	n := len(sc.res)
+	sc.out = slices.Grow(sc.out[:0], n)[:n]
+	for i := n - 1; i >= 0; i-- {
+		c := sc.res.pop()
+		sc.out[i] = cand{-c.d, c.s}
+	}
+}
+
+// selectNeighbors is the heuristic of the HNSW paper (algorithm 4) over
+// candidates sorted closest first: keep a candidate only if it is closer to
+// the base than to every neighbour already kept. This spreads links across
+// directions, which is what keeps clustered data navigable.
+func (ix *Index) selectNeighbors(dst, cands []cand, m int) []cand {
+	dst = dst[:0]
+	for _, c := range cands {
+		if len(dst) >= m {
+			break
+		}
+		if ix.diverse(c, dst) {
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+func (ix *Index) diverse(c cand, kept []cand) bool {
+	v := ix.vec(c.s)
+	for _, r := range kept {
+		if -dot(v, ix.vec(r.s)) < c.d {
+			return false
+		}
+	}
+	return true
+}
+
+func byDist(a, b cand) int {
+	if c := cmp.Compare(a.d, b.d); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.s, b.s)
+}
+
+// insert links a new node into the graph (algorithm 1 of the paper).
+func (ix *Index) insert(id uint32, v []float32) {
+	level := ix.randomLevel()
+	s := ix.alloc(id, v, level)
+	if ix.entry < 0 {
+		ix.entry, ix.top, ix.metaOK = int32(s), level, false
+		ix.dirty[uint64(s)<<8] = struct{}{}
+		for l := 1; l <= level; l++ {
+			ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+		}
+		return
+	}
+	if ix.build == nil {
+		ix.build = &searcher{}
+	}
+	sc := ix.build
+	sc.reset(len(ix.ids))
+	e := uint32(ix.entry)
+	ep := cand{ix.dist(v, e), e}
+	for l := ix.top; l > level; l-- {
+		ep = ix.greedy(v, ep, l)
+	}
+	sc.eps = append(sc.eps[:0], ep)
+	for l := min(level, ix.top); l >= 0; l-- {
+		_ = ix.searchLayer(context.Background(), sc, v, sc.eps, ix.o.EfConstruction, l, nil)
+		sc.sel = ix.selectNeighbors(sc.sel, sc.out, ix.m)
+		for _, c := range sc.out {
+			if len(sc.sel) >= ix.m {
+				break
+			}
+			if !slices.Contains(sc.sel, c) {
+				sc.sel = append(sc.sel, c)
+			}
+		}
+		nb := make([]uint32, len(sc.sel))
+		for i, c := range sc.sel {
+			nb[i] = c.s
+		}
+		ix.setLinks(s, l, nb)
+		for _, c := range sc.sel {
+			ix.addLink(sc, c.s, s, c.d, l)
+		}
+		sc.eps = append(sc.eps[:0], sc.out...)
+	}
+	// Layers above the old top have only this node: empty lists, persisted
+	// so that the node's level survives a reload.
+	for l := ix.top + 1; l <= level; l++ {
+		ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+	}
+	if level > ix.top {
+		ix.entry, ix.top, ix.metaOK = int32(s), level, false
+	}
+}
+
+// addLink adds the back link n → s (distance d) on layer l, shrinking n's
+// list with the heuristic when it is full.
+func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
+	cur := ix.links(n, l)
+	mx := ix.maxLinks(l)
+	if len(cur) < mx {
+		nb := append(cur[:len(cur):len(cur)], s)
+		ix.setLinks(n, l, nb)
+		return
+	}
+	v := ix.vec(n)
+	sc.tmp = append(sc.tmp[:0], cand{d, s})
+	for _, x := range cur {
+		sc.tmp = append(sc.tmp, cand{-dot(v, ix.vec(x)), x})
+	}
+	slices.SortFunc(sc.tmp, byDist)
+	sc.sel2 = ix.selectNeighbors(sc.sel2, sc.tmp, mx)
+	nb := make([]uint32, len(sc.sel2))
+	for i, c := range sc.sel2 {
+		nb[i] = c.s
+	}
+	ix.setLinks(n, l, nb)
+}
+
+// remove unlinks slot s: every list pointing at it loses the link and is
+// offered s's own neighbours as replacements, then s is freed.
+func (ix *Index) remove(s uint32) {
+	if ix.build == nil {
+		ix.build = &searcher{}
+	}
+	sc := ix.build
+	level := int(ix.levels[s])
+	for p := range uint32(len(ix.ids)) {
+		pl := int(ix.levels[p])
+		if pl < 0 || p == s {
+			continue
+		}
+		for l := 0; l <= min(level, pl); l++ {
+			if slices.Contains(ix.links(p, l), s) {
+				ix.repair(sc, p, s, l)
+			}
+		}
+	}
+	for l := 0; l <= level; l++ {
+		delete(ix.dirty, uint64(s)<<8|uint64(l))
+	}
+	delete(ix.slotOf, ix.ids[s])
+	ix.levels[s] = -1
+	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
+	ix.upper[s] = nil
+	ix.free = append(ix.free, s)
+	if ix.entry == int32(s) {
+		ix.entry, ix.top, ix.metaOK = -1, 0, false
+		for p := range uint32(len(ix.ids)) {
+			if pl := int(ix.levels[p]); pl >= 0 && (ix.entry < 0 || pl > ix.top) {
+				ix.entry, ix.top = int32(p), pl
+			}
+		}
+	}
+}
+
+// repair drops s from p's list on layer l and fills the freed room with
+// the closest of s's neighbours that pass the diversity heuristic. p keeps
+// every other link it had, so a delete never thins the graph.
+func (ix *Index) repair(sc *searcher, p, s uint32, l int) {
+	v := ix.vec(p)
+	cur := ix.links(p, l)
+	sc.sel2 = sc.sel2[:0]
+	for _, x := range cur {
+		if x != s {
+			sc.sel2 = append(sc.sel2, cand{-dot(v, ix.vec(x)), x})
+		}
+	}
+	sc.tmp = sc.tmp[:0]
+	for _, x := range ix.links(s, l) {
+		if x != p && !slices.Contains(cur, x) {
+			sc.tmp = append(sc.tmp, cand{-dot(v, ix.vec(x)), x})
+		}
+	}
+	slices.SortFunc(sc.tmp, byDist)
+	mx := ix.maxLinks(l)
+	for _, c := range sc.tmp {
+		if len(sc.sel2) >= mx {
+			break
+		}
+		if ix.diverse(c, sc.sel2) {
+			sc.sel2 = append(sc.sel2, c)
+		}
+	}
+	slices.SortFunc(sc.sel2, byDist)
+	nb := make([]uint32, len(sc.sel2))
+	for i, c := range sc.sel2 {
+		nb[i] = c.s
+	}
+	ix.setLinks(p, l, nb)
+}
+
+// graphSearch descends the upper layers greedily, then beam-searches layer
+// 0 with the filter inside the walk.
+func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, ef int, allow *roaring.Bitmap) ([]Hit, error) {
+	e := uint32(ix.entry)
+	ep := cand{ix.dist(q, e), e}
+	for l := ix.top; l > 0; l-- {
+		ep = ix.greedy(q, ep, l)
+	}
+	sc.eps = append(sc.eps[:0], ep)
+	if err := ix.searchLayer(ctx, sc, q, sc.eps, ef, 0, allow); err != nil {
+		return nil, err
+	}
+	return ix.hits(sc.out, k), nil
+}
+
+// exact scans the allowed set (or every node) and keeps the k best.
+func (ix *Index) exact(ctx context.Context, sc *searcher, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
+	sc.res = sc.res[:0]
+	consider := func(s uint32) {
+		d := ix.dist(q, s)
+		if len(sc.res) < k {
+			sc.res.push(cand{-d, s})
+		} else if d < -sc.res[0].d {
+			sc.res[0] = cand{-d, s}
+			sc.res.fix0()
+		}
+	}
+	if allow == nil {
+		for s := range uint32(len(ix.ids)) {
+			if s&4095 == 4095 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			if ix.levels[s] >= 0 {
+				consider(s)
+			}
+		}
+	} else {
+		var buf [256]uint32
+		it := allow.ManyIterator()
+		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			for _, id := range buf[:n] {
+				if s, ok := ix.slotOf[id]; ok {
+					consider(s)
+				}
+			}
+		}
+	}
+	sc.drain()
+	return ix.hits(sc.out, k), nil
+}
+
+// fix0 restores the heap after its root was replaced.
+func (h heap) fix0() {
+	n := len(h)
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r].d < h[l].d {
+			m = r
+		}
+		if h[i].d <= h[m].d {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// hits turns the closest-first candidates into at most k hits; equal
+// scores are ordered by ID so results are deterministic.
+func (ix *Index) hits(cs []cand, k int) []Hit {
+	cs = cs[:min(k, len(cs))]
+	out := make([]Hit, len(cs))
+	for i, c := range cs {
+		out[i] = Hit{ID: ix.ids[c.s], Score: -c.d}
+	}
+	slices.SortStableFunc(out, func(a, b Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}

@@ -1,0 +1,410 @@
+package hnsw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memor-db/memor/kv"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrDimension: a vector's length differs from the index's dimension.
+	ErrDimension = errors.New("hnsw: vector has the wrong dimension")
+	// ErrVector: a vector holds NaN or ±Inf, or is zero under [Cosine].
+	ErrVector = errors.New("hnsw: vector is zero or not finite")
+	// ErrNotFound: Load found no index under the prefix.
+	ErrNotFound = errors.New("hnsw: no index under this prefix")
+	// ErrCorrupt: the persisted graph cannot be decoded or is inconsistent.
+	ErrCorrupt = errors.New("hnsw: persisted graph is corrupt")
+	// ErrFormat: the persisted graph was written by a newer format version.
+	ErrFormat = errors.New("hnsw: persisted graph has an unknown format version")
+	// ErrCheck: Check found the in-memory graph and the store disagreeing.
+	ErrCheck = errors.New("hnsw: check failed")
+)
+
+// Metric is the similarity a graph is built for. Values are part of the
+// file format; do not change.
+type Metric uint8
+
+const (
+	// Cosine similarity. Vectors are L2-normalised on Add (the normalised
+	// vector is what is stored), so the search itself is a dot product.
+	Cosine Metric = 0
+	// Dot is the raw inner product (for embeddings that are already
+	// normalised, or where magnitude carries meaning).
+	Dot Metric = 1
+)
+
+func (m Metric) String() string {
+	switch m {
+	case Cosine:
+		return "cosine"
+	case Dot:
+		return "dot"
+	}
+	return fmt.Sprintf("Metric(%d)", uint8(m))
+}
+
+// Defaults filled in by [New] and [Load] for zero options. M = 16 and
+// efConstruction = 200 are the values of the HNSW paper (Malkov & Yashunin,
+// 2018) and hnswlib; EfSearch = 64 keeps recall@10 above 0.95 on clustered
+// 384-d data at 100k vectors (see bench/hnsw_test.go). ExactBelow = 20000:
+// an exact scan costs ≈ 18 ns per 384-d dot product with AVX2, so 20k
+// vectors take ≈ 0.4 ms with perfect recall, which for one tenant's memory
+// beats an approximate walk (measured: 10k vectors scan in ≈ 0.2 ms).
+const (
+	DefaultM              = 16
+	DefaultEfConstruction = 200
+	DefaultEfSearch       = 64
+	DefaultExactBelow     = 20000
+)
+
+// maxLevels bounds the level of a node; the level is stored in one key byte
+// and 2^-32 odds make anything higher meaningless.
+const maxLevels = 32
+
+// Options configures an [Index]. The zero value is usable.
+type Options struct {
+	// M is the number of neighbours a node keeps on layers above 0; layer 0
+	// keeps 2·M. Default 16. Fixed when the graph is created: [Load] uses
+	// the persisted value.
+	M int
+	// EfConstruction is the candidate-list size used while inserting.
+	// Larger builds a better graph, slower. Default 200.
+	EfConstruction int
+	// EfSearch is the candidate-list size used while searching (raised to
+	// k when k is larger). Default 64.
+	EfSearch int
+	// Metric is Cosine (default) or Dot. Fixed when the graph is created:
+	// [Load] uses the persisted value.
+	Metric Metric
+	// Seed seeds the level generator, so that the same inserts in the same
+	// order build the same graph.
+	Seed int64
+	// ExactBelow is the number of candidate vectors (the allowed set, or
+	// the whole index when there is no filter) below which Search scans
+	// them exactly instead of walking the graph. Default 20000; a negative
+	// value turns exact scans off entirely (the graph is always used), which
+	// is meant for tests and benchmarks of the graph itself.
+	ExactBelow int
+}
+
+func (o Options) withDefaults() Options {
+	if o.M <= 1 {
+		o.M = DefaultM
+	}
+	if o.M > 255 {
+		o.M = 255
+	}
+	if o.EfConstruction <= 0 {
+		o.EfConstruction = DefaultEfConstruction
+	}
+	if o.EfConstruction < o.M {
+		o.EfConstruction = o.M
+	}
+	if o.EfSearch <= 0 {
+		o.EfSearch = DefaultEfSearch
+	}
+	if o.ExactBelow == 0 {
+		o.ExactBelow = DefaultExactBelow
+	}
+	return o
+}
+
+// Hit is one search result.
+type Hit struct {
+	ID    uint32
+	Score float32 // similarity: cosine or dot product, higher is better
+}
+
+// Index is an HNSW graph over one user's vectors, persisted under a key
+// prefix (see the package documentation for the layout).
+//
+// An Index is safe for concurrent use: Search, Len and Check may run in
+// parallel with each other; Add and Delete take an exclusive lock. The
+// kv.Writer passed to Add and Delete is not retained.
+type Index struct {
+	mu     sync.RWMutex
+	dim    int
+	prefix []byte
+	o      Options
+	m, m0  int     // max neighbours on upper layers / layer 0
+	ml     float64 // level multiplier 1/ln(M)
+	rng    *rand.Rand
+
+	// Nodes live in dense slots; neighbour lists hold slots, not IDs.
+	vecs   []float32           // slot*dim ..: the (normalised) vector
+	ids    []uint32            // slot → ID
+	levels []int8              // slot → top layer; -1 marks a free slot
+	links0 []uint32            // slot*(m0+1): count, then up to m0 slots
+	upper  [][]uint32          // slot → layers 1..level, (m+1) words each
+	slotOf map[uint32]uint32   // ID → slot
+	free   []uint32            // free slots, reused by Add
+	entry  int32               // entry-point slot, -1 when empty
+	top    int                 // level of the entry point
+	pool   sync.Pool           // *searcher
+	dirty  map[uint64]struct{} // (slot<<8 | layer) lists to persist
+	metaOK bool                // the meta key is written and current
+	build  *searcher
+}
+
+// New returns an empty index of dimension dim whose keys will all start
+// with prefix (copied).
+func New(dim int, prefix []byte, o Options) *Index {
+	o = o.withDefaults()
+	ix := &Index{
+		dim:    dim,
+		prefix: append([]byte(nil), prefix...),
+		o:      o,
+		slotOf: make(map[uint32]uint32),
+		entry:  -1,
+		dirty:  make(map[uint64]struct{}),
+	}
+	ix.setM(o.M)
+	ix.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0))
+	return ix
+}
+
+func (ix *Index) setM(m int) {
+	ix.m = m
+	ix.m0 = 2 * m
+	ix.ml = 1 / math.Log(float64(m))
+	ix.o.M = m
+}
+
+// Dim returns the vector dimension.
+func (ix *Index) Dim() int { return ix.dim }
+
+// Metric returns the similarity the graph was built for.
+func (ix *Index) Metric() Metric { return ix.o.Metric }
+
+// Len returns the number of vectors in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.slotOf)
+}
+
+// prepare validates v and returns the vector to store or search with: a
+// normalised copy under Cosine, a copy under Dot.
+func (ix *Index) prepare(v []float32) ([]float32, error) {
+	if len(v) != ix.dim || ix.dim <= 0 {
+		return nil, fmt.Errorf("%w: got %d, index has %d", ErrDimension, len(v), ix.dim)
+	}
+	out := make([]float32, len(v))
+	copy(out, v)
+	var ss float64
+	for _, x := range out {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("%w: holds %v", ErrVector, x)
+		}
+		ss += float64(x) * float64(x)
+	}
+	if ix.o.Metric == Cosine {
+		if ss == 0 {
+			return nil, fmt.Errorf("%w: zero vector has no direction", ErrVector)
+		}
+		inv := float32(1 / math.Sqrt(ss))
+		for i := range out {
+			out[i] *= inv
+		}
+	}
+	return out, nil
+}
+
+func (ix *Index) vec(s uint32) []float32 {
+	o := int(s) * ix.dim
+	return ix.vecs[o : o+ix.dim : o+ix.dim]
+}
+
+// links returns the neighbour list of slot s on layer l (a view).
+func (ix *Index) links(s uint32, l int) []uint32 {
+	if l == 0 {
+		o := int(s) * (ix.m0 + 1)
+		n := ix.links0[o]
+		return ix.links0[o+1 : o+1+int(n)]
+	}
+	o := (l - 1) * (ix.m + 1)
+	u := ix.upper[s]
+	n := u[o]
+	return u[o+1 : o+1+int(n)]
+}
+
+// setLinks replaces the neighbour list of slot s on layer l.
+func (ix *Index) setLinks(s uint32, l int, nb []uint32) {
+	var dst []uint32
+	if l == 0 {
+		o := int(s) * (ix.m0 + 1)
+		dst = ix.links0[o : o+1+ix.m0]
+	} else {
+		o := (l - 1) * (ix.m + 1)
+		dst = ix.upper[s][o : o+1+ix.m]
+	}
+	dst[0] = uint32(copy(dst[1:], nb))
+	ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+}
+
+func (ix *Index) maxLinks(l int) int {
+	if l == 0 {
+		return ix.m0
+	}
+	return ix.m
+}
+
+func (ix *Index) randomLevel() int {
+	u := ix.rng.Float64()
+	l := int(-math.Log(1-u) * ix.ml)
+	if l >= maxLevels {
+		l = maxLevels - 1
+	}
+	return l
+}
+
+// alloc returns a slot for a node of the given level with empty lists.
+func (ix *Index) alloc(id uint32, v []float32, level int) uint32 {
+	var s uint32
+	if n := len(ix.free); n > 0 {
+		s = ix.free[n-1]
+		ix.free = ix.free[:n-1]
+		copy(ix.vec(s), v)
+		ix.ids[s] = id
+		ix.levels[s] = int8(level)
+	} else {
+		s = uint32(len(ix.ids))
+		ix.vecs = append(ix.vecs, v...)
+		ix.ids = append(ix.ids, id)
+		ix.levels = append(ix.levels, int8(level))
+		ix.links0 = append(ix.links0, make([]uint32, ix.m0+1)...)
+		ix.upper = append(ix.upper, nil)
+	}
+	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
+	if level > 0 {
+		ix.upper[s] = make([]uint32, level*(ix.m+1))
+	} else {
+		ix.upper[s] = nil
+	}
+	ix.slotOf[id] = s
+	return s
+}
+
+// Add inserts the vector of id, replacing any vector id already has, and
+// writes the changed keys to w. A vector of the wrong length fails with
+// ErrDimension; NaN, Inf or (under Cosine) a zero vector with ErrVector.
+func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
+	v, err := ix.prepare(vec)
+	if err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old, ok := ix.slotOf[id]; ok {
+		// Replace: unlink the old node and drop its lists (the new node
+		// may top out on a lower layer); the vector key is overwritten.
+		level := int(ix.levels[old])
+		ix.remove(old)
+		for l := 0; l <= level; l++ {
+			if err := w.Delete(ix.linkKey(id, l)); err != nil {
+				return fmt.Errorf("hnsw: delete links %d/%d: %w", id, l, err)
+			}
+		}
+	}
+	ix.insert(id, v)
+	return ix.flush(w, id, v)
+}
+
+// Delete removes id (a no-op when it is absent), repairing the neighbour
+// lists that pointed at it, and writes the changed keys to w.
+func (ix *Index) Delete(w kv.Writer, id uint32) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	s, ok := ix.slotOf[id]
+	if !ok {
+		return nil
+	}
+	level := int(ix.levels[s])
+	ix.remove(s)
+	if err := w.Delete(ix.vecKey(id)); err != nil {
+		return fmt.Errorf("hnsw: delete vector %d: %w", id, err)
+	}
+	for l := 0; l <= level; l++ {
+		if err := w.Delete(ix.linkKey(id, l)); err != nil {
+			return fmt.Errorf("hnsw: delete links %d/%d: %w", id, l, err)
+		}
+	}
+	return ix.flush(w, 0, nil)
+}
+
+func (ix *Index) scratch() *searcher {
+	s, _ := ix.pool.Get().(*searcher)
+	if s == nil {
+		s = &searcher{}
+	}
+	s.reset(len(ix.ids))
+	return s
+}
+
+// Search returns up to k nearest neighbours of q, best first. With allow
+// non-nil, only IDs in allow are returned; the filter is applied inside the
+// graph walk (never after it), and when the allowed set is small enough an
+// exact scan of it is cheaper and is used instead. allow is only read.
+func (ix *Index) Search(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	qv, err := ix.prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := len(ix.slotOf)
+	if n == 0 {
+		return nil, nil
+	}
+	allowed := n
+	if allow != nil {
+		allowed = int(min(allow.GetCardinality(), uint64(n)))
+		if allowed == 0 {
+			return nil, nil
+		}
+	}
+	sc := ix.scratch()
+	defer ix.pool.Put(sc)
+	ef := max(ix.o.EfSearch, k)
+	if allowed < n {
+		// With a filter the walk must pass through disallowed nodes to
+		// reach allowed ones; a wider beam keeps recall as selectivity
+		// drops (2× at ≤ 10 %).
+		sel := float64(allowed) / float64(n)
+		ef = int(float64(ef) * min(2, 1+0.1/sel))
+	}
+	if ix.useExact(allowed, n, ef) {
+		return ix.exact(ctx, sc, qv, k, allow)
+	}
+	return ix.graphSearch(ctx, sc, qv, k, ef, allow)
+}
+
+// useExact decides between an exact scan of the allowed set and the graph.
+// Beyond ExactBelow, a cost model compares the scan (one dot product per
+// allowed vector) with the expected walk: reaching ef allowed nodes visits
+// about ef·n/allowed nodes, each expanding up to 2M neighbours.
+func (ix *Index) useExact(allowed, n, ef int) bool {
+	if ix.o.ExactBelow < 0 {
+		return false
+	}
+	if allowed < ix.o.ExactBelow {
+		return true
+	}
+	walk := float64(ef) * float64(ix.m0) * float64(n) / float64(allowed)
+	return float64(allowed) <= walk/2
+}

@@ -1,0 +1,349 @@
+package hnsw
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/memor-db/memor/kv"
+)
+
+// Key tags after the prefix and the meta format version. Part of the file
+// format; do not change.
+const (
+	tagLinks   byte = 'l'
+	tagMeta    byte = 'm'
+	tagVector  byte = 'v'
+	formatV1   byte = 1
+	metaLength      = 14
+)
+
+func (ix *Index) metaKey() []byte {
+	return append(slices.Clip(ix.prefix), tagMeta)
+}
+
+func (ix *Index) vecKey(id uint32) []byte {
+	k := append(slices.Clip(ix.prefix), tagVector)
+	return kv.AppendUint32(k, id)
+}
+
+func (ix *Index) linkKey(id uint32, l int) []byte {
+	k := append(slices.Clip(ix.prefix), tagLinks)
+	k = kv.AppendUint32(k, id)
+	return append(k, byte(l))
+}
+
+func encodeVec(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func (ix *Index) encodeLinks(s uint32, l int) []byte {
+	nb := ix.links(s, l)
+	b := make([]byte, 4*len(nb))
+	for i, x := range nb {
+		binary.LittleEndian.PutUint32(b[4*i:], ix.ids[x])
+	}
+	return b
+}
+
+func (ix *Index) encodeMeta() []byte {
+	b := make([]byte, metaLength)
+	b[0] = formatV1
+	b[1] = byte(ix.o.Metric)
+	binary.LittleEndian.PutUint16(b[2:], uint16(ix.m))
+	binary.LittleEndian.PutUint32(b[4:], uint32(ix.dim))
+	if ix.entry >= 0 {
+		b[8] = 1
+		binary.LittleEndian.PutUint32(b[9:], ix.ids[ix.entry])
+		b[13] = byte(ix.top)
+	}
+	return b
+}
+
+// flush writes the vector of a newly added node (v non-nil), every dirty
+// neighbour list, and the meta key when it changed.
+func (ix *Index) flush(w kv.Writer, id uint32, v []float32) error {
+	if v != nil {
+		if err := w.Set(ix.vecKey(id), encodeVec(v)); err != nil {
+			return fmt.Errorf("hnsw: write vector %d: %w", id, err)
+		}
+	}
+	keys := make([]uint64, 0, len(ix.dirty))
+	for k := range ix.dirty {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // deterministic write order
+	clear(ix.dirty)
+	for _, k := range keys {
+		s, l := uint32(k>>8), int(k&0xFF)
+		if err := w.Set(ix.linkKey(ix.ids[s], l), ix.encodeLinks(s, l)); err != nil {
+			return fmt.Errorf("hnsw: write links %d/%d: %w", ix.ids[s], l, err)
+		}
+	}
+	if !ix.metaOK {
+		if err := w.Set(ix.metaKey(), ix.encodeMeta()); err != nil {
+			return fmt.Errorf("hnsw: write meta: %w", err)
+		}
+		ix.metaOK = true
+	}
+	return nil
+}
+
+type meta struct {
+	metric   Metric
+	m, dim   int
+	hasEntry bool
+	entry    uint32
+	top      int
+}
+
+func decodeMeta(b []byte) (meta, error) {
+	if len(b) >= 1 && b[0] > formatV1 {
+		return meta{}, fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, b[0], formatV1)
+	}
+	if len(b) != metaLength || b[0] != formatV1 {
+		return meta{}, fmt.Errorf("%w: meta is %d bytes", ErrCorrupt, len(b))
+	}
+	md := meta{
+		metric:   Metric(b[1]),
+		m:        int(binary.LittleEndian.Uint16(b[2:])),
+		dim:      int(binary.LittleEndian.Uint32(b[4:])),
+		hasEntry: b[8] == 1,
+		entry:    binary.LittleEndian.Uint32(b[9:]),
+		top:      int(b[13]),
+	}
+	if md.metric > Dot || md.m < 2 || md.m > 255 || md.dim <= 0 || md.top >= maxLevels || b[8] > 1 {
+		return meta{}, fmt.Errorf("%w: bad meta %x", ErrCorrupt, b)
+	}
+	return md, nil
+}
+
+// Load reads the graph persisted under prefix. It decodes vectors and
+// neighbour lists as stored and never recomputes a distance, so opening a
+// store costs one scan. The graph's shape (dimension, M, metric) comes from
+// the store; search options (EfSearch, ExactBelow, EfConstruction, Seed)
+// from o. With no index under prefix it fails with ErrNotFound.
+func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, error) {
+	ix := New(0, prefix, o)
+	raw, err := r.Get(ix.metaKey())
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hnsw: load meta: %w", err)
+	}
+	md, err := decodeMeta(raw)
+	if err != nil {
+		return nil, err
+	}
+	ix.dim = md.dim
+	ix.o.Metric = md.metric
+	ix.setM(md.m)
+
+	vp := append(slices.Clip(ix.prefix), tagVector)
+	err = r.Scan(ctx, vp, func(k, v []byte) error {
+		if len(k) != len(vp)+4 || len(v) != 4*ix.dim {
+			return fmt.Errorf("%w: vector key %x has %d bytes", ErrCorrupt, k, len(v))
+		}
+		id := binary.BigEndian.Uint32(k[len(vp):])
+		s := uint32(len(ix.ids))
+		for i := 0; i < len(v); i += 4 {
+			ix.vecs = append(ix.vecs, math.Float32frombits(binary.LittleEndian.Uint32(v[i:])))
+		}
+		ix.ids = append(ix.ids, id)
+		ix.levels = append(ix.levels, -1) // set from the link keys
+		ix.upper = append(ix.upper, nil)
+		ix.slotOf[id] = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hnsw: load vectors: %w", err)
+	}
+	ix.links0 = make([]uint32, len(ix.ids)*(ix.m0+1))
+
+	lp := append(slices.Clip(ix.prefix), tagLinks)
+	var nb []uint32
+	err = r.Scan(ctx, lp, func(k, v []byte) error {
+		if len(k) != len(lp)+5 || len(v)%4 != 0 {
+			return fmt.Errorf("%w: link key %x", ErrCorrupt, k)
+		}
+		id := binary.BigEndian.Uint32(k[len(lp):])
+		l := int(k[len(k)-1])
+		s, ok := ix.slotOf[id]
+		if !ok {
+			return fmt.Errorf("%w: links of %d, which has no vector", ErrCorrupt, id)
+		}
+		// Keys sort by layer within a node, so layers arrive 0, 1, 2 …
+		if l != int(ix.levels[s])+1 || l >= maxLevels || len(v)/4 > ix.maxLinks(l) {
+			return fmt.Errorf("%w: links of %d on layer %d (%d entries)", ErrCorrupt, id, l, len(v)/4)
+		}
+		ix.levels[s] = int8(l)
+		if l > 0 {
+			ix.upper[s] = append(ix.upper[s], make([]uint32, ix.m+1)...)
+		}
+		nb = nb[:0]
+		for i := 0; i < len(v); i += 4 {
+			x, ok := ix.slotOf[binary.LittleEndian.Uint32(v[i:])]
+			if !ok {
+				return fmt.Errorf("%w: %d links to missing %d", ErrCorrupt, id, binary.LittleEndian.Uint32(v[i:]))
+			}
+			nb = append(nb, x)
+		}
+		ix.setLinks(s, l, nb)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hnsw: load links: %w", err)
+	}
+	clear(ix.dirty)
+	for s, l := range ix.levels {
+		if l < 0 {
+			return nil, fmt.Errorf("%w: vector %d has no links", ErrCorrupt, ix.ids[s])
+		}
+	}
+	if md.hasEntry {
+		s, ok := ix.slotOf[md.entry]
+		if !ok || int(ix.levels[s]) != md.top {
+			return nil, fmt.Errorf("%w: entry point %d missing or not at level %d", ErrCorrupt, md.entry, md.top)
+		}
+		ix.entry, ix.top = int32(s), md.top
+	} else if len(ix.ids) > 0 {
+		return nil, fmt.Errorf("%w: %d vectors but no entry point", ErrCorrupt, len(ix.ids))
+	}
+	ix.metaOK = true
+	// Continue the level sequence from a state fixed by the seed and size,
+	// so reloading and inserting the same vectors is reproducible.
+	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), uint64(len(ix.ids))))
+	return ix, nil
+}
+
+// maxFindings bounds how many problems Check reports.
+const maxFindings = 50
+
+// Check verifies the in-memory graph against the persisted one under r:
+// the same vectors, neighbour lists and meta key, no extra or missing keys,
+// and structural invariants (neighbours exist and reach the layer, no self
+// links or duplicates, lists within bounds, the entry point is on the top
+// layer). It returns the errors.Join of every finding (at most 50), each
+// wrapping ErrCheck.
+func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var errs []error
+	add := func(format string, a ...any) {
+		if len(errs) < maxFindings {
+			errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrCheck}, a...)...))
+		}
+	}
+
+	// Structure.
+	top := -1
+	for s := range uint32(len(ix.ids)) {
+		lv := int(ix.levels[s])
+		if lv < 0 {
+			continue
+		}
+		if ix.slotOf[ix.ids[s]] != s {
+			add("slot %d of id %d is not indexed", s, ix.ids[s])
+		}
+		top = max(top, lv)
+		for l := 0; l <= lv; l++ {
+			nb := ix.links(s, l)
+			if len(nb) > ix.maxLinks(l) {
+				add("node %d layer %d has %d links", ix.ids[s], l, len(nb))
+			}
+			for i, x := range nb {
+				switch {
+				case int(x) >= len(ix.ids) || ix.levels[x] < 0:
+					add("node %d layer %d links to a deleted node", ix.ids[s], l)
+				case int(ix.levels[x]) < l:
+					add("node %d layer %d links to %d, which tops out at %d", ix.ids[s], l, ix.ids[x], ix.levels[x])
+				case x == s:
+					add("node %d layer %d links to itself", ix.ids[s], l)
+				case slices.Contains(nb[:i], x):
+					add("node %d layer %d links twice to %d", ix.ids[s], l, ix.ids[x])
+				}
+			}
+		}
+	}
+	if len(ix.slotOf) > 0 && (ix.entry < 0 || int(ix.levels[ix.entry]) != top || ix.top != top) {
+		add("entry point is not on the top layer %d", top)
+	}
+	if len(ix.slotOf) == 0 && ix.entry >= 0 {
+		add("empty index has an entry point")
+	}
+	if len(ix.slotOf)+len(ix.free) != len(ix.ids) {
+		add("%d live + %d free slots != %d slots", len(ix.slotOf), len(ix.free), len(ix.ids))
+	}
+
+	// Persisted state against memory.
+	if len(ix.dirty) > 0 {
+		add("%d neighbour lists not yet written", len(ix.dirty))
+	}
+	wantMeta := ix.encodeMeta()
+	seenMeta, seenVec, seenLinks := false, 0, 0
+	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
+		rest := k[len(ix.prefix):]
+		switch {
+		case len(rest) == 1 && rest[0] == tagMeta:
+			seenMeta = true
+			if !bytes.Equal(v, wantMeta) {
+				add("meta is %x, want %x", v, wantMeta)
+			}
+		case len(rest) == 5 && rest[0] == tagVector:
+			id := binary.BigEndian.Uint32(rest[1:])
+			s, ok := ix.slotOf[id]
+			if !ok {
+				add("persisted vector %d is not in the index", id)
+				return nil
+			}
+			seenVec++
+			if !bytes.Equal(v, encodeVec(ix.vec(s))) {
+				add("persisted vector %d differs", id)
+			}
+		case len(rest) == 6 && rest[0] == tagLinks:
+			id := binary.BigEndian.Uint32(rest[1:])
+			l := int(rest[5])
+			s, ok := ix.slotOf[id]
+			if !ok || l > int(ix.levels[s]) {
+				add("persisted links %d/%d are not in the index", id, l)
+				return nil
+			}
+			seenLinks++
+			if !bytes.Equal(v, ix.encodeLinks(s, l)) {
+				add("persisted links %d/%d differ", id, l)
+			}
+		default:
+			add("unknown key %x", k)
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("hnsw: check scan: %w", err))
+	}
+	wantLinks := 0
+	for _, lv := range ix.levels {
+		if lv >= 0 {
+			wantLinks += int(lv) + 1
+		}
+	}
+	if !seenMeta && len(ix.ids) > 0 {
+		add("meta key is missing")
+	}
+	if seenVec != len(ix.slotOf) {
+		add("%d vectors persisted, %d in memory", seenVec, len(ix.slotOf))
+	}
+	if seenLinks != wantLinks {
+		add("%d neighbour lists persisted, %d in memory", seenLinks, wantLinks)
+	}
+	return errors.Join(errs...)
+}
