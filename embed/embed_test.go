@@ -1,0 +1,362 @@
+package embed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func cosine(a, b []float32) float64 {
+	var d, na, nb float64
+	for i := range a {
+		d += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	return d / math.Sqrt(na*nb)
+}
+
+func TestHash(t *testing.T) {
+	ctx := context.Background()
+	h := NewHash(0)
+	if h.Dim() != DefaultHashDim {
+		t.Fatalf("Dim = %d", h.Dim())
+	}
+	texts := []string{"I live in Seattle", "where do I live", "my favourite colour is blue", "", "LIVES in seattle!"}
+	v, err := h.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range v {
+		if len(x) != DefaultHashDim {
+			t.Fatalf("vector %d has %d dims", i, len(x))
+		}
+		var ss float64
+		for _, f := range x {
+			ss += float64(f) * float64(f)
+		}
+		if want := 1.0; texts[i] == "" {
+			if ss != 0 {
+				t.Errorf("empty text: norm² %v, want 0", ss)
+			}
+		} else if math.Abs(ss-want) > 1e-5 {
+			t.Errorf("vector %d: norm² %v, want 1", i, ss)
+		}
+	}
+	related, unrelated := cosine(v[0], v[1]), cosine(v[1], v[2])
+	t.Logf("live/where-live %.3f, where-live/colour %.3f", related, unrelated)
+	if related <= unrelated+0.1 {
+		t.Errorf("related texts %.3f not clearly above unrelated %.3f", related, unrelated)
+	}
+	// Case and punctuation do not matter; inflections still overlap.
+	if c := cosine(v[0], v[4]); c < 0.5 {
+		t.Errorf("'I live in Seattle' vs 'LIVES in seattle!': %.3f", c)
+	}
+	// Deterministic, and independent of batch composition.
+	again, _ := NewHash(0).Embed(ctx, texts[1:2])
+	if !slices.Equal(again[0], v[1]) {
+		t.Error("same text embedded differently")
+	}
+	small, _ := NewHash(64).Embed(ctx, []string{"x"})
+	if len(small[0]) != 64 {
+		t.Errorf("NewHash(64) gave %d dims", len(small[0]))
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := h.Embed(cctx, texts); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// fakeAPI is an OpenAI-compatible /v1/embeddings server whose vector for a
+// text is derived from the text, so tests can check order.
+type fakeAPI struct {
+	dim     int
+	mu      sync.Mutex
+	batches [][]string
+	calls   atomic.Int32
+	// respond, when set, handles call number n (1-based) instead.
+	respond func(n int, w http.ResponseWriter, r *http.Request) bool
+}
+
+func vecFor(text string, dim int) []float32 {
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = float32(len(text)*10 + i)
+	}
+	return v
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := int(f.calls.Add(1))
+	if f.respond != nil && f.respond(n, w, r) {
+		return
+	}
+	if r.URL.Path != "/v1/embeddings" || r.Method != http.MethodPost {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer sk-test" {
+		http.Error(w, "no key", http.StatusUnauthorized)
+		return
+	}
+	var req request
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model != "m1" {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.batches = append(f.batches, req.Input)
+	f.mu.Unlock()
+	type item struct {
+		Object    string    `json:"object"`
+		Index     int       `json:"index"`
+		Embedding []float32 `json:"embedding"`
+	}
+	resp := struct {
+		Object string `json:"object"`
+		Data   []item `json:"data"`
+		Model  string `json:"model"`
+	}{Object: "list", Model: req.Model}
+	// Answer in reverse order: clients must use "index".
+	for i := len(req.Input) - 1; i >= 0; i-- {
+		resp.Data = append(resp.Data, item{"embedding", i, vecFor(req.Input[i], f.dim)})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func newClient(t *testing.T, f *fakeAPI, o HTTPOptions) (*HTTP, *[]time.Duration) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	var slept []time.Duration
+	var mu sync.Mutex
+	if o.BaseURL == "" {
+		o.BaseURL = srv.URL + "/v1/"
+	}
+	o.Model, o.APIKey = "m1", "sk-test"
+	o.Sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		slept = append(slept, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	h, err := NewHTTP(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, &slept
+}
+
+func TestHTTPHappyPathAndBatching(t *testing.T) {
+	f := &fakeAPI{dim: 8}
+	h, _ := newClient(t, f, HTTPOptions{BatchSize: 3})
+	if h.Dim() != 0 {
+		t.Fatalf("Dim before any call = %d", h.Dim())
+	}
+	texts := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
+	got, err := h.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(texts) {
+		t.Fatalf("%d vectors for %d texts", len(got), len(texts))
+	}
+	for i, v := range got {
+		if !slices.Equal(v, vecFor(texts[i], 8)) {
+			t.Errorf("vector %d is not the one for %q", i, texts[i])
+		}
+	}
+	if h.Dim() != 8 {
+		t.Errorf("Dim after a call = %d", h.Dim())
+	}
+	want := [][]string{{"a", "bb", "ccc"}, {"dddd", "eeeee", "ffffff"}, {"g"}}
+	if len(f.batches) != 3 {
+		t.Fatalf("batches %v, want %v", f.batches, want)
+	}
+	for i := range want {
+		if !slices.Equal(f.batches[i], want[i]) {
+			t.Errorf("batch %d = %v, want %v", i, f.batches[i], want[i])
+		}
+	}
+	if v, err := h.Embed(context.Background(), nil); err != nil || len(v) != 0 || f.calls.Load() != 3 {
+		t.Errorf("empty input: %v %v, %d calls", v, err, f.calls.Load())
+	}
+}
+
+func TestHTTPRetry429ThenSuccess(t *testing.T) {
+	f := &fakeAPI{dim: 4}
+	f.respond = func(n int, w http.ResponseWriter, _ *http.Request) bool {
+		switch n {
+		case 1:
+			w.Header().Set("Retry-After", "2")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return true
+		case 2:
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	}
+	h, slept := newClient(t, f, HTTPOptions{Backoff: 100 * time.Millisecond})
+	got, err := h.Embed(context.Background(), []string{"hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || f.calls.Load() != 3 {
+		t.Fatalf("got %v after %d calls", got, f.calls.Load())
+	}
+	// Retry-After (2 s) is honoured, then exponential backoff resumes.
+	if want := []time.Duration{2 * time.Second, 200 * time.Millisecond}; !slices.Equal(*slept, want) {
+		t.Errorf("waits %v, want %v", *slept, want)
+	}
+}
+
+func TestHTTP500RetriesExhausted(t *testing.T) {
+	f := &fakeAPI{dim: 4}
+	f.respond = func(_ int, w http.ResponseWriter, _ *http.Request) bool {
+		http.Error(w, "boom", http.StatusInternalServerError)
+		return true
+	}
+	h, slept := newClient(t, f, HTTPOptions{MaxRetries: 2, Backoff: time.Second, MaxBackoff: 1500 * time.Millisecond})
+	_, err := h.Embed(context.Background(), []string{"hi"})
+	var se *StatusError
+	if !errors.Is(err, ErrStatus) || !errors.As(err, &se) || se.Code != 500 || se.Retries != 2 {
+		t.Fatalf("err = %v", err)
+	}
+	if f.calls.Load() != 3 {
+		t.Errorf("%d calls, want 3", f.calls.Load())
+	}
+	if want := []time.Duration{time.Second, 1500 * time.Millisecond}; !slices.Equal(*slept, want) {
+		t.Errorf("waits %v, want %v (capped)", *slept, want)
+	}
+	// A 4xx other than 429 is not retried.
+	f2 := &fakeAPI{dim: 4}
+	f2.respond = func(_ int, w http.ResponseWriter, _ *http.Request) bool {
+		http.Error(w, "bad key", http.StatusUnauthorized)
+		return true
+	}
+	h2, _ := newClient(t, f2, HTTPOptions{})
+	if _, err := h2.Embed(context.Background(), []string{"hi"}); !errors.Is(err, ErrStatus) || f2.calls.Load() != 1 {
+		t.Errorf("401: %v after %d calls", err, f2.calls.Load())
+	}
+}
+
+func TestHTTPTimeout(t *testing.T) {
+	release := make(chan struct{})
+	f := &fakeAPI{dim: 4}
+	f.respond = func(_ int, _ http.ResponseWriter, r *http.Request) bool {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	}
+	h, slept := newClient(t, f, HTTPOptions{Timeout: 50 * time.Millisecond, MaxRetries: 1})
+	defer close(release)
+	start := time.Now()
+	_, err := h.Embed(context.Background(), []string{"hi"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if f.calls.Load() != 2 || len(*slept) != 1 {
+		t.Errorf("%d calls, %d waits; want a timed-out attempt retried once", f.calls.Load(), len(*slept))
+	}
+	// The caller's own deadline stops retrying at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Embed(ctx, []string{"hi"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestHTTPDimensionMismatch(t *testing.T) {
+	f := &fakeAPI{dim: 8}
+	h, _ := newClient(t, f, HTTPOptions{Dim: 16})
+	_, err := h.Embed(context.Background(), []string{"a", "b"})
+	var de *DimensionError
+	if !errors.Is(err, ErrDimension) || !errors.As(err, &de) || de.Want != 16 || de.Got != 8 {
+		t.Fatalf("err = %v", err)
+	}
+	// Learned dimension: a later response of another size fails too.
+	f2 := &fakeAPI{dim: 8}
+	h2, _ := newClient(t, f2, HTTPOptions{})
+	if _, err := h2.Embed(context.Background(), []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	f2.dim = 4
+	if _, err := h2.Embed(context.Background(), []string{"a"}); !errors.Is(err, ErrDimension) {
+		t.Errorf("changed dimension: %v", err)
+	}
+}
+
+func TestHTTPMalformed(t *testing.T) {
+	cases := map[string]string{
+		"not json":      `{"data": [`,
+		"wrong count":   `{"data": [{"index": 0, "embedding": [1, 2]}]}`,
+		"bad index":     `{"data": [{"index": 0, "embedding": [1]}, {"index": 5, "embedding": [1]}]}`,
+		"repeat index":  `{"data": [{"index": 0, "embedding": [1]}, {"index": 0, "embedding": [1]}]}`,
+		"empty vector":  `{"data": [{"index": 0, "embedding": []}, {"index": 1, "embedding": [1]}]}`,
+		"string vector": `{"data": [{"index": 0, "embedding": "AAAA"}, {"index": 1, "embedding": [1]}]}`,
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeAPI{}
+			f.respond = func(_ int, w http.ResponseWriter, _ *http.Request) bool {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(body))
+				return true
+			}
+			h, _ := newClient(t, f, HTTPOptions{})
+			if _, err := h.Embed(context.Background(), []string{"a", "b"}); !errors.Is(err, ErrResponse) {
+				t.Errorf("err = %v, want ErrResponse", err)
+			}
+			if f.calls.Load() != 1 {
+				t.Errorf("malformed answer retried: %d calls", f.calls.Load())
+			}
+		})
+	}
+}
+
+func TestHTTPConfig(t *testing.T) {
+	t.Setenv(EnvBaseURL, "")
+	t.Setenv(EnvModel, "")
+	t.Setenv(EnvAPIKey, "")
+	if _, err := NewHTTP(HTTPOptions{Model: "m"}); !errors.Is(err, ErrConfig) {
+		t.Errorf("no URL: %v", err)
+	}
+	if _, err := NewHTTP(HTTPOptions{BaseURL: "http://127.0.0.1:1/v1"}); !errors.Is(err, ErrConfig) {
+		t.Errorf("no model: %v", err)
+	}
+	if _, err := NewHTTP(HTTPOptions{BaseURL: "ftp://x", Model: "m"}); !errors.Is(err, ErrConfig) {
+		t.Errorf("ftp URL: %v", err)
+	}
+	// Environment fills what options leave empty.
+	f := &fakeAPI{dim: 3}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	t.Setenv(EnvBaseURL, srv.URL+"/v1")
+	t.Setenv(EnvModel, "m1")
+	t.Setenv(EnvAPIKey, "sk-test")
+	h, err := NewHTTP(HTTPOptions{Dim: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.Embed(context.Background(), []string{"x"}); err != nil || len(v[0]) != 3 {
+		t.Fatalf("env-configured embed: %v %v", v, err)
+	}
+	var _ Embedder = h
+	var _ Embedder = NewHash(0)
+}

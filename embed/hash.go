@@ -1,0 +1,139 @@
+package embed
+
+import (
+	"context"
+	"math"
+	"strings"
+	"unicode"
+)
+
+// DefaultHashDim is the dimension of [NewHash] when given 0: 384, the size
+// of the common small sentence-embedding models (all-MiniLM-L6-v2,
+// bge-small), so a store can switch between them without changing the
+// vector index's shape, and large enough that a typical memory's few dozen
+// features rarely collide.
+const DefaultHashDim = 384
+
+// Feature weights. Whole words carry the most meaning; word pairs add
+// phrase order; character trigrams tie inflections and typos together
+// ("lives" and "live" share "<li", "liv", "ive"). Each word's trigrams
+// share one weight budget so that long words do not outweigh short ones.
+const (
+	weightWord    = 1.0
+	weightBigram  = 0.6
+	weightTrigram = 1.2 // split over the word's trigrams
+)
+
+// Hash is the default embedder: signed feature hashing (the "hashing
+// trick") of lowercased word unigrams, word bigrams and character trigrams
+// of each word, L2-normalised. It needs no weights, is deterministic (FNV-1a,
+// no per-process seed) and is safe for concurrent use.
+//
+// A text with no letters or digits embeds to the zero vector: it is
+// similar to nothing, and a cosine index will reject it.
+type Hash struct{ dim int }
+
+// NewHash returns a hashing embedder of dimension dim (DefaultHashDim when
+// dim ≤ 0).
+func NewHash(dim int) *Hash {
+	if dim <= 0 {
+		dim = DefaultHashDim
+	}
+	return &Hash{dim: dim}
+}
+
+// Dim returns the vector dimension.
+func (h *Hash) Dim() int { return h.dim }
+
+// Embed returns one L2-normalised vector per text. It fails only when ctx
+// is done.
+func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if i&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = h.embed(t)
+	}
+	return out, nil
+}
+
+// Feature kinds, hashed in front of the feature so that the word "the" and
+// the trigram "the" land in different buckets.
+const (
+	kindWord    = 'w'
+	kindBigram  = 'b'
+	kindTrigram = 'c'
+)
+
+func (h *Hash) embed(text string) []float32 {
+	v := make([]float32, h.dim)
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	for i, w := range words {
+		h.add(v, fnv(kindWord, w, ""), weightWord)
+		if i > 0 {
+			h.add(v, fnv(kindBigram, words[i-1], w), weightBigram)
+		}
+		r := []rune("<" + w + ">")
+		n := len(r) - 2
+		if n < 1 {
+			continue
+		}
+		wt := float32(weightTrigram / math.Sqrt(float64(n)))
+		for j := 0; j+3 <= len(r); j++ {
+			h.add(v, fnv(kindTrigram, string(r[j:j+3]), ""), wt)
+		}
+	}
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	if ss > 0 {
+		inv := float32(1 / math.Sqrt(ss))
+		for i := range v {
+			v[i] *= inv
+		}
+	}
+	return v
+}
+
+// add puts weight w into the bucket of hash f with the sign of f's top
+// bit; signed hashing keeps collisions from biasing dot products.
+func (h *Hash) add(v []float32, f uint64, w float32) {
+	i := (f & (1<<63 - 1)) % uint64(h.dim)
+	if f>>63 == 1 {
+		w = -w
+	}
+	v[i] += w
+}
+
+// fnv is 64-bit FNV-1a over kind, a, a space and b.
+func fnv(kind byte, a, b string) uint64 {
+	const (
+		offset = 14695981039346656037
+		prime  = 1099511628211
+	)
+	x := uint64(offset)
+	x = (x ^ uint64(kind)) * prime
+	for i := 0; i < len(a); i++ {
+		x = (x ^ uint64(a[i])) * prime
+	}
+	if b != "" {
+		x = (x ^ ' ') * prime
+		for i := 0; i < len(b); i++ {
+			x = (x ^ uint64(b[i])) * prime
+		}
+	}
+	// Finalise (splitmix64) so that the low bits used for the bucket and
+	// the top bit used for the sign are well mixed.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
