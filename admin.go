@@ -18,22 +18,6 @@ const PruneBatch = 500
 var derivedSubs = []kv.Sub{kv.SubClaim, kv.SubFactIndex, kv.SubLive, kv.SubHistory, kv.SubArchive,
 	kv.SubDoc, kv.SubLog, kv.SubEpState, kv.SubBM25, kv.SubVector, kv.SubTemporal, kv.SubGraph}
 
-// Flush returns when every episode of user added so far is applied.
-func (e *Engine) Flush(ctx context.Context, user string) error {
-	if err := e.validUser(user); err != nil {
-		return err
-	}
-	release, err := e.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	// Episodes are applied in the batch that commits them, under the user's
-	// lock: taking the lock waits for any write in flight.
-	e.lockUser(user)()
-	return nil
-}
-
 // Forget hard-deletes everything of user: episodes, facts, history,
 // archive, resolution log and index entries, then compacts the range so
 // that the bytes leave the table files (GDPR erasure).
@@ -60,9 +44,8 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	if err := b.Commit(); err != nil {
 		return err
 	}
-	if e.idx != nil {
-		e.idx.dropUser(user)
-	}
+	e.dropIndexes(user)
+	e.ing.forget(user)
 	if err := e.db.Compact(ctx, root, kv.PrefixEnd(root)); err != nil {
 		return err
 	}
@@ -200,6 +183,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		t.now = nanos(ep.RecordedAt)
 		if err := t.applyEpisode(ep); err != nil {
 			return err
 		}

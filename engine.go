@@ -66,6 +66,11 @@ type Options struct {
 	MaxTextBytes int
 	// CacheSize is the storage block cache in bytes (default 64 MiB).
 	CacheSize int64
+	// Workers is how many goroutines apply queued episodes (default 2).
+	Workers int
+	// QueueSize bounds the episodes waiting to be applied; Add waits when
+	// it is reached (default 1024).
+	QueueSize int
 	// RebuildProgress, if set, is called after each episode Rebuild replays.
 	RebuildProgress func(user string, done, total int)
 }
@@ -83,9 +88,13 @@ type Engine struct {
 	lastTick atomic.Int64
 	locks    [256]sync.Mutex
 
+	ing *ingester
+
 	// gate is held shared by every operation and exclusively by Close.
-	gate   sync.RWMutex
-	closed bool
+	gate      sync.RWMutex
+	closed    bool
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -101,12 +110,24 @@ func Open(dir string, o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memor: open %s: %w", dir, err)
 	}
-	e := &Engine{db: db, opts: o, log: lg, clock: o.Clock, preds: newPredicates(), ext: o.Extractor}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1024
+	}
+	e := &Engine{db: db, opts: o, log: lg, clock: o.Clock, preds: newPredicates(), ext: o.Extractor,
+		closing: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = time.Now
 	}
 	if e.ext == nil {
-		e.ext = defaultExtractor()
+		e.ext = extract.NewRuleExtractor()
+	}
+	e.ing = newIngester(e, o.Workers, o.QueueSize)
+	if err := e.recoverPending(context.Background()); err != nil {
+		e.Close()
+		return nil, err
 	}
 	return e, nil
 }
@@ -114,11 +135,20 @@ func Open(dir string, o Options) (*Engine, error) {
 // Close waits for running operations and closes the store. Further calls
 // return ErrClosed.
 func (e *Engine) Close() error {
-	e.gate.Lock()
-	defer e.gate.Unlock()
-	if e.closed {
+	first := false
+	e.closeOnce.Do(func() {
+		first = true
+		close(e.closing)
+		// Stop the workers first: an episode being applied finishes, the
+		// rest stay committed and are applied after the next Open.
+		e.ing.stop()
+		e.ing.wg.Wait()
+	})
+	if !first {
 		return ErrClosed
 	}
+	e.gate.Lock()
+	defer e.gate.Unlock()
 	e.closed = true
 	return e.db.Close()
 }

@@ -295,13 +295,21 @@ func TestBadInput(t *testing.T) {
 		{"huge user", func() error { _, err := e.Add(ctx, strings.Repeat("x", memor.MaxUserBytes+1), "hi"); return err }, memor.ErrInvalidUser},
 		{"invalid UTF-8 text", func() error { _, err := e.Add(ctx, "u", "I live in \xff"); return err }, memor.ErrInvalidText},
 		{"text over limit", func() error { _, err := e.Add(ctx, "u", strings.Repeat("a", 1001)); return err }, memor.ErrTooLarge},
-		{"episode time out of range", func() error { _, err := e.Add(ctx, "u", "hi", memor.At(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))); return err }, memor.ErrInvalidTime},
+		{"episode time out of range", func() error {
+			_, err := e.Add(ctx, "u", "hi", memor.At(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)))
+			return err
+		}, memor.ErrInvalidTime},
 		{"empty object", func() error { f := valid; f.Object = " "; _, err := e.Assert(ctx, "u", f); return err }, memor.ErrInvalidFact},
 		{"empty predicate", func() error { f := valid; f.Predicate = "--"; _, err := e.Assert(ctx, "u", f); return err }, memor.ErrInvalidFact},
 		{"confidence above 1", func() error { f := valid; f.Confidence = 1.5; _, err := e.Assert(ctx, "u", f); return err }, memor.ErrInvalidFact},
 		{"negative confidence", func() error { f := valid; f.Confidence = -0.1; _, err := e.Assert(ctx, "u", f); return err }, memor.ErrInvalidFact},
 		{"invalid UTF-8 object", func() error { f := valid; f.Object = "\xc3"; _, err := e.Assert(ctx, "u", f); return err }, memor.ErrInvalidFact},
-		{"valid time out of range", func() error { f := valid; f.ValidFrom = time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC); _, err := e.Assert(ctx, "u", f); return err }, memor.ErrInvalidTime},
+		{"valid time out of range", func() error {
+			f := valid
+			f.ValidFrom = time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)
+			_, err := e.Assert(ctx, "u", f)
+			return err
+		}, memor.ErrInvalidTime},
 		{"asof out of range", func() error { _, err := e.AsOf(ctx, "u", time.Time{}, time.Now()); return err }, memor.ErrInvalidTime},
 		{"unknown fact ID", func() error { return e.Correct(ctx, "u", strings.Repeat("ab", 16)) }, memor.ErrNotFound},
 		{"malformed fact ID", func() error { return e.Correct(ctx, "u", "nope") }, memor.ErrNotFound},

@@ -2,9 +2,6 @@ package memor
 
 import (
 	"context"
-	"time"
-
-	"github.com/memor-db/memor/extract"
 )
 
 // indexer keeps the retrieval indexes in step with the fact versions,
@@ -15,8 +12,4 @@ type indexer interface {
 	expireVersion(t *txn, f *Fact) error
 	dropUser(user string)
 	check(ctx context.Context, user string) error
-}
-
-func defaultExtractor() extract.Extractor {
-	return extract.ExtractorFunc(func(context.Context, string, time.Time) ([]extract.Op, error) { return nil, nil })
 }

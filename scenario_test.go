@@ -220,7 +220,12 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		}
 		return fmtDecisions(ds)
 	case "add":
-		ep, err := s.e.Add(ctx, user, strings.TrimSpace(d.Input), memor.At(s.when(d, "at", s.clock.Now())))
+		// Said now: the clock moves to the episode's time.
+		at := s.when(d, "at", s.clock.Now())
+		if at.After(s.clock.Now()) {
+			s.clock.Set(at)
+		}
+		ep, err := s.e.Add(ctx, user, strings.TrimSpace(d.Input), memor.At(at))
 		if err != nil {
 			return "error: " + err.Error() + "\n"
 		}

@@ -18,7 +18,8 @@ import (
 type AddOption func(*addConfig)
 
 type addConfig struct {
-	at time.Time
+	at   time.Time
+	sync bool
 }
 
 // At sets when the episode was said (default: now). Relative times in the
@@ -44,8 +45,27 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 		return Episode{}, err
 	}
 	ep := Episode{Kind: EpisodeText, At: at, Text: text}
-	_, err = e.write(ctx, user, &ep)
-	return ep, err
+	if cfg.sync {
+		pre := e.extractEpisode(ctx, ep)
+		_, err = e.write(ctx, user, &ep, pre)
+		return ep, err
+	}
+	if err := e.ing.acquire(ctx); err != nil {
+		return Episode{}, err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		e.ing.release(1)
+		return Episode{}, err
+	}
+	defer release()
+	e.ing.hold(user)
+	if err := e.commitEpisode(ctx, user, &ep); err != nil {
+		e.ing.applied(user, 1)
+		return Episode{}, err
+	}
+	e.ing.schedule(user)
+	return ep, nil
 }
 
 // Assert records facts the caller already has (the structured path). It is
@@ -83,7 +103,7 @@ func (e *Engine) AssertBatch(ctx context.Context, user string, fs []FactInput) (
 	if err := e.validText(ep.Text); err != nil && len(fs) == 1 {
 		return nil, err
 	}
-	return e.write(ctx, user, &ep)
+	return e.write(ctx, user, &ep, nil)
 }
 
 // End closes an open value: the structured form of "I no longer play the
@@ -102,7 +122,7 @@ func (e *Engine) End(ctx context.Context, user string, in EndInput) ([]Decision,
 		return nil, err
 	}
 	ep := Episode{Kind: EpisodeFacts, At: now, Ops: []extract.Op{op}, Text: renderOp(op)}
-	return e.write(ctx, user, &ep)
+	return e.write(ctx, user, &ep, nil)
 }
 
 // Correct records that a fact was never true. The fact (and the restatements
@@ -157,12 +177,15 @@ func (e *Engine) Correct(ctx context.Context, user, factID string) error {
 	sort.Strings(retract[1:])
 	ep := Episode{Kind: EpisodeCorrect, At: e.clock().UTC(), Text: "correct " + factID,
 		Correct: &Correction{FactID: c.ID, Claims: retract}}
-	_, err = e.writeLocked(ctx, user, &ep)
+	_, err = e.writeLocked(ctx, user, &ep, nil)
 	return err
 }
 
-// write commits ep and everything derived from it in one batch.
-func (e *Engine) write(ctx context.Context, user string, ep *Episode) ([]Decision, error) {
+// write commits ep and everything derived from it in one batch, after
+// applying any of the user's episodes still queued (so that the inline path
+// never overtakes the queue). pre is ep's extraction, done by the caller
+// outside the user's lock, or nil.
+func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extracted) ([]Decision, error) {
 	release, err := e.enter(ctx)
 	if err != nil {
 		return nil, err
@@ -170,33 +193,56 @@ func (e *Engine) write(ctx context.Context, user string, ep *Episode) ([]Decisio
 	defer release()
 	unlock := e.lockUser(user)
 	defer unlock()
-	return e.writeLocked(ctx, user, ep)
+	return e.writeLocked(ctx, user, ep, pre)
 }
 
-func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode) ([]Decision, error) {
+func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre *extracted) ([]Decision, error) {
 	t, err := e.begin(ctx, user)
 	if err != nil {
 		return nil, err
 	}
 	defer t.b.Close()
-	t.meta.Seq++
-	ep.User, ep.Seq, ep.RecordedAt = user, t.meta.Seq, fromNanos(t.now)
-	if t.meta.Seq == 1 {
-		if err := t.b.Set(registryKey(user), nil); err != nil {
-			return nil, err
-		}
-	}
-	if err := t.b.Set(seqKey(user, kv.SubEpisode, ep.Seq), episodeBytes(*ep)); err != nil {
+	now := t.now
+	if err := t.catchUp(); err != nil {
 		return nil, err
 	}
+	t.now = now
+	t.decisions = nil
+	if err := t.appendEpisode(ep); err != nil {
+		return nil, err
+	}
+	t.pre = pre
 	if err := t.applyEpisode(*ep); err != nil {
 		return nil, err
 	}
 	t.meta.Applied = ep.Seq
 	if err := t.commit(); err != nil {
+		e.dropIndexes(user)
 		return nil, err
 	}
+	if t.caught > 0 {
+		e.ing.applied(user, t.caught)
+	}
 	return t.decisions, nil
+}
+
+// appendEpisode gives ep the next sequence number and the transaction time
+// and writes it to the log.
+func (t *txn) appendEpisode(ep *Episode) error {
+	t.meta.Seq++
+	ep.User, ep.Seq, ep.RecordedAt = t.user, t.meta.Seq, fromNanos(t.now)
+	if t.meta.Seq == 1 {
+		if err := t.b.Set(registryKey(t.user), nil); err != nil {
+			return err
+		}
+	}
+	return t.b.Set(seqKey(t.user, kv.SubEpisode, ep.Seq), episodeBytes(*ep))
+}
+
+func (e *Engine) dropIndexes(user string) {
+	if e.idx != nil {
+		e.idx.dropUser(user)
+	}
 }
 
 func episodeBytes(ep Episode) []byte {
@@ -214,6 +260,8 @@ type txn struct {
 	now       int64
 	ep        Episode
 	decisions []Decision
+	pre       *extracted // the next text episode's extraction, if done already
+	caught    int        // queued episodes applied by catchUp
 }
 
 func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
@@ -239,18 +287,26 @@ func (t *txn) commit() error {
 	return nil
 }
 
-// applyEpisode derives claims and versions from ep inside the batch. The
-// transaction time of everything it writes is the episode's RecordedAt.
+// applyEpisode derives claims and versions from ep inside the batch, at
+// transaction time t.now. An extraction failure is recorded on the episode
+// (see Retry) and applies nothing.
 func (t *txn) applyEpisode(ep Episode) error {
 	t.ep = ep
-	t.now = nanos(ep.RecordedAt)
 	switch ep.Kind {
 	case EpisodeText:
-		ops, err := t.e.ext.Extract(t.ctx, ep.Text, ep.At)
-		if err != nil {
-			return fmt.Errorf("memor: extract episode %d: %w", ep.Seq, err)
+		pre := t.pre
+		t.pre = nil
+		if pre == nil {
+			pre = t.e.extractEpisode(t.ctx, ep)
 		}
-		return t.applyOps(ops, ep.Text)
+		if pre.err != nil {
+			if err := t.ctx.Err(); err != nil {
+				return err
+			}
+			t.e.log.Warn("memor: extraction failed", "user", t.user, "episode", ep.Seq, "err", pre.err)
+			return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: pre.err.Error(), Failed: t.now}))
+		}
+		return t.applyOps(pre.ops, extract.StripFenced(ep.Text))
 	case EpisodeFacts:
 		return t.applyOps(ep.Ops, "")
 	case EpisodeCorrect:

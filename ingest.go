@@ -1,0 +1,500 @@
+package memor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/kv"
+)
+
+// Ingestion (DESIGN §1): Add commits the episode durably and returns;
+// workers extract and apply it. One user's episodes apply in sequence
+// order; different users proceed in parallel. The queue is bounded: when
+// QueueSize episodes are waiting, Add waits (respecting its context)
+// rather than dropping a turn. Episodes committed but not applied when the
+// process died are applied after the next Open.
+
+// Freshness says how far ingestion has got for a user. Every episode with
+// Seq ≤ Applied is reflected in reads.
+type Freshness struct {
+	// Applied is the highest episode sequence number applied (or failed).
+	Applied uint64 `json:"applied"`
+	// Latest is the highest sequence number committed.
+	Latest uint64 `json:"latest"`
+	// Pending = Latest − Applied: committed, not yet reflected in reads.
+	Pending uint64 `json:"pending"`
+	// Failed counts episodes whose extraction failed (see Retry).
+	Failed int `json:"failed"`
+}
+
+// epState is the processing state of an episode, kept only for failures.
+type epState struct {
+	Error  string `json:"error"`
+	Failed int64  `json:"failed_at"`
+}
+
+// Sync makes Add extract and apply the episode before it returns, in the
+// same atomic batch as the episode (read-your-writes without Flush).
+func Sync() AddOption { return func(c *addConfig) { c.sync = true } }
+
+type ingester struct {
+	e       *Engine
+	mu      sync.Mutex
+	ready   []string
+	queued  map[string]bool // scheduled or being drained
+	dirty   map[string]bool // new work arrived while being drained
+	counted map[string]int  // queue slots held by a user's pending episodes
+	wake    chan struct{}
+	slots   chan struct{}
+	// progress is closed and replaced whenever an episode is applied.
+	progress chan struct{}
+	stop     context.CancelFunc
+	ctx      context.Context
+	wg       sync.WaitGroup
+}
+
+func newIngester(e *Engine, workers, queue int) *ingester {
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &ingester{e: e, queued: map[string]bool{}, dirty: map[string]bool{}, counted: map[string]int{},
+		wake: make(chan struct{}, 1), slots: make(chan struct{}, queue), progress: make(chan struct{}),
+		stop: cancel, ctx: ctx}
+	for range workers {
+		in.wg.Add(1)
+		go in.work()
+	}
+	return in
+}
+
+// schedule marks user as having pending episodes.
+func (in *ingester) schedule(user string) {
+	in.mu.Lock()
+	if in.queued[user] {
+		in.dirty[user] = true
+	} else {
+		in.queued[user] = true
+		in.ready = append(in.ready, user)
+	}
+	in.mu.Unlock()
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (in *ingester) next() (string, bool) {
+	for {
+		in.mu.Lock()
+		if len(in.ready) > 0 {
+			u := in.ready[0]
+			in.ready = in.ready[1:]
+			more := len(in.ready) > 0
+			in.mu.Unlock()
+			if more { // pass the wake-up on to another worker
+				select {
+				case in.wake <- struct{}{}:
+				default:
+				}
+			}
+			return u, true
+		}
+		in.mu.Unlock()
+		select {
+		case <-in.wake:
+		case <-in.ctx.Done():
+			return "", false
+		}
+	}
+}
+
+func (in *ingester) work() {
+	defer in.wg.Done()
+	for {
+		user, ok := in.next()
+		if !ok {
+			return
+		}
+		if err := in.e.drain(in.ctx, user); err != nil && in.ctx.Err() == nil {
+			in.e.log.Error("memor: ingestion stalled", "user", user, "err", err)
+		}
+		in.mu.Lock()
+		if in.dirty[user] && in.ctx.Err() == nil {
+			delete(in.dirty, user)
+			in.ready = append(in.ready, user)
+			in.mu.Unlock()
+			select {
+			case in.wake <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		delete(in.queued, user)
+		delete(in.dirty, user)
+		in.mu.Unlock()
+	}
+}
+
+// acquire takes a queue slot for one episode, waiting while the queue is
+// full.
+func (in *ingester) acquire(ctx context.Context) error {
+	select {
+	case in.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case in.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-in.ctx.Done():
+		return ErrClosed
+	}
+}
+
+func (in *ingester) hold(user string) {
+	in.mu.Lock()
+	in.counted[user]++
+	in.mu.Unlock()
+}
+
+func (in *ingester) release(n int) {
+	for range n {
+		<-in.slots
+	}
+}
+
+// applied releases a user's queue slots and wakes waiters.
+func (in *ingester) applied(user string, n int) {
+	in.mu.Lock()
+	held := min(n, in.counted[user])
+	if in.counted[user] -= held; in.counted[user] == 0 {
+		delete(in.counted, user)
+	}
+	close(in.progress)
+	in.progress = make(chan struct{})
+	in.mu.Unlock()
+	in.release(held)
+}
+
+func (in *ingester) progressChan() <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.progress
+}
+
+// forget drops a forgotten user's slots.
+func (in *ingester) forget(user string) { in.applied(user, in.counted[user]) }
+
+// recover schedules every user with committed but unapplied episodes.
+func (e *Engine) recoverPending(ctx context.Context) error {
+	users, err := e.users(ctx)
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		m, err := loadMeta(e.db, u)
+		if err != nil {
+			return err
+		}
+		if m.Applied < m.Seq {
+			e.ing.schedule(u)
+		}
+	}
+	return nil
+}
+
+// commitEpisode makes ep durable without applying it.
+func (e *Engine) commitEpisode(ctx context.Context, user string, ep *Episode) error {
+	unlock := e.lockUser(user)
+	defer unlock()
+	t, err := e.begin(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer t.b.Close()
+	if err := t.appendEpisode(ep); err != nil {
+		return err
+	}
+	return t.commit()
+}
+
+// drain applies user's pending episodes in order, each in its own batch.
+// Extraction runs outside the user's lock, so a slow model does not block
+// the user's readers or other writers.
+func (e *Engine) drain(ctx context.Context, user string) error {
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	for {
+		m, err := loadMeta(e.db, user)
+		if err != nil {
+			return err
+		}
+		if m.Applied >= m.Seq {
+			return nil
+		}
+		seq := m.Applied + 1
+		v, err := e.db.Get(seqKey(user, kv.SubEpisode, seq))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil // forgotten meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		ep, err := decodeJSON[Episode](v, "episode")
+		if err != nil {
+			return err
+		}
+		ep.User = user
+		pre := e.extractEpisode(ctx, ep)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		done, err := e.applyPending(ctx, user, seq, pre)
+		if err != nil {
+			return err
+		}
+		e.ing.applied(user, done)
+	}
+}
+
+// extracted is the outcome of running the extractor over one episode.
+type extracted struct {
+	ops []extract.Op
+	err error
+}
+
+func (e *Engine) extractEpisode(ctx context.Context, ep Episode) *extracted {
+	if ep.Kind != EpisodeText {
+		return nil
+	}
+	ops, err := e.ext.Extract(ctx, extract.StripFenced(ep.Text), ep.At)
+	return &extracted{ops: ops, err: err}
+}
+
+// applyPending applies episode seq (extracted as pre) if it is still the
+// next one; it returns how many episodes it applied.
+func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre *extracted) (int, error) {
+	unlock := e.lockUser(user)
+	defer unlock()
+	t, err := e.begin(ctx, user)
+	if err != nil {
+		return 0, err
+	}
+	defer t.b.Close()
+	if t.meta.Applied+1 != seq {
+		return 0, nil // applied inline meanwhile
+	}
+	v, err := t.b.Get(seqKey(user, kv.SubEpisode, seq))
+	if err != nil {
+		return 0, err
+	}
+	ep, err := decodeJSON[Episode](v, "episode")
+	if err != nil {
+		return 0, err
+	}
+	ep.User = user
+	t.pre = pre
+	t.now = nanos(ep.RecordedAt)
+	if err := t.applyEpisode(ep); err != nil {
+		return 0, err
+	}
+	t.meta.Applied = seq
+	if err := t.commit(); err != nil {
+		e.dropIndexes(user)
+		return 0, err
+	}
+	return 1, nil
+}
+
+// catchUp applies, inside t, every episode committed before the one t is
+// about to write (the inline path must not overtake the queue).
+func (t *txn) catchUp() error {
+	for seq := t.meta.Applied + 1; seq <= t.meta.Seq; seq++ {
+		v, err := t.b.Get(seqKey(t.user, kv.SubEpisode, seq))
+		if err != nil {
+			return err
+		}
+		ep, err := decodeJSON[Episode](v, "episode")
+		if err != nil {
+			return err
+		}
+		ep.User = t.user
+		t.pre = nil
+		t.now = nanos(ep.RecordedAt)
+		if err := t.applyEpisode(ep); err != nil {
+			return err
+		}
+		t.meta.Applied = seq
+		t.caught++
+	}
+	return nil
+}
+
+// Freshness reports the ingestion watermark of user.
+func (e *Engine) Freshness(ctx context.Context, user string) (Freshness, error) {
+	if err := e.validUser(user); err != nil {
+		return Freshness{}, err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return Freshness{}, err
+	}
+	defer release()
+	m, err := loadMeta(e.db, user)
+	if err != nil {
+		return Freshness{}, err
+	}
+	f := Freshness{Applied: m.Applied, Latest: m.Seq, Pending: m.Seq - m.Applied}
+	err = e.db.Scan(ctx, kv.UserKey(user, kv.SubEpState), func(_, _ []byte) error { f.Failed++; return nil })
+	return f, err
+}
+
+// WaitFor returns once episode seq of user is applied (or failed), or when
+// ctx is done.
+func (e *Engine) WaitFor(ctx context.Context, user string, seq uint64) error {
+	if err := e.validUser(user); err != nil {
+		return err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	for {
+		ch := e.ing.progressChan()
+		m, err := loadMeta(e.db, user)
+		if err != nil {
+			return err
+		}
+		if seq > m.Seq {
+			return fmt.Errorf("%w: episode %d of user (latest is %d)", ErrNotFound, seq, m.Seq)
+		}
+		if m.Applied >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.closing:
+			return ErrClosed
+		case <-time.After(time.Second):
+			// Belt and braces: re-read even if a wake-up was missed.
+		}
+	}
+}
+
+// Flush returns when every episode of user committed so far is applied.
+func (e *Engine) Flush(ctx context.Context, user string) error {
+	f, err := e.Freshness(ctx, user)
+	if err != nil {
+		return err
+	}
+	if f.Latest == 0 {
+		return nil
+	}
+	return e.WaitFor(ctx, user, f.Latest)
+}
+
+// FailedEpisode is an episode whose extraction failed.
+type FailedEpisode struct {
+	Episode
+	Error    string    `json:"error"`
+	FailedAt time.Time `json:"failed_at"`
+}
+
+// Failed lists user's episodes whose extraction failed.
+func (e *Engine) Failed(ctx context.Context, user string) ([]FailedEpisode, error) {
+	if err := e.validUser(user); err != nil {
+		return nil, err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return e.failed(ctx, user)
+}
+
+func (e *Engine) failed(ctx context.Context, user string) ([]FailedEpisode, error) {
+	var out []FailedEpisode
+	p := kv.UserKey(user, kv.SubEpState)
+	err := e.db.Scan(ctx, p, func(k, v []byte) error {
+		st, err := decodeJSON[epState](v, "episode state")
+		if err != nil {
+			return err
+		}
+		seq := kv.NewDecoder(k[len(p):]).Uint64()
+		ev, err := e.db.Get(seqKey(user, kv.SubEpisode, seq))
+		if err != nil {
+			return err
+		}
+		ep, err := decodeJSON[Episode](ev, "episode")
+		ep.User = user
+		out = append(out, FailedEpisode{Episode: ep, Error: st.Error, FailedAt: fromNanos(st.Failed)})
+		return err
+	})
+	return out, err
+}
+
+// Retry re-runs extraction for user's failed episodes and applies the ones
+// that now succeed. It returns how many still fail. Retried facts are
+// recorded at the time of the retry (memor learned them then).
+func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
+	if err := e.validUser(user); err != nil {
+		return 0, err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	fails, err := e.failed(ctx, user)
+	if err != nil {
+		return 0, err
+	}
+	still := 0
+	for _, f := range fails {
+		pre := e.extractEpisode(ctx, f.Episode)
+		if pre == nil || pre.err != nil {
+			still++
+			continue
+		}
+		if err := e.retryOne(ctx, user, f.Episode, pre); err != nil {
+			return still, err
+		}
+	}
+	return still, nil
+}
+
+func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted) error {
+	unlock := e.lockUser(user)
+	defer unlock()
+	t, err := e.begin(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer t.b.Close()
+	if _, err := t.b.Get(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
+		return nil // retried or forgotten meanwhile
+	}
+	if err := t.b.Delete(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
+		return err
+	}
+	t.pre = pre
+	if err := t.applyEpisode(ep); err != nil {
+		return err
+	}
+	if err := t.commit(); err != nil {
+		e.dropIndexes(user)
+		return err
+	}
+	return nil
+}
