@@ -25,7 +25,7 @@ type endEv struct {
 }
 
 // axis answers stabbing queries over a fixed set of half-open spans
-// [lo, hi): which docs have lo ≤ t < hi. Immutable after buildAxis.
+// [lo, hi): which docs have lo ≤ t < hi. Immutable once built.
 type axis struct {
 	starts []startEv // sorted by t
 	ends   []endEv   // sorted by t; open ends (math.MaxInt64) are omitted
@@ -35,25 +35,54 @@ type axis struct {
 	snaps  []*roaring.Bitmap
 }
 
-// buildAxis indexes one span per doc. Empty spans (hi ≤ lo) are left out:
-// they are never stabbed.
-func buildAxis(docs []uint32, lo, hi []int64) *axis {
-	a := &axis{}
-	for i, d := range docs {
-		if hi[i] <= lo[i] {
+// spanEvents appends the events of span [lo, hi) of doc. Empty spans
+// (hi ≤ lo) give none: they are never stabbed.
+func spanEvents(starts []startEv, ends []endEv, doc uint32, lo, hi int64) ([]startEv, []endEv) {
+	if hi <= lo {
+		return starts, ends
+	}
+	starts = append(starts, startEv{t: lo, end: hi, doc: doc})
+	if hi != openEnd {
+		ends = append(ends, endEv{t: hi, doc: doc})
+	}
+	return starts, ends
+}
+
+func cmpStart(x, y startEv) int { return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compare(x.doc, y.doc)) }
+func cmpEnd(x, y endEv) int     { return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compare(x.doc, y.doc)) }
+
+// merge returns the sorted union of the events of old (nil for none) whose
+// doc is not in drop and the unsorted events add. It costs O(n + a log a)
+// for n old and a added events, so a rebuild after a small delta does not
+// re-sort the whole index.
+func merge[E any](old []E, drop *roaring.Bitmap, doc func(E) uint32, add []E, less func(x, y E) int) []E {
+	slices.SortFunc(add, less)
+	out := make([]E, 0, len(old)+len(add))
+	j := 0
+	for _, e := range old {
+		if drop.Contains(doc(e)) {
 			continue
 		}
-		a.starts = append(a.starts, startEv{t: lo[i], end: hi[i], doc: d})
-		if hi[i] != openEnd {
-			a.ends = append(a.ends, endEv{t: hi[i], doc: d})
+		for ; j < len(add) && less(add[j], e) < 0; j++ {
+			out = append(out, add[j])
 		}
+		out = append(out, e)
 	}
-	slices.SortFunc(a.starts, func(x, y startEv) int {
-		return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compare(x.doc, y.doc))
-	})
-	slices.SortFunc(a.ends, func(x, y endEv) int {
-		return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compare(x.doc, y.doc))
-	})
+	return append(out, add[j:]...)
+}
+
+// rebuildAxis returns the axis holding old's spans minus those of the docs
+// in drop, plus the spans given as events in addS and addE.
+func rebuildAxis(old *axis, drop *roaring.Bitmap, addS []startEv, addE []endEv) *axis {
+	var oldS []startEv
+	var oldE []endEv
+	if old != nil {
+		oldS, oldE = old.starts, old.ends
+	}
+	a := &axis{
+		starts: merge(oldS, drop, func(e startEv) uint32 { return e.doc }, addS, cmpStart),
+		ends:   merge(oldE, drop, func(e endEv) uint32 { return e.doc }, addE, cmpEnd),
+	}
 	// Sweep instants in order. Every doc's start precedes its end (lo < hi),
 	// so applying all events of one instant in any order gives the stabbing
 	// set at that instant.
@@ -76,12 +105,12 @@ func buildAxis(docs []uint32, lo, hi []int64) *axis {
 			since++
 		}
 		if since >= snapEvery {
-			c := cur.Clone()
-			c.RunOptimize()
+			// Snapshots stay as bitmap containers: queries Add and Remove
+			// single docs on clones of them, which run containers make slow.
 			a.snapT = append(a.snapT, t)
 			a.snapS = append(a.snapS, i)
 			a.snapE = append(a.snapE, j)
-			a.snaps = append(a.snaps, c)
+			a.snaps = append(a.snaps, cur.Clone())
 			since = 0
 		}
 	}

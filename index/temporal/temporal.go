@@ -312,20 +312,31 @@ func (ix *Index) rlockFresh() {
 	ix.mu.RLock()
 }
 
-// rebuild indexes every doc in a new snapshot structure and empties the
-// delta. Caller holds the write lock (or owns ix).
+// rebuild folds the delta into a new snapshot structure: the old
+// structure's events minus the stale docs, merged with the delta's events.
+// Caller holds the write lock (or owns ix).
 func (ix *Index) rebuild() {
-	n := len(ix.docs)
-	docs := make([]uint32, 0, n)
-	vf, vt := make([]int64, 0, n), make([]int64, 0, n)
-	ra, ea := make([]int64, 0, n), make([]int64, 0, n)
-	for d, q := range ix.docs {
-		docs = append(docs, d)
-		vf, vt = append(vf, q.vf), append(vt, q.vt)
-		ra, ea = append(ra, q.ra), append(ea, q.ea)
+	var txS, vS []startEv
+	var txE, vE []endEv
+	for _, e := range ix.delta {
+		txS, txE = spanEvents(txS, txE, e.doc, e.q.ra, e.q.ea)
+		vS, vE = spanEvents(vS, vE, e.doc, e.q.vf, e.q.vt)
+		ix.inBase.Add(e.doc)
 	}
-	ix.base = &base{tx: buildAxis(docs, ra, ea), valid: buildAxis(docs, vf, vt)}
-	ix.inBase = roaring.BitmapOf(docs...)
+	var oldTx, oldValid *axis
+	if ix.base != nil {
+		oldTx, oldValid = ix.base.tx, ix.base.valid
+	}
+	ix.base = &base{
+		tx:    rebuildAxis(oldTx, ix.stale, txS, txE),
+		valid: rebuildAxis(oldValid, ix.stale, vS, vE),
+	}
+	// Deleted docs were stale and are not in the delta.
+	for _, d := range ix.stale.ToArray() {
+		if _, ok := ix.docs[d]; !ok {
+			ix.inBase.Remove(d)
+		}
+	}
 	ix.stale = roaring.New()
 	ix.delta = ix.delta[:0]
 	clear(ix.deltaPos)

@@ -1,0 +1,97 @@
+package temporal
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// benchIndex builds an index shaped like an engine's: RecordedAt strictly
+// increasing, a third of the versions expired by a later write (superseded,
+// with a closed valid interval on the replacement), ValidFrom up to a month
+// before RecordedAt.
+func benchIndex(b *testing.B, n int) (*Index, time.Time) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(42, uint64(n)))
+	ix := New(nil)
+	w := newMemKV()
+	clock := t0
+	for d := range uint32(n) {
+		clock = clock.Add(time.Minute)
+		iv := Interval{ValidFrom: clock.Add(-time.Duration(r.IntN(30*24)) * time.Hour), RecordedAt: clock}
+		if err := ix.Put(w, d, iv); err != nil {
+			b.Fatal(err)
+		}
+		if d > 0 && r.IntN(3) == 0 {
+			old := uint32(r.IntN(int(d)))
+			oiv, _ := ix.Get(old)
+			if oiv.ExpiredAt.IsZero() {
+				oiv.ExpiredAt = clock
+				if err := ix.Put(w, old, oiv); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	_ = ix.Visible(clock, clock) // build the snapshot structure
+	return ix, clock
+}
+
+func BenchmarkIndex(b *testing.B) {
+	for _, n := range []int{100_000} {
+		if testing.Short() {
+			n = 10_000
+		}
+		ix, now := benchIndex(b, n)
+		mid := t0.Add(time.Duration(n/2) * time.Minute)
+		queries := []struct {
+			name string
+			run  func() *roaring.Bitmap
+		}{
+			{"op=current", func() *roaring.Bitmap { return ix.Current(now) }},
+			{"op=visible-now", func() *roaring.Bitmap { return ix.Visible(now, now) }},
+			{"op=visible-asof-mid", func() *roaring.Bitmap { return ix.Visible(mid, mid) }},
+			{"op=visible-audit-early", func() *roaring.Bitmap { return ix.Visible(now, t0.Add(time.Hour)) }},
+			{"op=bruteforce-now", func() *roaring.Bitmap {
+				out := roaring.New()
+				ix.mu.RLock()
+				for d, q := range ix.docs {
+					if q.visible(now.UnixNano(), now.UnixNano()) {
+						out.Add(d)
+					}
+				}
+				ix.mu.RUnlock()
+				return out
+			}},
+		}
+		for _, q := range queries {
+			b.Run(fmt.Sprintf("n=%d/%s", n, q.name), func(b *testing.B) {
+				b.ReportAllocs()
+				var card uint64
+				for b.Loop() {
+					card = q.run().GetCardinality()
+				}
+				b.ReportMetric(float64(card), "docs")
+			})
+		}
+		b.Run(fmt.Sprintf("n=%d/op=put-expire", n), func(b *testing.B) {
+			b.ReportAllocs()
+			w := newMemKV()
+			r := rand.New(rand.NewPCG(1, 2))
+			clock := now
+			for b.Loop() {
+				clock = clock.Add(time.Second)
+				d := uint32(r.IntN(n))
+				iv, _ := ix.Get(d)
+				iv.ExpiredAt = clock
+				if err := ix.Put(w, d, iv); err != nil {
+					b.Fatal(err)
+				}
+				_ = ix.Current(clock) // forces rebuilds as the delta grows
+			}
+		})
+	}
+}
