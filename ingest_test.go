@@ -1,0 +1,304 @@
+package memor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/extract"
+)
+
+// gatedExtractor blocks every extraction until the gate opens, then
+// delegates to the rule extractor.
+type gatedExtractor struct {
+	gate  chan struct{}
+	calls atomic.Int64
+}
+
+func (g *gatedExtractor) Extract(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
+	g.calls.Add(1)
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return extract.NewRuleExtractor().Extract(ctx, text, at)
+}
+
+func objects(t *testing.T, e *memor.Engine, user string) []string {
+	t.Helper()
+	fs, err := e.State(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Predicate+"="+f.Object)
+	}
+	return out
+}
+
+// TestAddIsAsync: Add returns once the episode is durable, before
+// extraction; Freshness shows it pending; WaitFor returns once applied.
+func TestAddIsAsync(t *testing.T) {
+	g := &gatedExtractor{gate: make(chan struct{})}
+	e, _ := openTest(t, memor.Options{Extractor: g})
+	ctx := context.Background()
+	ep, err := e.Add(ctx, "u", "I live in Lisbon.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.Freshness(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Latest != ep.Seq || f.Pending != 1 || f.Applied != 0 {
+		t.Fatalf("freshness before apply: %+v", f)
+	}
+	if got := objects(t, e, "u"); len(got) != 0 {
+		t.Fatalf("applied before extraction finished: %v", got)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := e.WaitFor(short, "u", ep.Seq); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitFor while gated: %v", err)
+	}
+	close(g.gate)
+	if err := e.WaitFor(ctx, "u", ep.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if got := objects(t, e, "u"); fmt.Sprint(got) != "[lives_in=Lisbon]" {
+		t.Fatalf("after WaitFor: %v", got)
+	}
+	if f, _ := e.Freshness(ctx, "u"); f.Pending != 0 || f.Applied != 1 {
+		t.Fatalf("freshness after apply: %+v", f)
+	}
+	if err := e.WaitFor(ctx, "u", 99); !errors.Is(err, memor.ErrNotFound) {
+		t.Fatalf("WaitFor a future episode: %v", err)
+	}
+}
+
+// TestIngestionOrder: one user's episodes apply in sequence order while
+// many users ingest in parallel.
+func TestIngestionOrder(t *testing.T) {
+	e, _ := openTest(t, memor.Options{NoSync: true, Workers: 4})
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	for u := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				// Same At for all: only sequence order decides the winner
+				// if the engine misorders (it would then contest).
+				if _, err := e.Add(ctx, fmt.Sprintf("user-%d", u), fmt.Sprintf("I live in City%d.", i), memor.At(base.Add(time.Duration(i)*time.Hour))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for u := range 8 {
+		user := fmt.Sprintf("user-%d", u)
+		if err := e.Flush(ctx, user); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := e.History(ctx, user, "user", "lives_in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Applied in order, every value arrives as a supersede (never late)
+		// and the history grows by exactly one expiry per episode.
+		for _, f := range fs {
+			if f.Rule == memor.RuleLate {
+				t.Fatalf("%s: %s applied out of order", user, f)
+			}
+		}
+		if got := objects(t, e, user); fmt.Sprint(got) != "[lives_in=City39]" {
+			t.Fatalf("%s: %v", user, got)
+		}
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBackpressure: when the queue is full, Add waits (respecting its
+// context) instead of dropping the turn.
+func TestBackpressure(t *testing.T) {
+	g := &gatedExtractor{gate: make(chan struct{})}
+	e, _ := openTest(t, memor.Options{Extractor: g, Workers: 1, QueueSize: 2})
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := e.Add(ctx, "u", fmt.Sprintf("I like thing%d.", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if _, err := e.Add(short, "u", "I like thing2."); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Add into a full queue: %v", err)
+	}
+	if f, _ := e.Freshness(ctx, "u"); f.Latest != 2 {
+		t.Fatalf("the refused Add left an episode: %+v", f)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := e.Add(ctx, "u", "I like thing3."); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("Add returned while the queue was full: %v", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	close(g.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := objects(t, e, "u"); len(got) != 3 {
+		t.Fatalf("want 3 likes, got %v", got)
+	}
+}
+
+// TestRestartAppliesPending: episodes committed but not applied when the
+// engine stopped are applied after the next Open.
+func TestRestartAppliesPending(t *testing.T) {
+	g := &gatedExtractor{gate: make(chan struct{})}
+	dir := t.TempDir()
+	e, err := memor.Open(dir, memor.Options{Extractor: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, s := range []string{"I live in Oslo.", "I speak Norwegian.", "I moved to Bergen."} {
+		if _, err := e.Add(ctx, "u", s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = memor.Open(dir, memor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != "[lives_in=Bergen speaks_language=Norwegian]" {
+		t.Fatalf("after restart: %s", got)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flakyExtractor fails until healed.
+type flakyExtractor struct{ healed atomic.Bool }
+
+var errModelDown = errors.New("model down")
+
+func (f *flakyExtractor) Extract(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
+	if !f.healed.Load() {
+		return nil, errModelDown
+	}
+	return extract.NewRuleExtractor().Extract(ctx, text, at)
+}
+
+// TestFailureAndRetry: an extraction failure is recorded on the episode
+// (never a crash, never partial state) and Retry applies it later.
+func TestFailureAndRetry(t *testing.T) {
+	x := &flakyExtractor{}
+	e, _ := openTest(t, memor.Options{Extractor: x})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", "I work at Initech."); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := e.Freshness(ctx, "u")
+	if f.Failed != 1 || f.Pending != 0 {
+		t.Fatalf("freshness: %+v", f)
+	}
+	fails, err := e.Failed(ctx, "u")
+	if err != nil || len(fails) != 1 || fails[0].Error != errModelDown.Error() {
+		t.Fatalf("failed: %+v %v", fails, err)
+	}
+	if n, err := e.Retry(ctx, "u"); err != nil || n != 1 {
+		t.Fatalf("retry while still down: %d %v", n, err)
+	}
+	x.healed.Store(true)
+	if n, err := e.Retry(ctx, "u"); err != nil || n != 0 {
+		t.Fatalf("retry: %d %v", n, err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != "[works_at=Initech]" {
+		t.Fatalf("after retry: %s", got)
+	}
+	if f, _ := e.Freshness(ctx, "u"); f.Failed != 0 {
+		t.Fatalf("freshness after retry: %+v", f)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInventedQuote: an op whose quote is not in the text is rejected and
+// logged, never applied.
+func TestInventedQuote(t *testing.T) {
+	liar := extract.ExtractorFunc(func(_ context.Context, text string, _ time.Time) ([]extract.Op, error) {
+		return []extract.Op{
+			{Kind: extract.Assert, Subject: "user", Predicate: "lives_in", Object: "Atlantis", Quote: "I live in Atlantis"},
+			{Kind: extract.Assert, Subject: "user", Predicate: "likes", Object: "tea", Quote: "tea"},
+		}, nil
+	})
+	e, _ := openTest(t, memor.Options{Extractor: liar})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", "Some tea, please.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != "[likes=tea]" {
+		t.Fatalf("state: %s", got)
+	}
+	log, _ := e.Log(ctx, "u")
+	if len(log) != 2 || log[0].Rule != memor.RuleReject || log[0].Object != "Atlantis" {
+		t.Fatalf("log: %+v", log)
+	}
+}
+
+// TestSyncAdd: memor.Sync() applies before Add returns, after any episodes
+// still queued.
+func TestSyncAdd(t *testing.T) {
+	g := &gatedExtractor{gate: make(chan struct{})}
+	e, _ := openTest(t, memor.Options{Extractor: g, Workers: 1})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", "I live in Rome."); err != nil {
+		t.Fatal(err)
+	}
+	close(g.gate)
+	if _, err := e.Add(ctx, "u", "I moved to Milan.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != "[lives_in=Milan]" {
+		t.Fatalf("state right after Sync add: %s", got)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	fs, _ := e.History(ctx, "u", "user", "lives_in")
+	if len(fs) != 3 {
+		t.Fatalf("history: %v", fs)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
