@@ -187,7 +187,12 @@ func (in *ingester) progressChan() <-chan struct{} {
 }
 
 // forget drops a forgotten user's slots.
-func (in *ingester) forget(user string) { in.applied(user, in.counted[user]) }
+func (in *ingester) forget(user string) {
+	in.mu.Lock()
+	n := in.counted[user]
+	in.mu.Unlock()
+	in.applied(user, n)
+}
 
 // recover schedules every user with committed but unapplied episodes.
 func (e *Engine) recoverPending(ctx context.Context) error {
