@@ -75,6 +75,9 @@ func decodeRecord(v []byte) (length uint32, terms []termCount, err error) {
 		if err != nil {
 			return 0, nil, err
 		}
+		if tl > uint64(len(v)) {
+			return 0, nil, fmt.Errorf("%w: term overruns record", ErrCorrupt)
+		}
 		term := string(v[:tl])
 		v = v[tl:]
 		tf, err := uv("term frequency", math.MaxUint32)

@@ -165,17 +165,35 @@ func thousands(s string) bool {
 
 // finish normalises the word in t.buf and emits it unless it is a stop word.
 func (t *tokenizer) finish(nonASCII bool, emit func([]byte)) {
-	w := t.buf
-	if nonASCII {
-		t.norm = norm.NFKC.Append(t.norm[:0], w...)
-		// Folding may change the normal form (cases.Fold doc) but never makes
-		// a folded word fold differently, which is all matching needs.
-		t.norm = folder.Bytes(t.norm)
-		w = t.norm
-		if len(w) == 0 {
-			return
-		}
+	if !nonASCII {
+		t.emitWord(t.buf, emit)
+		return
 	}
+	t.norm = norm.NFKC.Append(t.norm[:0], t.buf...)
+	// Folding may change the normal form (cases.Fold doc) but never makes a
+	// folded word fold differently, which is all matching needs.
+	t.norm = folder.Bytes(t.norm)
+	// Compatibility mappings can introduce separators (U+FDFA expands to four
+	// words, '½' to "1⁄2"): split again on anything that is not a word rune.
+	w := t.norm
+	start := 0
+	for i := 0; i < len(w); {
+		r, sz := utf8.DecodeRune(w[i:])
+		if !isWordRune(r) && !(r == '.' && i > start && i+1 < len(w) && isASCIIDigit(w[i-1]) && isASCIIDigit(w[i+1])) {
+			if i > start {
+				t.emitWord(w[start:i:i], emit)
+			}
+			start = i + sz
+		}
+		i += sz
+	}
+	if start < len(w) {
+		t.emitWord(w[start:], emit)
+	}
+}
+
+// emitWord drops stop words, stems, bounds the length and emits.
+func (t *tokenizer) emitWord(w []byte, emit func([]byte)) {
 	if stopWords[string(w)] {
 		return
 	}
