@@ -1,0 +1,93 @@
+package llm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memor-db/memor/extract"
+)
+
+func TestDecodeOps(t *testing.T) {
+	text := "I quit my job and moved to Bangalore."
+	ok := `{"ops":[{"kind":"end","subject":"user","predicate":"works_at","object":"","context":"","valid_from":"","confidence":0,"additive":false,"quote":"I quit my job"},
+	{"kind":"assert","subject":"user","predicate":"lives_in","object":"Bangalore","context":"","valid_from":"","confidence":1,"additive":true,"quote":"moved to Bangalore"}]}`
+	ops, err := DecodeOps([]byte(ok), text, said)
+	if err != nil || len(ops) != 2 || ops[0].Kind != extract.End || !ops[1].Additive || ops[1].Object != "Bangalore" {
+		t.Fatalf("ops, err = %+v, %v", ops, err)
+	}
+	// Optional fields may be omitted; null ops are missing.
+	if ops, err := DecodeOps([]byte(`{"ops":[{"kind":"end","subject":"user","predicate":"works_at","quote":"I quit"}]}`), text, said); err != nil || len(ops) != 1 {
+		t.Fatalf("minimal op: %v %v", ops, err)
+	}
+	for _, tt := range []struct {
+		in   string
+		want error
+	}{
+		{``, ErrMalformed},
+		{`null`, ErrSchema},
+		{`[]`, ErrSchema},
+		{`{"ops":null}`, ErrSchema},
+		{`{"ops":[null]}`, ErrSchema},
+		{`{"ops":[1]}`, ErrSchema},
+		{`{"ops":[],"extra":1}`, ErrSchema},
+		{`{"ops":[{"kind":"end","subject":"user","predicate":"works_at","quote":"I quit","mood":"happy"}]}`, ErrSchema},
+		{`{"ops":[{"kind":"end","subject":" ","predicate":"works_at","quote":"I quit"}]}`, ErrSchema},
+		{`{"ops":[{"kind":"end","subject":"user","predicate":"works_at","quote":"I QUIT"}]}`, ErrInvented},
+		{`{"ops":[{"kind":"end","subject":"user","predicate":"works_at","confidence":NaN,"quote":"I quit"}]}`, ErrMalformed},
+		{`{"ops":[{"kind":"end","subject":"user","predicate":"works_at","confidence":-0.5,"quote":"I quit"}]}`, ErrSchema},
+		{`{"ops":[{"kind":"end","subject":"user","predicate":"1st","quote":"I quit"}]}`, ErrSchema},
+		{`{"ops":[{"kind":"end","subject":"user","predicate":"works_at","quote":"I quit"}]}x`, ErrMalformed},
+	} {
+		if ops, err := DecodeOps([]byte(tt.in), text, said); !errors.Is(err, tt.want) || ops != nil {
+			t.Errorf("DecodeOps(%s) = %v, %v; want %v", tt.in, ops, err, tt.want)
+		}
+	}
+}
+
+func TestDecodeOpsLimits(t *testing.T) {
+	text := "I quit"
+	op := `{"kind":"end","subject":"user","predicate":"works_at","quote":"I quit"}`
+	many := `{"ops":[` + strings.TrimSuffix(strings.Repeat(op+",", maxOps+1), ",") + `]}`
+	if _, err := DecodeOps([]byte(many), text, said); !errors.Is(err, ErrSchema) {
+		t.Fatalf("too many ops: %v", err)
+	}
+	long := `{"ops":[{"kind":"assert","subject":"user","predicate":"likes","object":"` + strings.Repeat("x", maxFieldLen+1) + `","quote":"I quit"}]}`
+	if _, err := DecodeOps([]byte(long), text, said); !errors.Is(err, ErrSchema) {
+		t.Fatalf("long object: %v", err)
+	}
+}
+
+func FuzzDecodeOps(f *testing.F) {
+	f.Add([]byte(`{"ops":[{"kind":"assert","subject":"user","predicate":"lives_in","object":"Paris","quote":"I live in Paris"}]}`), "I live in Paris")
+	f.Add([]byte(`{"ops":[{"kind":"end","subject":"user","predicate":"works_at","valid_from":"2026-01-02","confidence":0.5,"quote":"quit"}]}`), "I quit")
+	f.Add([]byte(`{"ops":[{"kind":"x"}]}`), "")
+	f.Add([]byte(`{"ops":[`), "a")
+	f.Fuzz(func(t *testing.T, data []byte, text string) {
+		ops, err := DecodeOps(data, text, time.Unix(0, 0).UTC())
+		if err != nil {
+			if ops != nil {
+				t.Fatalf("partial ops with error %v", err)
+			}
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrSchema) && !errors.Is(err, ErrInvented) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		for _, o := range ops {
+			if o.Quote == "" || !strings.Contains(text, o.Quote) {
+				t.Fatalf("accepted invented quote %q", o.Quote)
+			}
+			if o.Subject == "" || !isPredicate(o.Predicate) || (o.Kind != extract.Assert && o.Kind != extract.End) {
+				t.Fatalf("accepted invalid op %+v", o)
+			}
+			if o.Kind == extract.Assert && o.Object == "" {
+				t.Fatalf("assert without object %+v", o)
+			}
+			if o.Confidence < 0 || o.Confidence > 1 {
+				t.Fatalf("confidence %v", o.Confidence)
+			}
+		}
+	})
+}

@@ -1,0 +1,218 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memor-db/memor/extract"
+)
+
+// Compile-time checks.
+var (
+	_ extract.Extractor = (*Extractor)(nil)
+	_ extract.Judge     = (*Judge)(nil)
+	_ extract.Reranker  = (*Reranker)(nil)
+)
+
+func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+
+// opsSchema is the JSON schema of an extraction answer. Strict mode needs
+// every property required and no additional properties; optional values
+// are empty strings.
+var opsSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"ops": map[string]any{
+			"type": "array",
+			"items": map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"kind":       map[string]any{"type": "string", "enum": []string{"assert", "end"}},
+					"subject":    str(`"user" for the speaker, else the person's name`),
+					"predicate":  str("lower snake case predicate"),
+					"object":     str(`value; "" on an end that closes every value`),
+					"context":    str(`separates coexisting values (work/home); usually ""`),
+					"valid_from": str(`RFC 3339 time or YYYY-MM-DD when it became true (or, for end, stopped); "" = when said`),
+					"confidence": map[string]any{"type": "number", "description": "0..1"},
+					"additive":   map[string]any{"type": "boolean", "description": `true when the text says "also": adds, does not replace`},
+					"quote":      str("exact substring of the text the op comes from"),
+				},
+				"required":             []string{"kind", "subject", "predicate", "object", "context", "valid_from", "confidence", "additive", "quote"},
+				"additionalProperties": false,
+			},
+		},
+	},
+	"required":             []string{"ops"},
+	"additionalProperties": false,
+}
+
+const extractPrompt = `You extract durable personal facts from what a user said, for a memory store.
+Return {"ops":[...]}; return {"ops":[]} when nothing qualifies.
+
+Subjects: "user" for the speaker (I, me, my, we). Another person mentioned by name is the
+subject of their own facts ("my friend Sarah lives in Austin" gives user-friend->Sarah and
+Sarah-lives_in->Austin). Never attribute another person's facts to the user.
+
+Use these predicates when they fit:
+ one value at a time: lives_in, works_at, job_title, studies_at, marital_status
+ (single/married/divorced/engaged/widowed), diet (vegan, vegetarian, pescatarian,
+ carnivore, keto …), uses_device ("iPhone 13", "Android"), favorite_<thing>
+ (favorite_color, favorite_food …).
+ several values: likes, likes_food, plays_instrument, has_pet (the kind or breed, e.g.
+ "golden retriever") with pet_name (the pet's name), speaks_language, allergic_to, and the
+ relations brother, sister, friend, mother, father, wife, husband, partner, son, daughter,
+ colleague (subject "user", object the person's name).
+Otherwise invent a short lower_snake_case predicate.
+
+Kinds: "assert" when something became or is true; "end" when it stopped ("I no longer play
+the violin" ends plays_instrument violin; "I quit my job" ends works_at with object "";
+"I moved out of Paris" ends lives_in Paris).
+
+Do NOT extract from questions, hypotheticals ("if I moved to Paris"), wishes, plans or
+future intentions, negations ("I don't live in Paris"), jokes, or what other people claim
+about the user.
+
+valid_from: resolve relative times ("last month", "since March 2024", "in January",
+"two weeks ago") against the time the text was said, given below; "" when the text gives
+no time. confidence: 1 for plain statements, lower when the user hedges.
+quote: copy the clause the op comes from EXACTLY, character for character, from the text.
+Objects keep natural casing ("San Francisco", "golden retriever").`
+
+// Extractor is an extract.Extractor backed by a chat model. It is safe for
+// concurrent use.
+type Extractor struct{ c *Client }
+
+// NewExtractor returns an Extractor using c.
+func NewExtractor(c *Client) *Extractor { return &Extractor{c: c} }
+
+// Extract asks the model for ops and returns them only if the whole answer
+// decodes and every quote is in text; otherwise it returns nil and an error
+// wrapping ErrMalformed, ErrSchema, ErrInvented, ErrNoAnswer or the
+// transport error.
+func (x *Extractor) Extract(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	in, err := json.Marshal(struct {
+		SaidAt string `json:"said_at"`
+		Text   string `json:"text"`
+	}{at.Format(time.RFC3339), text})
+	if err != nil {
+		return nil, fmt.Errorf("llm: extract: %w", err)
+	}
+	out, err := x.c.complete(ctx, extractPrompt, string(in), "memor_ops", opsSchema)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := DecodeOps(out, text, at)
+	if err != nil {
+		return nil, fmt.Errorf("llm: extract: %w", err)
+	}
+	return ops, nil
+}
+
+var verdictSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"verdict": map[string]any{"type": "string", "enum": []string{"replace", "append"}},
+		"reason":  str("one short sentence"),
+	},
+	"required":             []string{"verdict", "reason"},
+	"additionalProperties": false,
+}
+
+const judgePrompt = `You decide how a memory store treats a predicate it does not know.
+"replace": a person has at most one value at a time, so a new value replaces the old one
+(like lives_in, employer, current_car). "append": a person may have several values at once,
+so values accumulate (like plays_instrument, visited_country, owns_book).
+Answer {"verdict":"replace"|"append","reason":"…"}.`
+
+// Judge is an extract.Judge backed by a chat model. It is safe for
+// concurrent use. The engine caches its verdicts, so it is asked once per
+// predicate.
+type Judge struct{ c *Client }
+
+// NewJudge returns a Judge using c.
+func NewJudge(c *Client) *Judge { return &Judge{c: c} }
+
+// Judge asks whether predicate replaces or appends, showing the model up to
+// ten example statements.
+func (j *Judge) Judge(ctx context.Context, predicate string, examples []string) (extract.Verdict, error) {
+	if len(examples) > 10 {
+		examples = examples[:10]
+	}
+	in, err := json.Marshal(struct {
+		Predicate string   `json:"predicate"`
+		Examples  []string `json:"examples"`
+	}{predicate, examples})
+	if err != nil {
+		return 0, fmt.Errorf("llm: judge: %w", err)
+	}
+	out, err := j.c.complete(ctx, judgePrompt, string(in), "memor_verdict", verdictSchema)
+	if err != nil {
+		return 0, err
+	}
+	v, err := DecodeVerdict(out)
+	if err != nil {
+		return 0, fmt.Errorf("llm: judge: %w", err)
+	}
+	return v, nil
+}
+
+var scoresSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"scores": map[string]any{
+			"type":        "array",
+			"items":       map[string]any{"type": "number"},
+			"description": "one relevance score in [0, 1] per document, in the given order",
+		},
+	},
+	"required":             []string{"scores"},
+	"additionalProperties": false,
+}
+
+const rerankPrompt = `You score how relevant each numbered document is to the query, from 0 (irrelevant)
+to 1 (answers it). Return {"scores":[…]} with exactly one score per document, in order.`
+
+// Reranker is an extract.Reranker backed by a chat model: one request scores
+// every candidate. It is safe for concurrent use.
+type Reranker struct{ c *Client }
+
+// NewReranker returns a Reranker using c.
+func NewReranker(c *Client) *Reranker { return &Reranker{c: c} }
+
+// Rerank returns one score per doc, in order; an answer with a different
+// number of scores is ErrSchema.
+func (r *Reranker) Rerank(ctx context.Context, query string, docs []string) ([]float64, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	type doc struct {
+		N    int    `json:"n"`
+		Text string `json:"text"`
+	}
+	ds := make([]doc, len(docs))
+	for i, d := range docs {
+		ds[i] = doc{i, d}
+	}
+	in, err := json.Marshal(struct {
+		Query string `json:"query"`
+		Docs  []doc  `json:"documents"`
+	}{query, ds})
+	if err != nil {
+		return nil, fmt.Errorf("llm: rerank: %w", err)
+	}
+	out, err := r.c.complete(ctx, rerankPrompt, string(in), "memor_scores", scoresSchema)
+	if err != nil {
+		return nil, err
+	}
+	s, err := DecodeScores(out, len(docs))
+	if err != nil {
+		return nil, fmt.Errorf("llm: rerank: %w", err)
+	}
+	return s, nil
+}
