@@ -160,7 +160,6 @@ type scratch struct {
 	counts  []count // distinct tokens and their frequency
 	key     []byte
 	val     []byte
-	refs    []termRef
 	acc     [window]float64
 	touched [window / 64]uint64
 	cursors []cursor
