@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/memortest"
+)
+
+// Backend adapts an engine to memortest's Backend (and Stater) interface,
+// so that the conformance suite can measure it in process or, through
+// memortest.HTTPHandler, over HTTP. Add returns once the episode is
+// applied; Query serves the result texts (facts as "subject predicate
+// object", episodes with their date); Reset is Forget. Safe for concurrent
+// use.
+func Backend(e *memor.Engine) memortest.Backend { return engineBackend{e} }
+
+type engineBackend struct{ e *memor.Engine }
+
+func (b engineBackend) Add(ctx context.Context, user, text string, at time.Time) error {
+	ep, err := b.e.Add(ctx, user, text, memor.At(at))
+	if err != nil {
+		return err
+	}
+	return b.e.WaitFor(ctx, user, ep.Seq)
+}
+
+func (b engineBackend) Query(ctx context.Context, user, q string, k int) ([]string, error) {
+	res, err := b.e.Query(ctx, user, q, memor.QueryOptions{K: k})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(res))
+	for _, r := range res {
+		out = append(out, r.Text())
+	}
+	return out, nil
+}
+
+func (b engineBackend) Reset(ctx context.Context, user string) error {
+	return b.e.Forget(ctx, user)
+}
+
+// Current lists the facts believed true now (memortest.Stater).
+func (b engineBackend) Current(ctx context.Context, user string) ([]memortest.Triple, error) {
+	fs, err := b.e.State(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]memortest.Triple, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, memortest.Triple{Subject: f.Subject, Predicate: f.Predicate, Object: f.Object})
+	}
+	return out, nil
+}

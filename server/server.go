@@ -1,0 +1,395 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/memortest"
+)
+
+// DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
+// An episode is at most memor.DefaultMaxTextBytes of text; the rest is room
+// for JSON escaping.
+const DefaultMaxBodyBytes = 1 << 20
+
+// MaxK bounds the k of a query.
+const MaxK = 1000
+
+// Sentinel errors of the package.
+var (
+	// ErrBadRequest reports a malformed request: bad JSON, a missing
+	// parameter, an unparseable time.
+	ErrBadRequest = errors.New("server: bad request")
+	// ErrUnauthorized reports a missing or wrong bearer token.
+	ErrUnauthorized = errors.New("server: unauthorized")
+	// ErrUnsafeBind reports a non-loopback listen address without a token.
+	ErrUnsafeBind = errors.New("server: refusing to listen beyond loopback without a bearer token (set MEMOR_TOKEN)")
+)
+
+// Options configures a Handler.
+type Options struct {
+	// Token, if set, is the bearer token every request but /v1/health must
+	// carry (Authorization: Bearer <token>).
+	Token string
+	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// Logger receives request failures (500s) with their detail; nil
+	// discards them.
+	Logger *slog.Logger
+	// Version is reported by /v1/health.
+	Version string
+	// Now is the clock for defaulted times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Handler serves the HTTP API over an engine. Safe for concurrent use.
+type Handler struct {
+	e    *memor.Engine
+	o    Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+	auth []byte
+}
+
+// New returns the API handler for e. The caller keeps ownership of e.
+func New(e *memor.Engine, o Options) *Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	h := &Handler{e: e, o: o, log: o.Logger, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if o.Token != "" {
+		h.auth = []byte("Bearer " + o.Token)
+	}
+	m := h.mux
+	m.HandleFunc("GET /v1/health", h.health)
+	m.HandleFunc("POST /v1/users/{user}/episodes", h.addEpisode)
+	m.HandleFunc("GET /v1/users/{user}/state", h.state)
+	m.HandleFunc("GET /v1/users/{user}/history", h.history)
+	m.HandleFunc("GET /v1/users/{user}/query", h.query)
+	m.HandleFunc("GET /v1/users/{user}/asof", h.asOf)
+	m.HandleFunc("GET /v1/users/{user}/conflicts", h.conflicts)
+	m.HandleFunc("GET /v1/users/{user}/freshness", h.freshness)
+	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
+	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
+	m.Handle("/conformance/", http.StripPrefix("/conformance", memortest.HTTPHandler(Backend(e))))
+	// A pattern without a method is less specific than the same path with
+	// one, so these catch only the wrong methods and answer them in JSON
+	// (the mux's own 405 is plain text).
+	for path, allow := range map[string]string{
+		"/v1/health":                          "GET",
+		"/v1/users/{user}/episodes":           "POST",
+		"/v1/users/{user}/state":              "GET",
+		"/v1/users/{user}/history":            "GET",
+		"/v1/users/{user}/query":              "GET",
+		"/v1/users/{user}/asof":               "GET",
+		"/v1/users/{user}/conflicts":          "GET",
+		"/v1/users/{user}/freshness":          "GET",
+		"/v1/users/{user}/facts/{id}/correct": "POST",
+		"/v1/users/{user}":                    "DELETE",
+	} {
+		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" "+r.URL.Path+" is not allowed; use "+allow)
+		})
+	}
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path+"; see GET /v1/health and the route table in the docs")
+	})
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		// A panic below is a bug of ours; the client gets a plain 500, the
+		// log gets the detail, the server keeps serving.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.log.Error("server: panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+			writeErr(w, http.StatusInternalServerError, "internal", "internal error")
+		}
+	}()
+	if h.auth != nil && r.URL.Path != "/v1/health" {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, h.auth) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="memor"`)
+			writeErr(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer $MEMOR_TOKEN")
+			return
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
+	h.mux.ServeHTTP(w, r)
+}
+
+// Fact lists and other responses.
+type (
+	factsResponse struct {
+		Facts []memor.Fact `json:"facts"`
+	}
+	queryResponse struct {
+		Results []memor.Result `json:"results"`
+	}
+	episodeRequest struct {
+		Text string `json:"text"`
+		// At is RFC 3339 or YYYY-MM-DD; empty means now.
+		At string `json:"at,omitempty"`
+		// Wait makes the call return once the episode is applied.
+		Wait bool `json:"wait,omitempty"`
+	}
+	episodeResponse struct {
+		Episode memor.Episode `json:"episode"`
+		Applied bool          `json:"applied"`
+	}
+)
+
+func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": h.o.Version})
+}
+
+func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
+	user := r.PathValue("user")
+	var req episodeRequest
+	if err := decodeBody(r, &req); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	at, err := ParseTime(req.At, time.Time{})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var opts []memor.AddOption
+	if !at.IsZero() {
+		opts = append(opts, memor.At(at))
+	}
+	wait := req.Wait || r.URL.Query().Get("wait") == "true"
+	ep, err := h.e.Add(r.Context(), user, req.Text, opts...)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !wait {
+		writeJSON(w, http.StatusAccepted, episodeResponse{Episode: ep})
+		return
+	}
+	if err := h.e.WaitFor(r.Context(), user, ep.Seq); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, episodeResponse{Episode: ep, Applied: true})
+}
+
+func (h *Handler) state(w http.ResponseWriter, r *http.Request) {
+	fs, err := h.e.State(r.Context(), r.PathValue("user"))
+	h.facts(w, r, fs, err)
+}
+
+func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	subject, predicate := q.Get("subject"), q.Get("predicate")
+	if subject == "" {
+		subject = "user"
+	}
+	if predicate == "" {
+		h.fail(w, r, fmt.Errorf("%w: predicate is required (e.g. ?predicate=lives_in&subject=user)", ErrBadRequest))
+		return
+	}
+	fs, err := h.e.History(r.Context(), r.PathValue("user"), subject, predicate)
+	h.facts(w, r, fs, err)
+}
+
+func (h *Handler) asOf(w http.ResponseWriter, r *http.Request) {
+	valid, known, err := h.instants(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	fs, err := h.e.AsOf(r.Context(), r.PathValue("user"), valid, known)
+	h.facts(w, r, fs, err)
+}
+
+func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
+	fs, err := h.e.Conflicts(r.Context(), r.PathValue("user"))
+	h.facts(w, r, fs, err)
+}
+
+func (h *Handler) freshness(w http.ResponseWriter, r *http.Request) {
+	f, err := h.e.Freshness(r.Context(), r.PathValue("user"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, f)
+}
+
+func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	text := q.Get("q")
+	if strings.TrimSpace(text) == "" {
+		h.fail(w, r, fmt.Errorf("%w: q is required (e.g. ?q=where+do+I+live)", ErrBadRequest))
+		return
+	}
+	var opts memor.QueryOptions
+	if s := q.Get("k"); s != "" {
+		k, err := strconv.Atoi(s)
+		if err != nil || k < 1 || k > MaxK {
+			h.fail(w, r, fmt.Errorf("%w: k must be an integer in [1, %d], got %q", ErrBadRequest, MaxK, s))
+			return
+		}
+		opts.K = k
+	}
+	var err error
+	if opts.ValidAt, err = ParseTime(q.Get("valid"), time.Time{}); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if opts.KnownAt, err = ParseTime(q.Get("known"), time.Time{}); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := h.e.Query(r.Context(), r.PathValue("user"), text, opts)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if res == nil {
+		res = []memor.Result{}
+	}
+	writeJSON(w, http.StatusOK, queryResponse{Results: res})
+}
+
+func (h *Handler) correct(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := h.e.Correct(r.Context(), r.PathValue("user"), id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"corrected": id})
+}
+
+func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
+	user := r.PathValue("user")
+	if err := h.e.Forget(r.Context(), user); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"forgotten": user})
+}
+
+// instants reads ?valid= and ?known=, each defaulting to now.
+func (h *Handler) instants(r *http.Request) (valid, known time.Time, err error) {
+	now := h.o.Now().UTC()
+	q := r.URL.Query()
+	if valid, err = ParseTime(q.Get("valid"), now); err != nil {
+		return
+	}
+	known, err = ParseTime(q.Get("known"), now)
+	return
+}
+
+func (h *Handler) facts(w http.ResponseWriter, r *http.Request, fs []memor.Fact, err error) {
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if fs == nil {
+		fs = []memor.Fact{}
+	}
+	writeJSON(w, http.StatusOK, factsResponse{Facts: fs})
+}
+
+// fail writes err with its status. Client errors carry their message;
+// anything unexpected is logged and answered with a generic 500.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := Status(err)
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		h.log.Error("server: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "internal error"
+	}
+	writeErr(w, status, code, msg)
+}
+
+// Status maps an error to its HTTP status and machine-readable code.
+func Status(err error) (int, string) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest, "bad_request"
+	case errors.Is(err, memor.ErrInvalidUser):
+		return http.StatusBadRequest, "invalid_user"
+	case errors.Is(err, memor.ErrInvalidText):
+		return http.StatusBadRequest, "invalid_text"
+	case errors.Is(err, memor.ErrInvalidFact):
+		return http.StatusBadRequest, "invalid_fact"
+	case errors.Is(err, memor.ErrInvalidTime):
+		return http.StatusBadRequest, "invalid_time"
+	case errors.Is(err, memor.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, memor.ErrNotFound):
+		return http.StatusNotFound, "not_found"
+	case errors.Is(err, memor.ErrClosed):
+		return http.StatusServiceUnavailable, "closed"
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "timeout"
+	case errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this answer.
+		return 499, "canceled"
+	}
+	return http.StatusInternalServerError, "internal"
+}
+
+// decodeBody reads one JSON object into v, rejecting unknown fields so a
+// misspelt field fails loudly instead of being ignored.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("%w: body larger than %d bytes", memor.ErrTooLarge, tooBig.Limit)
+		}
+		return fmt.Errorf("%w: body is not the expected JSON object: %v", ErrBadRequest, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: body holds more than one JSON value", ErrBadRequest)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client has gone if this fails
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: msg, Code: code})
+}
