@@ -303,11 +303,8 @@ func (st *state) pWork(f *frame, v []tok) bool {
 		if v[0].w == "worked" && !f.perfect && f.kind != End {
 			return false
 		}
-		if (v[0].w == "employed" || v[0].w == "hired") && !f.be && !f.perfect && at(v, -1) != "got" {
-			// "employed" needs "am"/"was"; "got hired" arrives via pGot.
-			if !f.be {
-				return false
-			}
+		if (v[0].w == "employed" || v[0].w == "hired") && !f.be {
+			return false // "employed" needs "am"/"was"; "got hired" arrives via pGot
 		}
 		matched := false
 		for i := 1; i < len(v) && i < 12; i++ {
@@ -319,8 +316,7 @@ func (st *state) pWork(f *frame, v []tok) bool {
 					i = next - 1
 				}
 			case "as":
-				if title, head, next, ok := st.nounPhrase(v, i+1); ok && v[0].w != "employed" && v[0].w != "hired" {
-					_ = head
+				if title, _, next, ok := st.nounPhrase(v, i+1); ok && v[0].w != "employed" && v[0].w != "hired" {
 					st.emit(f, "job_title", title)
 					matched = true
 					i = next - 1
@@ -442,24 +438,21 @@ func (st *state) pGot(f *frame, v []tok) bool {
 	default:
 		return false
 	}
-	i++
-	matched := false
-	for ; i < len(v) && i < 14; i++ {
+	// "got a new job" alone records nothing, but the clause is handled.
+	for i++; i < len(v) && i < 14; i++ {
 		switch v[i].w {
 		case "at", "with", "for":
 			if org, next, ok := st.proper(v, i+1); ok {
 				st.emit(f, "works_at", org)
-				matched = true
 				i = next - 1
 			}
 		case "as":
 			if title, _, next, ok := st.nounPhrase(v, i+1); ok {
 				st.emit(f, "job_title", title)
-				matched = true
 				i = next - 1
 			}
 		default:
-			return matched || true
+			return true
 		}
 	}
 	return true
@@ -505,7 +498,7 @@ func (st *state) pJob(f *frame, v []tok) bool {
 		return true
 	case head == "fan" && at(v, next) == "of":
 		return st.likeObjects(f, v, next+1, false)
-	case jobs[head] || (org != "" && p(at(v, next)) != "in"):
+	case jobs[head] || (org != "" && at(v, next) != "in"):
 		st.emit(f, "job_title", title)
 		if org != "" && at(v, next) != "in" {
 			st.emit(f, "works_at", org)
@@ -514,8 +507,6 @@ func (st *state) pJob(f *frame, v []tok) bool {
 	}
 	return false
 }
-
-func p(s string) string { return s }
 
 // pStudy: study/studying (subject) at X; enrolled at/in X; attend X;
 // graduated from X (end); dropped out of X (end).
@@ -1092,14 +1083,13 @@ func (st *state) likeObjects(f *frame, v []tok, i int, food bool) bool {
 		food bool
 	}
 	var items []item
-	objs, _ := list(v, i, func(v []tok, i int) (string, int, bool) {
+	list(v, i, func(v []tok, i int) (string, int, bool) {
 		obj, head, next, ok := st.nounPhrase(v, i)
 		if ok {
 			items = append(items, item{obj, food || foods[head]})
 		}
 		return obj, next, ok
 	})
-	_ = objs
 	for _, it := range items {
 		pred := "likes"
 		if it.food {

@@ -295,3 +295,88 @@ func TestRuleExtractorTable(t *testing.T) {
 		})
 	}
 }
+
+// Every op's quote is a verbatim substring, on arbitrary input too, and the
+// extractor is deterministic.
+func FuzzRuleExtractor(f *testing.F) {
+	for _, tc := range ruleCases {
+		f.Add(tc.text)
+	}
+	x := NewRuleExtractor()
+	f.Fuzz(func(t *testing.T, text string) {
+		ops, err := x.Extract(context.Background(), text, testAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := x.Extract(context.Background(), text, testAt)
+		if len(again) != len(ops) {
+			t.Fatalf("not deterministic")
+		}
+		for i, o := range ops {
+			if o.Quote == "" || !strings.Contains(text, o.Quote) {
+				t.Fatalf("quote %q not in text", o.Quote)
+			}
+			if o.Subject == "" || o.Predicate == "" || (o.Kind == Assert && o.Object == "") {
+				t.Fatalf("incomplete op %+v", o)
+			}
+			if o.ValidFrom.After(testAt) {
+				t.Fatalf("op in the future: %+v", o)
+			}
+			if render(o) != render(again[i]) {
+				t.Fatalf("not deterministic: %v vs %v", render(o), render(again[i]))
+			}
+		}
+	})
+}
+
+func TestRuleExtractorContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewRuleExtractor().Extract(ctx, "I live in Paris.", testAt); err == nil {
+		t.Fatal("want an error from a cancelled context")
+	}
+}
+
+// Fenced recall fed back through StripFenced teaches nothing.
+func TestRuleExtractorIgnoresFencedRecall(t *testing.T) {
+	text := "Thanks! " + Fence("I live in Paris. I work at Google.") + " I moved to Rome."
+	ops, err := NewRuleExtractor().Extract(context.Background(), StripFenced(text), testAt)
+	if err != nil || len(ops) != 1 || render(ops[0]) != "+user lives_in Rome" {
+		t.Fatalf("ops = %v, %v", ops, err)
+	}
+}
+
+func TestRuleExtractorCounts(t *testing.T) {
+	pos, neg := 0, 0
+	for _, tc := range ruleCases {
+		if tc.want == nil {
+			neg++
+		} else {
+			pos++
+		}
+	}
+	if pos+neg < 150 {
+		t.Fatalf("table has %d sentences, want ≥ 150", pos+neg)
+	}
+	t.Logf("table: %d cases, %d positive, %d negative", pos+neg, pos, neg)
+}
+
+func BenchmarkRuleExtractor(b *testing.B) {
+	x := NewRuleExtractor()
+	ctx := context.Background()
+	var texts []string
+	for _, tc := range ruleCases {
+		texts = append(texts, tc.text)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, s := range texts {
+			if _, err := x.Extract(ctx, s, testAt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n += len(texts)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "sentences/s")
+}
