@@ -1,0 +1,445 @@
+// Package mcpserver exposes a memor engine to LLM agents as Model Context
+// Protocol tools, over the official Go SDK.
+//
+// # Tools
+//
+//	add_memory(user_id, text, at?)                 remember what the user said; waits until applied
+//	query_memory(user_id, text, limit?)            the most relevant facts and turns, with graph paths
+//	get_user_profile(user_id)                      every fact believed true now
+//	get_history(user_id, subject?, predicate)      every version of a fact, with the rule that made it
+//	query_as_of(user_id, text?, valid_at?, known_at?)  time travel and audit
+//	correct_memory(user_id, fact_id)               the fact was never true
+//	list_conflicts(user_id)                        contested facts held for review
+//	forget_memory(user_id)                         hard-delete everything about the user
+//
+// Every result carries structured content (the tool's output schema) and a
+// short readable text. Bad arguments come back as a tool error the model
+// can read and correct, never as a protocol failure or a crash.
+//
+// # Concurrency
+//
+// The server returned by New is safe for concurrent sessions, as the
+// engine is.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/server"
+)
+
+// Name is the server's MCP implementation name.
+const Name = "memor"
+
+// DefaultLimit is query_memory's limit when the call leaves it out.
+const DefaultLimit = 10
+
+// MaxLimit bounds query_memory's limit.
+const MaxLimit = 100
+
+// ErrBadArgument reports a tool argument the server cannot use.
+var ErrBadArgument = errors.New("mcpserver: bad argument")
+
+// Options configures New.
+type Options struct {
+	// Version is reported to clients at initialize.
+	Version string
+	// Logger receives the SDK's protocol logs (nil: none). Over stdio it
+	// must not write to stdout, which carries the protocol.
+	Logger *slog.Logger
+	// Now is the clock for defaulted times; nil means time.Now.
+	Now func() time.Time
+}
+
+// New returns an MCP server whose tools read and write e. Run it with
+// server.Run(ctx, &mcp.StdioTransport{}).
+func New(e *memor.Engine, o Options) *mcp.Server {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "memor: bitemporal memory", Version: o.Version},
+		&mcp.ServerOptions{Logger: o.Logger, Instructions: instructions})
+	t := tools{e: e, now: o.Now}
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	mcp.AddTool(s, &mcp.Tool{Name: "add_memory", Description: "Remember something the user said. Facts (where they live, work, " +
+		"family, pets, likes...) are extracted, and contradictions with what was known are resolved by time. " +
+		"Returns once the memory is applied, with the facts it produced."}, t.add)
+	mcp.AddTool(s, &mcp.Tool{Name: "query_memory", Annotations: readOnly, Description: "Search the user's memory for what is " +
+		"relevant to a question. Returns only what is true now, best first; a fact reached through related people or " +
+		"things carries its path."}, t.query)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_user_profile", Annotations: readOnly, Description: "Every fact believed true now " +
+		"about the user and the people and things around them."}, t.profile)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_history", Annotations: readOnly, Description: "Every version of one fact over time " +
+		"(e.g. subject \"user\", predicate \"lives_in\"): when each value held, when memor learned and revised it, and the " +
+		"rule that decided it."}, t.history)
+	mcp.AddTool(s, &mcp.Tool{Name: "query_as_of", Annotations: readOnly, Description: "Time travel: what was true at valid_at " +
+		"(\"where did I live on 2026-02-01?\"), as memor knew it at known_at (default now; set it to audit what was believed " +
+		"then). Returns the facts of that moment, and the best results for text if given."}, t.asOf)
+	mcp.AddTool(s, &mcp.Tool{Name: "correct_memory", Description: "The user says a remembered fact was never true: retract " +
+		"it (kept in the history, never served again) and restore what it had replaced. Take fact_id from another tool's result."}, t.correct)
+	mcp.AddTool(s, &mcp.Tool{Name: "list_conflicts", Annotations: readOnly, Description: "Contested facts memor holds for " +
+		"review instead of serving them: two different values claimed for the same moment, or a much less confident " +
+		"claim. Ask the user which is right, then add_memory or correct_memory."}, t.conflicts)
+	destructive := true
+	mcp.AddTool(s, &mcp.Tool{Name: "forget_memory", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive},
+		Description: "Permanently delete everything memor holds about the user (GDPR erasure). Only on the user's explicit request."}, t.forget)
+	return s
+}
+
+const instructions = "memor is the user's long-term memory. Call add_memory with what the user tells you about " +
+	"themselves; call query_memory before answering questions about them. Facts know when they were true: use " +
+	"query_as_of for questions about the past. Times are RFC 3339 or YYYY-MM-DD."
+
+type tools struct {
+	e   *memor.Engine
+	now func() time.Time
+}
+
+// Tool inputs. Fields without omitempty are required by the schema.
+type (
+	addIn struct {
+		UserID string `json:"user_id" jsonschema:"the user the memory belongs to"`
+		Text   string `json:"text" jsonschema:"what the user said, in their words"`
+		At     string `json:"at,omitempty" jsonschema:"when it was said: RFC 3339 or YYYY-MM-DD (default now)"`
+	}
+	queryIn struct {
+		UserID string `json:"user_id" jsonschema:"the user whose memory to search"`
+		Text   string `json:"text" jsonschema:"the question or topic"`
+		Limit  int    `json:"limit,omitempty" jsonschema:"how many results (default 10, max 100)"`
+	}
+	userIn struct {
+		UserID string `json:"user_id" jsonschema:"the user"`
+	}
+	historyIn struct {
+		UserID    string `json:"user_id" jsonschema:"the user"`
+		Subject   string `json:"subject,omitempty" jsonschema:"whose fact: \"user\" (default) for the user, or a name such as \"Alex\""`
+		Predicate string `json:"predicate" jsonschema:"the relation, e.g. lives_in, works_at, has_pet"`
+	}
+	asOfIn struct {
+		UserID  string `json:"user_id" jsonschema:"the user"`
+		Text    string `json:"text,omitempty" jsonschema:"optional question to rank results for"`
+		ValidAt string `json:"valid_at,omitempty" jsonschema:"the moment in the world: RFC 3339 or YYYY-MM-DD (default now)"`
+		KnownAt string `json:"known_at,omitempty" jsonschema:"what memor knew at this moment: RFC 3339 or YYYY-MM-DD (default now)"`
+		Limit   int    `json:"limit,omitempty" jsonschema:"how many results for text (default 10, max 100)"`
+	}
+	correctIn struct {
+		UserID string `json:"user_id" jsonschema:"the user"`
+		FactID string `json:"fact_id" jsonschema:"the id of the fact that was never true"`
+	}
+)
+
+// Fact is a fact version as tools return it: times as RFC 3339 strings,
+// status and rule as words.
+type Fact struct {
+	ID        string `json:"id"`
+	Text      string `json:"text" jsonschema:"subject predicate object"`
+	Subject   string `json:"subject"`
+	Predicate string `json:"predicate"`
+	Object    string `json:"object"`
+	Context   string `json:"context,omitempty"`
+	ValidFrom string `json:"valid_from" jsonschema:"when it became true"`
+	ValidTo   string `json:"valid_to,omitempty" jsonschema:"when it stopped being true (absent: still true)"`
+	// RecordedAt and ExpiredAt bound when memor believed this version.
+	RecordedAt string  `json:"recorded_at"`
+	ExpiredAt  string  `json:"expired_at,omitempty"`
+	Status     string  `json:"status" jsonschema:"active, contested or retracted"`
+	Rule       string  `json:"rule" jsonschema:"the resolution rule that produced this version"`
+	Confidence float64 `json:"confidence"`
+	Reinforced int     `json:"reinforced"`
+	Quote      string  `json:"quote,omitempty"`
+}
+
+// Result is one ranked query answer.
+type Result struct {
+	Text  string  `json:"text"`
+	Score float64 `json:"score"`
+	// Path is the graph path that reached the fact, if any.
+	Path   string `json:"path,omitempty"`
+	FactID string `json:"fact_id,omitempty"`
+	// ValidFrom and ValidTo are the fact's valid time, or the episode's
+	// date.
+	ValidFrom string `json:"valid_from,omitempty"`
+	ValidTo   string `json:"valid_to,omitempty"`
+}
+
+// Tool outputs. Slices are never nil: the schema says array.
+type (
+	addOut struct {
+		Seq     uint64 `json:"seq" jsonschema:"the episode's sequence number"`
+		At      string `json:"at"`
+		Learned []Fact `json:"learned" jsonschema:"current facts that came from this memory"`
+	}
+	queryOut struct {
+		Results []Result `json:"results"`
+	}
+	factsOut struct {
+		Facts []Fact `json:"facts"`
+	}
+	asOfOut struct {
+		ValidAt string   `json:"valid_at"`
+		KnownAt string   `json:"known_at"`
+		Facts   []Fact   `json:"facts"`
+		Results []Result `json:"results"`
+	}
+	doneOut struct {
+		Done string `json:"done"`
+	}
+)
+
+func (t tools) add(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+	at, err := server.ParseTime(in.At, time.Time{})
+	if err != nil {
+		return nil, addOut{}, err
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return nil, addOut{}, fmt.Errorf("%w: text is empty: pass what the user said", ErrBadArgument)
+	}
+	var opts []memor.AddOption
+	if !at.IsZero() {
+		opts = append(opts, memor.At(at))
+	}
+	ep, err := t.e.Add(ctx, in.UserID, in.Text, opts...)
+	if err != nil {
+		return nil, addOut{}, explain(err)
+	}
+	if err := t.e.WaitFor(ctx, in.UserID, ep.Seq); err != nil {
+		return nil, addOut{}, explain(err)
+	}
+	st, err := t.e.State(ctx, in.UserID)
+	if err != nil {
+		return nil, addOut{}, explain(err)
+	}
+	out := addOut{Seq: ep.Seq, At: stamp(ep.At), Learned: []Fact{}}
+	for _, f := range st {
+		if f.Episode == ep.Seq {
+			out.Learned = append(out.Learned, toFact(f))
+		}
+	}
+	text := fmt.Sprintf("Remembered (episode %d, %s).", ep.Seq, ep.At.Format(time.DateOnly))
+	if len(out.Learned) > 0 {
+		text += " Now true:\n" + factLines(out.Learned)
+	} else {
+		text += " No new fact extracted; the text is kept and searchable."
+	}
+	return textResult(text), out, nil
+}
+
+func (t tools) query(ctx context.Context, _ *mcp.CallToolRequest, in queryIn) (*mcp.CallToolResult, queryOut, error) {
+	k, err := limit(in.Limit)
+	if err != nil {
+		return nil, queryOut{}, err
+	}
+	rs, err := t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k})
+	if err != nil {
+		return nil, queryOut{}, err
+	}
+	return textResult(resultLines(rs)), queryOut{Results: rs}, nil
+}
+
+func (t tools) search(ctx context.Context, user, text string, o memor.QueryOptions) ([]Result, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, fmt.Errorf("%w: text is empty: pass the question", ErrBadArgument)
+	}
+	rs, err := t.e.Query(ctx, user, text, o)
+	if err != nil {
+		return nil, explain(err)
+	}
+	out := make([]Result, 0, len(rs))
+	for _, r := range rs {
+		x := Result{Text: r.Text(), Score: r.Score, Path: r.Path}
+		switch {
+		case r.Fact != nil:
+			x.FactID, x.ValidFrom, x.ValidTo = r.Fact.ID, stamp(r.Fact.ValidFrom), stamp(r.Fact.ValidTo)
+		case r.Episode != nil:
+			x.ValidFrom = stamp(r.Episode.At)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+func (t tools) profile(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*mcp.CallToolResult, factsOut, error) {
+	fs, err := t.e.State(ctx, in.UserID)
+	return t.facts(fs, err, "Nothing is known about this user yet.")
+}
+
+func (t tools) history(ctx context.Context, _ *mcp.CallToolRequest, in historyIn) (*mcp.CallToolResult, factsOut, error) {
+	if strings.TrimSpace(in.Predicate) == "" {
+		return nil, factsOut{}, fmt.Errorf("%w: predicate is empty: pass a relation such as lives_in", ErrBadArgument)
+	}
+	subject := in.Subject
+	if subject == "" {
+		subject = "user"
+	}
+	fs, err := t.e.History(ctx, in.UserID, subject, in.Predicate)
+	return t.facts(fs, err, fmt.Sprintf("No history for %s %s.", subject, in.Predicate))
+}
+
+func (t tools) conflicts(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*mcp.CallToolResult, factsOut, error) {
+	fs, err := t.e.Conflicts(ctx, in.UserID)
+	return t.facts(fs, err, "No conflicts.")
+}
+
+func (t tools) facts(fs []memor.Fact, err error, empty string) (*mcp.CallToolResult, factsOut, error) {
+	if err != nil {
+		return nil, factsOut{}, explain(err)
+	}
+	out := factsOut{Facts: make([]Fact, 0, len(fs))}
+	for _, f := range fs {
+		out.Facts = append(out.Facts, toFact(f))
+	}
+	if len(fs) == 0 {
+		return textResult(empty), out, nil
+	}
+	return textResult(factLines(out.Facts)), out, nil
+}
+
+func (t tools) asOf(ctx context.Context, _ *mcp.CallToolRequest, in asOfIn) (*mcp.CallToolResult, asOfOut, error) {
+	now := t.now().UTC()
+	valid, err := server.ParseTime(in.ValidAt, now)
+	if err != nil {
+		return nil, asOfOut{}, err
+	}
+	known, err := server.ParseTime(in.KnownAt, now)
+	if err != nil {
+		return nil, asOfOut{}, err
+	}
+	k, err := limit(in.Limit)
+	if err != nil {
+		return nil, asOfOut{}, err
+	}
+	fs, err := t.e.AsOf(ctx, in.UserID, valid, known)
+	if err != nil {
+		return nil, asOfOut{}, explain(err)
+	}
+	out := asOfOut{ValidAt: stamp(valid), KnownAt: stamp(known), Facts: make([]Fact, 0, len(fs)), Results: []Result{}}
+	for _, f := range fs {
+		out.Facts = append(out.Facts, toFact(f))
+	}
+	if strings.TrimSpace(in.Text) != "" {
+		if out.Results, err = t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k, ValidAt: valid, KnownAt: known}); err != nil {
+			return nil, asOfOut{}, err
+		}
+	}
+	text := fmt.Sprintf("True on %s, as known on %s:\n", valid.Format(time.DateOnly), known.Format(time.DateOnly))
+	if len(out.Facts) == 0 {
+		text += "nothing known.\n"
+	} else {
+		text += factLines(out.Facts)
+	}
+	if len(out.Results) > 0 {
+		text += "Best matches:\n" + resultLines(out.Results)
+	}
+	return textResult(text), out, nil
+}
+
+func (t tools) correct(ctx context.Context, _ *mcp.CallToolRequest, in correctIn) (*mcp.CallToolResult, doneOut, error) {
+	if err := t.e.Correct(ctx, in.UserID, in.FactID); err != nil {
+		return nil, doneOut{}, explain(err)
+	}
+	return textResult("Retracted fact " + in.FactID + "; what it had replaced is restored."), doneOut{Done: "corrected " + in.FactID}, nil
+}
+
+func (t tools) forget(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*mcp.CallToolResult, doneOut, error) {
+	if err := t.e.Forget(ctx, in.UserID); err != nil {
+		return nil, doneOut{}, explain(err)
+	}
+	return textResult("Forgot everything about " + in.UserID + "."), doneOut{Done: "forgot " + in.UserID}, nil
+}
+
+// explain adds what to do to the engine's input errors, for the model.
+func explain(err error) error {
+	switch {
+	case errors.Is(err, memor.ErrInvalidUser):
+		return fmt.Errorf("%w (pass a non-empty user_id, at most %d bytes of UTF-8)", err, memor.MaxUserBytes)
+	case errors.Is(err, memor.ErrInvalidFact), errors.Is(err, memor.ErrNotFound):
+		return fmt.Errorf("%w (take fact_id from get_user_profile, get_history or query_memory)", err)
+	case errors.Is(err, memor.ErrTooLarge):
+		return fmt.Errorf("%w (split the text into shorter memories)", err)
+	}
+	return err
+}
+
+func limit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultLimit, nil
+	case n < 0 || n > MaxLimit:
+		return 0, fmt.Errorf("%w: limit %d: must be between 1 and %d", ErrBadArgument, n, MaxLimit)
+	}
+	return n, nil
+}
+
+func toFact(f memor.Fact) Fact {
+	return Fact{ID: f.ID, Text: f.String(), Subject: f.Subject, Predicate: f.Predicate, Object: f.Object,
+		Context: f.Context, ValidFrom: stamp(f.ValidFrom), ValidTo: stamp(f.ValidTo),
+		RecordedAt: stamp(f.RecordedAt), ExpiredAt: stamp(f.ExpiredAt), Status: f.Status.String(),
+		Rule: string(f.Rule), Confidence: f.Confidence, Reinforced: f.Reinforced, Quote: f.Quote}
+}
+
+// stamp renders t as RFC 3339 in UTC, or "" for the zero time.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func factLines(fs []Fact) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("- " + f.Text + " (from " + day(f.ValidFrom))
+		if f.ValidTo != "" {
+			b.WriteString(" to " + day(f.ValidTo))
+		}
+		b.WriteString(")")
+		if f.Status != memor.Active.String() {
+			b.WriteString(" [" + f.Status + "]")
+		}
+		if f.ExpiredAt != "" {
+			b.WriteString(" [superseded belief, " + f.Rule + "]")
+		}
+		b.WriteString(" id=" + f.ID + "\n")
+	}
+	return b.String()
+}
+
+func resultLines(rs []Result) string {
+	if len(rs) == 0 {
+		return "Nothing relevant is known.\n"
+	}
+	var b strings.Builder
+	for i, r := range rs {
+		fmt.Fprintf(&b, "%d. %s", i+1, r.Text)
+		if r.Path != "" {
+			b.WriteString("  (via " + r.Path + ")")
+		}
+		if r.FactID != "" {
+			b.WriteString(" id=" + r.FactID)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func day(rfc string) string {
+	if len(rfc) >= 10 {
+		return rfc[:10]
+	}
+	return rfc
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(s, "\n")}}}
+}
