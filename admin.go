@@ -259,14 +259,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 
 	// Claims grouped by slot, folded and compared with the live versions.
 	claimP := kv.UserKey(user, kv.SubClaim)
-	var slot []byte
-	var group []claimRec
-	flush := func() {
-		if len(group) > 0 {
-			errs = append(errs, e.checkSlot(ctx, user, slot, group)...)
-		}
-		group = group[:0]
-	}
+	var slots [][]byte
 	err = e.db.Scan(ctx, claimP, func(k, v []byte) error {
 		c, err := decodeJSON[claimRec](v, "claim")
 		if err != nil {
@@ -278,22 +271,26 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 			bad("short claim key")
 			return nil
 		}
-		s := suf[:len(suf)-8-idLen]
-		if !bytes.Equal(s, slot) {
-			flush()
-			slot = append(slot[:0], s...)
+		if s := suf[:len(suf)-8-idLen]; len(slots) == 0 || !bytes.Equal(slots[len(slots)-1], s) {
+			slots = append(slots, append([]byte(nil), s...))
 		}
 		id := mustID(c.ID)
 		if got, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:])); err != nil || !bytes.Equal(got, suf) {
 			bad("claim %s: fact index does not point back (%v)", c.ID, err)
 		}
-		group = append(group, c)
 		return nil
 	})
 	if err != nil {
 		errs = append(errs, err)
 	}
-	flush()
+	for _, slot := range slots {
+		claims, err := e.slotClaims(ctx, e.db, user, slot)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, e.checkSlot(ctx, user, slot, claims)...)
+	}
 
 	// Every version's document maps back to it; live versions have claims.
 	docs := map[uint32]bool{}
@@ -349,9 +346,13 @@ func (e *Engine) checkSlot(ctx context.Context, user string, slot []byte, claims
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("user %q slot %s/%s: "+format, append([]any{user, claims[0].Subject, claims[0].Predicate}, args...)...))
 	}
-	out := resolve.Fold(e.isOneIn(e.db, claims[0].Predicate), toResolve(claims))
+	_, _, _, _, many, err := slotParts(slot)
+	if err != nil {
+		return []error{err}
+	}
+	out := resolve.Fold(!many, toResolve(claims))
 	live := map[string]Fact{}
-	err := e.db.Scan(ctx, userKey(user, kv.SubLive, slot), func(_, v []byte) error {
+	err = e.db.Scan(ctx, userKey(user, kv.SubLive, slot), func(_, v []byte) error {
 		f, err := decodeFact(user, v)
 		live[f.ID] = f
 		return err

@@ -1,6 +1,7 @@
 package memor
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/memor-db/memor/internal/resolve"
@@ -29,11 +30,68 @@ func encodeFact(f Fact) []byte {
 // the live versions: new versions, expired versions, reinforcement. cause is
 // RuleCorrect when a correction triggered it.
 func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
+	if w.allObjects {
+		return t.resolveAllObjects(w, cause)
+	}
+	_, err := t.resolveSub(w, cause, true)
+	return err
+}
+
+// resolveAllObjects re-resolves every object sub-slot of a Many predicate
+// after an end without object, logging each end once.
+func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
+	subj, pred, ctxKey, _, _, err := slotParts(w.slot)
+	if err != nil {
+		return err
+	}
+	prefix := userKey(t.user, kv.SubClaim, slotPrefix(subj, pred, ctxKey))
+	var subs [][]byte
+	err = t.b.Scan(t.ctx, prefix, func(k, _ []byte) error {
+		s := k[len(prefix)-len(slotPrefix(subj, pred, ctxKey)) : len(k)-8-idLen]
+		if bytes.Equal(s, w.slot) || (len(subs) > 0 && bytes.Equal(subs[len(subs)-1], s)) {
+			return nil
+		}
+		subs = append(subs, append([]byte(nil), s...))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	applied := map[string]bool{}
+	for _, s := range subs {
+		got, err := t.resolveSub(&slotWork{slot: s, pred: pred, fresh: w.fresh}, cause, false)
+		if err != nil {
+			return err
+		}
+		for id := range got {
+			applied[id] = true
+		}
+	}
 	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot)
 	if err != nil {
 		return err
 	}
+	for _, c := range claims {
+		if w.fresh[c.ID] {
+			detail := "nothing open to end"
+			if applied[c.ID] {
+				detail = "closed every open value"
+			}
+			t.decide(RuleEnd, c, detail)
+		}
+	}
+	return nil
+}
+
+// resolveSub resolves one slot and returns the ends that closed something.
+// logEnds is false when the caller logs the ends itself.
+func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool, error) {
+	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot)
+	if err != nil {
+		return nil, err
+	}
 	out := resolve.Fold(w.one, toResolve(claims))
+	applied := map[string]bool{}
 
 	live := map[string]Fact{}
 	err = t.b.Scan(t.ctx, userKey(t.user, kv.SubLive, w.slot), func(_, v []byte) error {
@@ -42,7 +100,7 @@ func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// What the fresh claims found on arrival.
@@ -59,7 +117,7 @@ func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
 	coexist := false
 	if allFresh && len(w.fresh) > 0 {
 		if coexist, err = t.otherContexts(w.slot); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	slotRule := cause
@@ -69,7 +127,10 @@ func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
 		o := out[c.ID]
 		fresh := w.fresh[c.ID]
 		if resolve.Kind(c.Kind) == resolve.End {
-			if fresh {
+			if o.Applied {
+				applied[c.ID] = true
+			}
+			if fresh && logEnds {
 				detail := "nothing open to end"
 				if o.Applied {
 					detail = "closed the open value"
@@ -86,7 +147,7 @@ func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
 				c.Rule = r
 				suf := claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))
 				if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(c)); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			detail := ""
@@ -106,7 +167,7 @@ func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
 		if o.Status == resolve.None { // folded into another fact
 			if has {
 				if err := t.expire(w.slot, cur); err != nil {
-					return err
+					return nil, err
 				}
 				if !w.fresh[c.ID] {
 					t.decide(RuleDup, c, "folded into "+o.Into)
@@ -119,29 +180,29 @@ func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
 		case !has:
 			want.Rule = versionRule(c, o)
 			if err := t.put(w.slot, want); err != nil {
-				return err
+				return nil, err
 			}
 		case cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
 			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence {
 				cur.Reinforced, cur.LastSeen, cur.Confidence = want.Reinforced, want.LastSeen, want.Confidence
 				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), encodeFact(cur)); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		default:
 			want.Rule = changeRule(cur, o, slotRule)
 			if err := t.expire(w.slot, cur); err != nil {
-				return err
+				return nil, err
 			}
 			if err := t.put(w.slot, want); err != nil {
-				return err
+				return nil, err
 			}
 			if !w.fresh[c.ID] {
 				t.decide(want.Rule, c, describeChange(cur, want))
 			}
 		}
 	}
-	return nil
+	return applied, nil
 }
 
 func pick(cur, r Rule) Rule {
@@ -273,16 +334,15 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 // otherContexts reports whether the slot's subject and predicate already
 // have live values under another context (rule coexist).
 func (t *txn) otherContexts(slot []byte) (bool, error) {
-	d := kv.NewDecoder(slot)
-	d.Bytes()
-	d.Bytes()
-	if d.Err != nil {
-		return false, d.Err
+	subj, pred, ctxKey, _, _, err := slotParts(slot)
+	if err != nil {
+		return false, err
 	}
-	prefix := slot[:len(slot)-len(d.Rest())]
+	prefix := userKey(t.user, kv.SubLive, kv.AppendString(kv.AppendString(nil, subj), pred))
 	found := false
-	err := t.b.Scan(t.ctx, userKey(t.user, kv.SubLive, prefix), func(k, _ []byte) error {
-		if !hasPrefix(k, userKey(t.user, kv.SubLive, slot)) {
+	err = t.b.Scan(t.ctx, prefix, func(k, _ []byte) error {
+		d := kv.NewDecoder(k[len(prefix):])
+		if c := d.String(); d.Err == nil && c != ctxKey {
 			found = true
 			return errStop
 		}

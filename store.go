@@ -63,10 +63,42 @@ func parseID(s string) ([idLen]byte, error) {
 	return id, nil
 }
 
-func slotKey(subjKey, pred, ctxKey string) []byte {
+// slotKey is the key of a resolution slot: esc(subject) esc(predicate)
+// esc(context), and for a Many predicate also esc(object). Values of a Many
+// predicate never interact except through an end without object, so each
+// object is its own slot: resolving "likes X" never reads the user's other
+// likes. Ends without object of a Many predicate live in the sub-slot with
+// the empty object and apply to every object sub-slot.
+func slotKey(subjKey, pred, ctxKey string, one bool, objKey string) []byte {
 	k := kv.AppendString(nil, subjKey)
 	k = kv.AppendString(k, pred)
-	return kv.AppendString(k, ctxKey)
+	k = kv.AppendString(k, ctxKey)
+	if !one {
+		k = kv.AppendString(k, objKey)
+	}
+	return k
+}
+
+// slotParts splits a slot key; obj is meaningful only when many is set.
+func slotParts(slot []byte) (subj, pred, ctxKey, obj string, many bool, err error) {
+	d := kv.NewDecoder(slot)
+	subj, pred, ctxKey = d.String(), d.String(), d.String()
+	if d.Err == nil && len(d.Rest()) > 0 {
+		obj, many = d.String(), true
+	}
+	if d.Err == nil && len(d.Rest()) > 0 {
+		d.Err = errors.New("trailing bytes")
+	}
+	if d.Err != nil {
+		return "", "", "", "", false, fmt.Errorf("%w: slot key: %v", ErrCorrupt, d.Err)
+	}
+	return subj, pred, ctxKey, obj, many, nil
+}
+
+// slotPrefix is esc(subject) esc(predicate) esc(context): every sub-slot of
+// a Many predicate in one context shares it.
+func slotPrefix(subjKey, pred, ctxKey string) []byte {
+	return slotKey(subjKey, pred, ctxKey, true, "")
 }
 
 func userKey(user string, sub kv.Sub, suffix ...[]byte) []byte {

@@ -163,11 +163,16 @@ func (e *Engine) Correct(ctx context.Context, user, factID string) error {
 	if c.Retracted {
 		return nil
 	}
-	claims, err := e.slotClaims(ctx, e.db, user, suf[:len(suf)-8-idLen])
+	slot := suf[:len(suf)-8-idLen]
+	_, _, _, _, many, err := slotParts(slot)
 	if err != nil {
 		return err
 	}
-	out := resolve.Fold(e.isOneIn(e.db, c.Predicate), toResolve(claims))
+	claims, err := e.slotClaims(ctx, e.db, user, slot)
+	if err != nil {
+		return err
+	}
+	out := resolve.Fold(!many, toResolve(claims))
 	retract := []string{c.ID}
 	for _, o := range claims {
 		if out[o.ID] != nil && out[o.ID].Into == c.ID {
@@ -322,6 +327,9 @@ type slotWork struct {
 	one                   bool
 	fresh                 map[string]bool // claims added by this transaction
 	judged                bool
+	// allObjects: an end without object of a Many predicate, which
+	// re-resolves every object sub-slot.
+	allObjects bool
 }
 
 func validOp(op extract.Op) error {
@@ -401,7 +409,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		} else {
 			id = endID(t.user, subjKey, pred, objKey, ctxKey, vf)
 		}
-		slot := slotKey(subjKey, pred, ctxKey)
+		slot := slotKey(subjKey, pred, ctxKey, one, objKey)
 		suf := claimSuffix(slot, vf, id)
 		conf := op.Confidence
 		if conf == 0 {
@@ -420,7 +428,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		sk := string(slot)
 		w := touched[sk]
 		if w == nil {
-			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one, fresh: map[string]bool{}}
+			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one, fresh: map[string]bool{},
+				allObjects: !one && op.Kind == extract.End && objKey == ""}
 			touched[sk] = w
 			order = append(order, sk)
 		}
@@ -494,14 +503,34 @@ func getClaim(r kv.Reader, user string, suf []byte) (claimRec, error) {
 	return decodeJSON[claimRec](v, "claim")
 }
 
+// slotClaims returns every claim that resolves in slot: its own, and for
+// an object sub-slot of a Many predicate the ends without object of the
+// same subject, predicate and context.
 func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot []byte) ([]claimRec, error) {
 	var out []claimRec
-	err := r.Scan(ctx, userKey(user, kv.SubClaim, slot), func(_, v []byte) error {
-		c, err := decodeJSON[claimRec](v, "claim")
-		out = append(out, c)
-		return err
-	})
-	return out, err
+	scan := func(s []byte, endsOnly bool) error {
+		return r.Scan(ctx, userKey(user, kv.SubClaim, s), func(_, v []byte) error {
+			c, err := decodeJSON[claimRec](v, "claim")
+			if endsOnly && resolve.Kind(c.Kind) != resolve.End {
+				return err
+			}
+			out = append(out, c)
+			return err
+		})
+	}
+	if err := scan(slot, false); err != nil {
+		return nil, err
+	}
+	subj, pred, ctxKey, obj, many, err := slotParts(slot)
+	if err != nil {
+		return nil, err
+	}
+	if many && obj != "" {
+		if err := scan(slotKey(subj, pred, ctxKey, false, ""), true); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func toResolve(cs []claimRec) []resolve.Claim {
@@ -545,7 +574,11 @@ func (t *txn) applyCorrection(c *Correction) error {
 		}
 		if w == nil {
 			slot := suf[:len(suf)-8-idLen]
-			w = &slotWork{slot: slot, pred: cl.Predicate, one: t.e.isOneIn(t.b, cl.Predicate), fresh: map[string]bool{}}
+			_, _, _, _, many, err := slotParts(slot)
+			if err != nil {
+				return err
+			}
+			w = &slotWork{slot: slot, pred: cl.Predicate, one: !many, fresh: map[string]bool{}}
 		}
 		if idHex == c.FactID {
 			t.decide(RuleCorrect, cl, "retracted by the user")
@@ -555,15 +588,4 @@ func (t *txn) applyCorrection(c *Correction) error {
 		return nil
 	}
 	return t.resolveSlot(w, RuleCorrect)
-}
-
-func (e *Engine) isOneIn(r kv.Reader, pred string) bool {
-	c, known := e.preds.lookup(pred)
-	if known {
-		return c == One
-	}
-	if v, err := r.Get(kv.AppendString([]byte{kv.TagJudge}, pred)); err == nil && len(v) == 1 {
-		return extract.Verdict(v[0]) == extract.Replace
-	}
-	return false
 }

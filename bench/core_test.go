@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memor-db/memor"
+)
+
+func openEngine(b *testing.B, o memor.Options) *memor.Engine {
+	b.Helper()
+	e, err := memor.Open(filepath.Join(b.TempDir(), "db"), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	return e
+}
+
+func fact(i int) memor.FactInput {
+	preds := []string{"lives_in", "likes", "works_at", "plays_instrument", "speaks_language"}
+	return memor.FactInput{Subject: "user", Predicate: preds[i%len(preds)], Object: fmt.Sprintf("object-%d", i),
+		ValidFrom: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Minute)}
+}
+
+func percentile(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return float64(ds[int(float64(len(ds)-1)*p)].Nanoseconds())
+}
+
+// BenchmarkAssert is the latency of one durable (fsynced) Assert: a user
+// fact through the resolver into Pebble with a WAL sync.
+func BenchmarkAssert(b *testing.B) {
+	for _, mode := range []string{"durable", "nosync"} {
+		b.Run("mode="+mode, func(b *testing.B) {
+			e := openEngine(b, memor.Options{NoSync: mode == "nosync"})
+			ctx := context.Background()
+			var lat []time.Duration
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				if _, err := e.Assert(ctx, fmt.Sprintf("user-%d", i%100), fact(i)); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+				i++
+			}
+			b.ReportMetric(percentile(lat, 0.5), "p50-ns")
+			b.ReportMetric(percentile(lat, 0.99), "p99-ns")
+			b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "facts/s")
+		})
+	}
+}
+
+// BenchmarkAssertConcurrent: durable asserts from several goroutines (one
+// user each). Pebble's commit pipeline shares fsyncs between concurrent
+// commits, so facts/s should grow with writers.
+func BenchmarkAssertConcurrent(b *testing.B) {
+	for _, writers := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			e := openEngine(b, memor.Options{})
+			ctx := context.Background()
+			var n atomic.Int64
+			b.ReportAllocs()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for w := range writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						i := int(n.Add(1))
+						if _, err := e.Assert(ctx, fmt.Sprintf("writer-%d", w), fact(i)); err != nil {
+							b.Error(err)
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "facts/s")
+		})
+	}
+}
+
+// BenchmarkBulk is the import path: AssertBatch in chunks of 1,000 facts
+// with NoSync and one Sync at the end. n=1000000 is skipped under -short.
+func BenchmarkBulk(b *testing.B) {
+	sizes := []int{10_000, 1_000_000}
+	if testing.Short() {
+		sizes = sizes[:1]
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				const chunk = 1000
+				batch := make([]memor.FactInput, 0, chunk)
+				for i := range n {
+					batch = append(batch, fact(i))
+					if len(batch) == chunk || i == n-1 {
+						// 100 facts per user: the 10k-users shape.
+						if _, err := e.AssertBatch(ctx, fmt.Sprintf("user-%d", i/100), batch); err != nil {
+							b.Fatal(err)
+						}
+						batch = batch[:0]
+					}
+				}
+				if err := e.Sync(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				e.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "facts/s")
+		})
+	}
+}
