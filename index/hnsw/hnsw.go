@@ -179,6 +179,17 @@ func (ix *Index) setM(m int) {
 	ix.o.M = m
 }
 
+// SetEfSearch changes the search beam width (ef ≤ 0 restores
+// DefaultEfSearch), e.g. to trade recall for speed at run time.
+func (ix *Index) SetEfSearch(ef int) {
+	if ef <= 0 {
+		ef = DefaultEfSearch
+	}
+	ix.mu.Lock()
+	ix.o.EfSearch = ef
+	ix.mu.Unlock()
+}
+
 // Dim returns the vector dimension.
 func (ix *Index) Dim() int { return ix.dim }
 
