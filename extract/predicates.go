@@ -46,7 +46,7 @@ func (st *state) nounPhrase(v []tok, i int) (string, string, int, bool) {
 	}
 	j := i
 	for j < len(v) && j-i < 6 && v[j].word && !npStop[v[j].w] {
-		if v[j].w == "of" && !(j+1 < len(v) && v[j+1].upper) {
+		if v[j].w == "of" && (!(j+1 < len(v) && v[j+1].upper) || v[j-1].w == "fan") {
 			break
 		}
 		if j > i && strings.TrimSpace(st.gap(v[j-1], v[j])) != "" {
@@ -242,8 +242,11 @@ func (st *state) pLive(f *frame, v []tok) bool {
 		return false
 	}
 	i := 1
-	if at(v, i) == "here" || at(v, i) == "there" {
-		return false
+	if at(v, i) == "with" {
+		// "I live with my partner Jordan in Toronto"
+		for i < len(v) && i < 8 && at(v, i) != "in" {
+			i++
+		}
 	}
 	if at(v, i) != "in" && at(v, i) != "at" {
 		return false
