@@ -1,0 +1,678 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/kelindar/bitmap"
+	"github.com/memor-db/memor/kv"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrEmptyName reports an entity name or label that is empty after
+	// trimming space.
+	ErrEmptyName = errors.New("graph: empty entity name or label")
+	// ErrNilWriter reports a nil kv.Writer passed to a write method.
+	ErrNilWriter = errors.New("graph: nil writer")
+	// ErrCorrupt reports stored graph data that does not decode.
+	ErrCorrupt = errors.New("graph: corrupt graph data")
+	// ErrInconsistent reports a disagreement found by Check.
+	ErrInconsistent = errors.New("graph: graph inconsistent")
+	// ErrTooManyEntities reports an entity dictionary that has used every
+	// uint32 ID.
+	ErrTooManyEntities = errors.New("graph: entity IDs exhausted")
+)
+
+const (
+	// DefaultDepth is the hop bound BFS uses when given depth ≤ 0.
+	DefaultDepth = 3
+	// DefaultMaxPaths bounds the paths BFS returns; BFSLimit takes another.
+	DefaultMaxPaths = 256
+
+	tagEdge   = 'd' // part of the file format
+	tagEntity = 'e' // part of the file format
+)
+
+type entity struct {
+	key     uint32 // stored ID: the entity's key and edges' references to it
+	display string
+	norm    string
+	words   []string // lower-cased words of the name, for Entities
+	refs    int      // edges with this entity as an endpoint (0: slot unused)
+	adj     []uint32 // edge slots touching the entity, sorted by doc
+}
+
+type edge struct {
+	doc      uint32
+	from, to uint32
+	label    string
+	live     bool
+}
+
+// Graph is the fact graph of one user. Safe for concurrent use.
+type Graph struct {
+	prefix []byte
+
+	mu     sync.RWMutex
+	ents   []entity          // by entity ID; refs == 0 marks a free ID
+	byNorm map[string]uint32 // identity → entity ID
+	edges  []edge            // by edge slot
+	byDoc  map[uint32]uint32 // doc → edge slot
+	free   []uint32          // unused edge slots
+	// first maps an entity's first word to the IDs of entities starting
+	// with it, longest name first, for Entities.
+	first map[string][]uint32
+	// freeEnts holds entity IDs below len(ents) that no entity uses.
+	freeEnts []uint32
+	// nextKey is the stored ID the next new entity gets. Stored IDs are
+	// never reused within a process; in memory, entities get dense IDs
+	// (indexes into ents) so that walk bitmaps stay small whatever the
+	// stored IDs are.
+	nextKey uint64
+
+	pool sync.Pool // *walkState
+}
+
+// New returns an empty graph whose keys start with prefix.
+func New(prefix []byte) *Graph {
+	return &Graph{
+		prefix: append([]byte(nil), prefix...),
+		byNorm: make(map[string]uint32),
+		byDoc:  make(map[uint32]uint32),
+		first:  make(map[string][]uint32),
+	}
+}
+
+// Load reads the graph stored under prefix.
+func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Graph, error) {
+	g := New(prefix)
+	st, err := g.scan(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("graph: load: %w", err)
+	}
+	byKey := make(map[uint32]uint32, len(st.ents))
+	for _, se := range st.ents {
+		id, err := g.installEntity(se.key, se.display)
+		if err != nil {
+			return nil, fmt.Errorf("graph: load: %w", err)
+		}
+		byKey[se.key] = id
+		g.nextKey = max(g.nextKey, uint64(se.key)+1)
+	}
+	for _, e := range st.edges {
+		from, ok1 := byKey[e.from]
+		to, ok2 := byKey[e.to]
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("graph: load: %w: edge of doc %d names a missing entity", ErrCorrupt, e.doc)
+		}
+		e.from, e.to = from, to
+		g.installEdge(e)
+	}
+	for _, ent := range g.ents {
+		if ent.refs == 0 {
+			return nil, fmt.Errorf("graph: load: %w: entity %d %q has no edges", ErrCorrupt, ent.key, ent.display)
+		}
+	}
+	return g, nil
+}
+
+// stored is what scan decodes: entities by stored ID in key order, and
+// edges whose endpoints are stored IDs.
+type stored struct {
+	ents  []storedEntity
+	edges []edge
+}
+
+type storedEntity struct {
+	key     uint32
+	display string
+}
+
+// scan decodes everything stored under the prefix.
+func (g *Graph) scan(ctx context.Context, r kv.Reader) (stored, error) {
+	var st stored
+	err := r.Scan(ctx, g.prefix, func(k, v []byte) error {
+		rest := k[len(g.prefix):]
+		if len(rest) != 5 {
+			return fmt.Errorf("%w: key %x", ErrCorrupt, k)
+		}
+		id := kv.NewDecoder(rest[1:]).Uint32()
+		switch rest[0] {
+		case tagEntity:
+			if normalize(string(v)) == "" {
+				return fmt.Errorf("%w: entity %d has an empty name", ErrCorrupt, id)
+			}
+			st.ents = append(st.ents, storedEntity{key: id, display: string(v)})
+		case tagEdge:
+			d := kv.NewDecoder(v)
+			from, to := d.Uint32(), d.Uint32()
+			if d.Err != nil || len(d.Rest()) == 0 {
+				return fmt.Errorf("%w: edge of doc %d: value %x", ErrCorrupt, id, v)
+			}
+			st.edges = append(st.edges, edge{doc: id, from: from, to: to, label: string(d.Rest()), live: true})
+		default:
+			return fmt.Errorf("%w: key %x has unknown tag", ErrCorrupt, k)
+		}
+		return nil
+	})
+	return st, err
+}
+
+func (g *Graph) key(tag byte, id uint32) []byte {
+	k := make([]byte, 0, len(g.prefix)+5)
+	k = append(append(k, g.prefix...), tag)
+	return kv.AppendUint32(k, id)
+}
+
+// normalize returns the identity of an entity name: space trimmed and
+// collapsed, lower-cased.
+func normalize(name string) string {
+	return strings.ToLower(strings.Join(strings.Fields(name), " "))
+}
+
+// words splits s into lower-cased runs of letters and digits.
+func words(s string) []string {
+	var out []string
+	start := -1
+	for i, r := range s {
+		w := unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+		switch {
+		case w && start < 0:
+			start = i
+		case !w && start >= 0:
+			out = append(out, strings.ToLower(s[start:i]))
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, strings.ToLower(s[start:]))
+	}
+	return out
+}
+
+// installEntity adds an entity with the given stored ID and display name
+// to memory and returns its in-memory ID. Caller owns g or holds the write
+// lock.
+func (g *Graph) installEntity(key uint32, display string) (uint32, error) {
+	norm := normalize(display)
+	if other, ok := g.byNorm[norm]; ok {
+		return 0, fmt.Errorf("%w: entities %d and %d are both %q", ErrCorrupt, g.ents[other].key, key, norm)
+	}
+	var id uint32
+	if n := len(g.freeEnts); n > 0 {
+		id = g.freeEnts[n-1]
+		g.freeEnts = g.freeEnts[:n-1]
+	} else {
+		id = uint32(len(g.ents))
+		g.ents = append(g.ents, entity{})
+	}
+	e := &g.ents[id]
+	*e = entity{key: key, display: display, norm: norm, words: words(display)}
+	g.byNorm[norm] = id
+	if len(e.words) > 0 {
+		w := e.words[0]
+		list := g.first[w]
+		i, _ := slices.BinarySearchFunc(list, id, g.cmpMatch)
+		g.first[w] = slices.Insert(list, i, id)
+	}
+	return id, nil
+}
+
+// cmpMatch orders candidates for one first word: longest name first, then
+// stored ID (stable across reloads).
+func (g *Graph) cmpMatch(a, b uint32) int {
+	return cmp.Or(cmp.Compare(len(g.ents[b].words), len(g.ents[a].words)), cmp.Compare(g.ents[a].key, g.ents[b].key))
+}
+
+func (g *Graph) dropEntity(id uint32) {
+	e := &g.ents[id]
+	delete(g.byNorm, e.norm)
+	if len(e.words) > 0 {
+		w := e.words[0]
+		list := g.first[w]
+		if i, ok := slices.BinarySearchFunc(list, id, g.cmpMatch); ok {
+			list = slices.Delete(list, i, i+1)
+		}
+		if len(list) == 0 {
+			delete(g.first, w)
+		} else {
+			g.first[w] = list
+		}
+	}
+	*e = entity{}
+	g.freeEnts = append(g.freeEnts, id)
+}
+
+// installEdge links e in memory. Caller owns g or holds the write lock.
+func (g *Graph) installEdge(e edge) {
+	var slot uint32
+	if n := len(g.free); n > 0 {
+		slot = g.free[n-1]
+		g.free = g.free[:n-1]
+		g.edges[slot] = e
+	} else {
+		slot = uint32(len(g.edges))
+		g.edges = append(g.edges, e)
+	}
+	g.byDoc[e.doc] = slot
+	g.link(e.from, slot)
+	if e.to != e.from {
+		g.link(e.to, slot)
+	}
+}
+
+func (g *Graph) link(id, slot uint32) {
+	ent := &g.ents[id]
+	ent.refs++
+	i, _ := slices.BinarySearchFunc(ent.adj, g.edges[slot].doc, func(s, doc uint32) int { return cmp.Compare(g.edges[s].doc, doc) })
+	ent.adj = slices.Insert(ent.adj, i, slot)
+}
+
+// unlink removes edge slot from entity id and reports whether the entity
+// has no edges left.
+func (g *Graph) unlink(id, slot uint32) bool {
+	ent := &g.ents[id]
+	if i, ok := slices.BinarySearchFunc(ent.adj, g.edges[slot].doc, func(s, doc uint32) int { return cmp.Compare(g.edges[s].doc, doc) }); ok {
+		ent.adj = slices.Delete(ent.adj, i, i+1)
+	}
+	ent.refs--
+	return ent.refs == 0
+}
+
+// entityID returns the ID for name, creating the entity (and writing it to
+// w) if it is new.
+func (g *Graph) entityID(w kv.Writer, name string) (uint32, error) {
+	norm := normalize(name)
+	if id, ok := g.byNorm[norm]; ok {
+		return id, nil
+	}
+	if g.nextKey > math.MaxUint32 {
+		return 0, ErrTooManyEntities
+	}
+	key := uint32(g.nextKey)
+	display := strings.Join(strings.Fields(name), " ")
+	if err := w.Set(g.key(tagEntity, key), []byte(display)); err != nil {
+		return 0, fmt.Errorf("graph: write entity: %w", err)
+	}
+	id, err := g.installEntity(key, display)
+	if err != nil {
+		return 0, err
+	}
+	g.nextKey++
+	return id, nil
+}
+
+// AddEdge records the edge of fact version doc: from -label-> to. Entity
+// names are matched by identity (case-insensitive), the first display form
+// being kept. Adding an edge for a doc that already has one replaces it.
+func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
+	if w == nil {
+		return ErrNilWriter
+	}
+	label = strings.Join(strings.Fields(label), " ")
+	if normalize(from) == "" || normalize(to) == "" || label == "" {
+		return fmt.Errorf("%w: doc %d: %q -%q-> %q", ErrEmptyName, doc, from, label, to)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if slot, ok := g.byDoc[doc]; ok {
+		old := g.edges[slot]
+		if old.label == label && g.ents[old.from].norm == normalize(from) && g.ents[old.to].norm == normalize(to) {
+			return nil
+		}
+		if err := g.removeEdge(w, doc); err != nil {
+			return err
+		}
+	}
+	fid, err := g.entityID(w, from)
+	if err != nil {
+		return err
+	}
+	tid, err := g.entityID(w, to)
+	if err == nil {
+		v := kv.AppendUint32(kv.AppendUint32(make([]byte, 0, 8+len(label)), g.ents[fid].key), g.ents[tid].key)
+		if err = w.Set(g.key(tagEdge, doc), append(v, label...)); err != nil {
+			err = fmt.Errorf("graph: write edge of doc %d: %w", doc, err)
+		}
+	}
+	if err != nil {
+		// Keep invariant 1 in memory: drop entities this call created.
+		for _, id := range []uint32{fid, tid} {
+			if int(id) < len(g.ents) && g.ents[id].norm != "" && g.ents[id].refs == 0 {
+				g.dropEntity(id)
+			}
+		}
+		return err
+	}
+	g.installEdge(edge{doc: doc, from: fid, to: tid, label: label, live: true})
+	return nil
+}
+
+// RemoveEdge removes the edge of doc, and any entity left without edges.
+// Removing a doc that has no edge is not an error.
+func (g *Graph) RemoveEdge(w kv.Writer, doc uint32) error {
+	if w == nil {
+		return ErrNilWriter
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.removeEdge(w, doc)
+}
+
+func (g *Graph) removeEdge(w kv.Writer, doc uint32) error {
+	slot, ok := g.byDoc[doc]
+	if !ok {
+		return nil
+	}
+	e := g.edges[slot]
+	if err := w.Delete(g.key(tagEdge, doc)); err != nil {
+		return fmt.Errorf("graph: delete edge of doc %d: %w", doc, err)
+	}
+	ends := []uint32{e.from}
+	if e.to != e.from {
+		ends = append(ends, e.to)
+	}
+	for _, id := range ends {
+		if g.ents[id].refs == 1 {
+			if err := w.Delete(g.key(tagEntity, g.ents[id].key)); err != nil {
+				return fmt.Errorf("graph: delete entity %d: %w", g.ents[id].key, err)
+			}
+		}
+	}
+	for _, id := range ends {
+		if g.unlink(id, slot) {
+			g.dropEntity(id)
+		}
+	}
+	delete(g.byDoc, doc)
+	g.edges[slot] = edge{}
+	g.free = append(g.free, slot)
+	return nil
+}
+
+// Len returns the number of entities and edges.
+func (g *Graph) Len() (entities, edges int) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.byNorm), len(g.byDoc)
+}
+
+// Entities returns the display names of known entities that occur in text,
+// in order of first occurrence, each once. Matching is on word boundaries,
+// case-insensitive, longest name first at each position, without overlaps:
+// with entities "Alex", "retriever" and "golden retriever", the text "my
+// brother Alex has a Golden Retriever" gives [Alex golden retriever].
+func (g *Graph) Entities(text string) []string {
+	ws := words(text)
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []string
+	seen := map[uint32]bool{}
+	for i := 0; i < len(ws); {
+		n := 1
+		for _, id := range g.first[ws[i]] {
+			ew := g.ents[id].words
+			if len(ew) <= len(ws)-i && slices.Equal(ew, ws[i:i+len(ew)]) {
+				if !seen[id] {
+					seen[id] = true
+					out = append(out, g.ents[id].display)
+				}
+				n = len(ew)
+				break
+			}
+		}
+		i += n
+	}
+	return out
+}
+
+// Hop is one walked edge. From and To are in walk order; the fact itself
+// reads From -Label-> To, or To -Label-> From when Inverse is set (the edge
+// was walked against its direction).
+type Hop struct {
+	From, Label, To string
+	Doc             uint32
+	Inverse         bool
+}
+
+// Path is the walk from a seed entity to one fact: the last hop's Doc.
+type Path struct {
+	Hops []Hop
+}
+
+// Doc returns the fact version the path ends with.
+func (p Path) Doc() uint32 {
+	if len(p.Hops) == 0 {
+		return 0
+	}
+	return p.Hops[len(p.Hops)-1].Doc
+}
+
+// String renders the path: "user → brother → Alex → has_pet → golden
+// retriever", with ← arrows around a hop walked against its direction
+// ("Alex ← brother ← user").
+func (p Path) String() string {
+	if len(p.Hops) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(p.Hops[0].From)
+	for _, h := range p.Hops {
+		arrow := " → "
+		if h.Inverse {
+			arrow = " ← "
+		}
+		b.WriteString(arrow)
+		b.WriteString(h.Label)
+		b.WriteString(arrow)
+		b.WriteString(h.To)
+	}
+	return b.String()
+}
+
+// node is one entity reached by a walk.
+type node struct {
+	ent     uint32
+	parent  int32 // index in walkState.nodes; -1 for a seed
+	slot    uint32
+	inverse bool
+}
+
+type walkState struct {
+	seenEnt, seenEdge bitmap.Bitmap
+	nodes             []node
+	frontier, next    []int32
+}
+
+// BFS walks at most depth hops (DefaultDepth when depth ≤ 0) from the named
+// seed entities (unknown names are ignored) over the edges whose doc is in
+// allow (every edge when allow is nil) and returns one path per walked edge,
+// at most DefaultMaxPaths, shortest first. It returns ctx's error if ctx
+// ends during the walk.
+func (g *Graph) BFS(ctx context.Context, seeds []string, depth int, allow *roaring.Bitmap) ([]Path, error) {
+	return g.BFSLimit(ctx, seeds, depth, DefaultMaxPaths, allow)
+}
+
+// BFSLimit is BFS returning at most maxPaths paths (DefaultMaxPaths when
+// maxPaths ≤ 0).
+func (g *Graph) BFSLimit(ctx context.Context, seeds []string, depth, maxPaths int, allow *roaring.Bitmap) ([]Path, error) {
+	if depth <= 0 {
+		depth = DefaultDepth
+	}
+	if maxPaths <= 0 {
+		maxPaths = DefaultMaxPaths
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	ws, _ := g.pool.Get().(*walkState)
+	if ws == nil {
+		ws = &walkState{}
+	}
+	defer func() {
+		ws.seenEnt.Clear()
+		ws.seenEdge.Clear()
+		ws.nodes, ws.frontier, ws.next = ws.nodes[:0], ws.frontier[:0], ws.next[:0]
+		g.pool.Put(ws)
+	}()
+	for _, s := range seeds {
+		id, ok := g.byNorm[normalize(s)]
+		if !ok || ws.seenEnt.Contains(id) {
+			continue
+		}
+		ws.seenEnt.Set(id)
+		ws.nodes = append(ws.nodes, node{ent: id, parent: -1})
+		ws.frontier = append(ws.frontier, int32(len(ws.nodes)-1))
+	}
+	var paths []Path
+	steps := 0
+	for d := 0; d < depth && len(ws.frontier) > 0; d++ {
+		for _, ni := range ws.frontier {
+			for _, slot := range g.ents[ws.nodes[ni].ent].adj {
+				if steps++; steps&1023 == 0 {
+					if err := ctx.Err(); err != nil {
+						return nil, fmt.Errorf("graph: bfs: %w", err)
+					}
+				}
+				if ws.seenEdge.Contains(slot) {
+					continue
+				}
+				e := &g.edges[slot]
+				if allow != nil && !allow.Contains(e.doc) {
+					continue
+				}
+				ws.seenEdge.Set(slot)
+				from := ws.nodes[ni].ent
+				other, inverse := e.to, false
+				if e.from != from {
+					other, inverse = e.from, true
+				}
+				paths = append(paths, g.path(ws.nodes, ni, d+1, Hop{
+					From: g.ents[from].display, Label: e.label, To: g.ents[other].display, Doc: e.doc, Inverse: inverse,
+				}))
+				if len(paths) >= maxPaths {
+					return paths, nil
+				}
+				if !ws.seenEnt.Contains(other) {
+					ws.seenEnt.Set(other)
+					ws.nodes = append(ws.nodes, node{ent: other, parent: ni, slot: slot, inverse: inverse})
+					ws.next = append(ws.next, int32(len(ws.nodes)-1))
+				}
+			}
+		}
+		ws.frontier, ws.next = ws.next, ws.frontier[:0]
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("graph: bfs: %w", err)
+	}
+	return paths, nil
+}
+
+// path builds the hops from a seed to node ni followed by last; n is the
+// total number of hops.
+func (g *Graph) path(nodes []node, ni int32, n int, last Hop) Path {
+	hops := make([]Hop, n)
+	hops[n-1] = last
+	for i := n - 2; i >= 0; i-- {
+		nd := nodes[ni]
+		e := &g.edges[nd.slot]
+		from := nodes[nd.parent].ent
+		hops[i] = Hop{From: g.ents[from].display, Label: e.label, To: g.ents[nd.ent].display, Doc: e.doc, Inverse: nd.inverse}
+		ni = nd.parent
+	}
+	return Path{Hops: hops}
+}
+
+// Check verifies the graph against what r holds under its prefix and its
+// own invariants: dictionary and edges equal in store and memory, reference
+// counts, adjacency and the match index. It returns the errors.Join of
+// every finding, each wrapping ErrInconsistent or ErrCorrupt.
+func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	st, err := g.scan(ctx, r)
+	if err != nil {
+		return fmt.Errorf("graph: check: %w", err)
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		if len(errs) < 20 {
+			errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInconsistent}, args...)...))
+		}
+	}
+	stEnts := make(map[uint32]string, len(st.ents))
+	for _, se := range st.ents {
+		stEnts[se.key] = se.display
+		if id, ok := g.byNorm[normalize(se.display)]; !ok || g.ents[id].key != se.key || g.ents[id].display != se.display {
+			bad("stored entity %d %q not in memory", se.key, se.display)
+		}
+	}
+	refs := make([]int, len(g.ents))
+	stEdges := map[uint32]edge{}
+	for _, e := range st.edges {
+		stEdges[e.doc] = e
+	}
+	for doc, slot := range g.byDoc {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e := g.edges[slot]
+		if e.doc != doc || !e.live {
+			bad("doc %d maps to slot %d holding doc %d", doc, slot, e.doc)
+			continue
+		}
+		if s, ok := stEdges[doc]; !ok || int(e.from) >= len(g.ents) || int(e.to) >= len(g.ents) ||
+			s != (edge{doc: doc, from: g.ents[e.from].key, to: g.ents[e.to].key, label: e.label, live: true}) {
+			bad("edge of doc %d differs between store (%v) and memory", doc, ok)
+		}
+		for _, id := range []uint32{e.from, e.to} {
+			if int(id) >= len(g.ents) || g.ents[id].norm == "" {
+				bad("edge of doc %d names missing entity %d", doc, id)
+				continue
+			}
+			if _, ok := slices.BinarySearchFunc(g.ents[id].adj, doc, func(s, d uint32) int { return cmp.Compare(g.edges[s].doc, d) }); !ok {
+				bad("edge of doc %d missing from the adjacency of entity %d", doc, id)
+			}
+		}
+		if int(e.from) < len(refs) && int(e.to) < len(refs) {
+			refs[e.from]++
+			if e.to != e.from {
+				refs[e.to]++
+			}
+		}
+	}
+	if len(stEdges) != len(g.byDoc) {
+		bad("store holds %d edges, memory %d", len(stEdges), len(g.byDoc))
+	}
+	live := 0
+	for id, ent := range g.ents {
+		if ent.norm == "" {
+			continue
+		}
+		live++
+		if d, ok := stEnts[ent.key]; !ok || d != ent.display {
+			bad("entity %d %q not stored", ent.key, ent.display)
+		}
+		if ent.refs != refs[id] || ent.refs != len(ent.adj) || ent.refs == 0 {
+			bad("entity %d %q: refs %d, adjacency %d, edges %d", id, ent.display, ent.refs, len(ent.adj), refs[id])
+		}
+		if g.byNorm[ent.norm] != uint32(id) {
+			bad("entity %d %q not found by identity", id, ent.display)
+		}
+		if len(ent.words) > 0 && !slices.Contains(g.first[ent.words[0]], uint32(id)) {
+			bad("entity %d %q missing from the match index", id, ent.display)
+		}
+	}
+	if live != len(g.byNorm) || live != len(st.ents) {
+		bad("%d live entities, %d by identity, %d stored", live, len(g.byNorm), len(st.ents))
+	}
+	return errors.Join(errs...)
+}
