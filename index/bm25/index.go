@@ -62,9 +62,13 @@ func (o Options) withDefaults() Options {
 type posting struct {
 	docs *roaring.Bitmap
 	tfs  []uint32
+	// maxTF bounds every frequency in tfs. Deletes leave it as is: it stays
+	// an upper bound, which is all Search's pruning needs.
+	maxTF uint32
 }
 
 func (p *posting) insert(doc, tf uint32) {
+	p.maxTF = max(p.maxTF, tf)
 	if p.docs.IsEmpty() || doc > p.docs.Maximum() {
 		// Documents mostly arrive in ID order: appending is the fast path.
 		p.docs.Add(doc)
@@ -122,8 +126,13 @@ type Index struct {
 	pages []*docPage
 	live  *roaring.Bitmap
 	total uint64 // sum of document lengths
+	// minLen bounds from below the length of every non-empty document;
+	// like maxTF it is not raised on delete.
+	minLen uint32
 
 	pool sync.Pool // *scratch
+
+	noPrune bool // tests and benchmarks: score every posting (no MaxScore)
 }
 
 // New returns an empty index whose keys start with prefix (copied).
@@ -135,6 +144,7 @@ func New(prefix []byte, o Options) *Index {
 		b:      o.B,
 		ids:    map[string]uint32{},
 		live:   roaring.New(),
+		minLen: math.MaxUint32,
 	}
 	ix.pool.New = func() any { return new(scratch) }
 	return ix
@@ -160,7 +170,8 @@ type scratch struct {
 	counts  []count // distinct tokens and their frequency
 	key     []byte
 	val     []byte
-	acc     [window]float64
+	acc     []float64 // window slots per query term
+	contrib []float64 // per query term, one document's looked-up share
 	touched [window / 64]uint64
 	cursors []cursor
 	query   []qterm
@@ -284,6 +295,9 @@ func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
 	p.terms[doc&pageMask] = refs
 	ix.live.Add(doc)
 	ix.total += uint64(length)
+	if length > 0 {
+		ix.minLen = min(ix.minLen, length)
+	}
 }
 
 func cmpUint32(a, b uint32) int {

@@ -106,6 +106,9 @@ type cursor struct {
 	ti   int // index into tfs of the current entry
 	w    float64
 	done bool
+	// MaxScore state.
+	ub        float64 // upper bound of the term's contribution
+	essential bool    // postings still walked
 }
 
 func (c *cursor) cur() uint32 { return c.buf[c.pos] }
@@ -119,12 +122,29 @@ func (c *cursor) next() {
 	c.done = c.n == 0
 }
 
-// scorePostings is the block-at-a-time scorer over all query postings.
+// scorePostings is the block-at-a-time scorer over the query postings,
+// with MaxScore pruning (Turtle & Flood, "Query evaluation: strategies and
+// optimizations", IP&M 31(6), 1995): once the heap is full, the terms with
+// the smallest score bounds whose bounds sum to at most the k-th best score
+// cannot lift a document into the top k on their own. Their postings are no
+// longer walked ("non-essential"); they are looked up in the term lists of
+// the documents the other terms bring up. The threshold only rises, so a
+// term never becomes essential again.
+//
+// Every document's score is summed in query-term order whichever way each
+// term's contribution was found, so scores are bit-identical to
+// scoreAllowed, Explain and each other.
 func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.Bitmap, kA, kB float64) error {
-	if cap(s.cursors) < len(s.query) {
-		s.cursors = make([]cursor, len(s.query))
+	m := len(s.query)
+	if cap(s.cursors) < m {
+		s.cursors = make([]cursor, m)
 	}
-	cs := s.cursors[:len(s.query)]
+	cs := s.cursors[:m]
+	minDL := 0.0
+	if ix.minLen != math.MaxUint32 {
+		minDL = float64(ix.minLen)
+	}
+	s.order = s.order[:0]
 	for i, q := range s.query {
 		t := &ix.terms[q.id]
 		c := &cs[i]
@@ -132,23 +152,45 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 			c.buf = make([]uint32, 256)
 		}
 		c.it, c.tfs, c.w, c.ti = t.docs.ManyIterator(), t.tfs, q.w, -1
-		c.pos, c.n = 0, 0
+		c.pos, c.n, c.essential = 0, 0, true
 		c.next()
+		// The most a document can get from the term: largest tf, shortest
+		// document. The small relative margin covers rounding.
+		tf := float64(t.maxTF)
+		c.ub = q.w * tf / (tf + kA + kB*minDL) * (1 + 1e-9)
+		s.order = append(s.order, i)
 	}
+	slices.SortFunc(s.order, func(a, b int) int { return cmpFloat(cs[a].ub, cs[b].ub) })
+	if cap(s.contrib) < m {
+		s.contrib = make([]float64, m)
+	}
+	s.contrib = s.contrib[:m]
+	if n := m * window; cap(s.acc) < n {
+		s.acc = make([]float64, n)
+	}
+	acc := s.acc[:m*window]
+	touched := &s.touched
 	var allowIt roaring.IntPeekable
 	if allow != nil {
 		allowIt = allow.Iterator()
 	}
-	acc, touched := &s.acc, &s.touched
+	nonEss, nonEssUB := 0, 0.0 // s.order[:nonEss] are non-essential
 	for blocks := 0; ; blocks++ {
 		if blocks&15 == 15 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
+		theta, full := s.heap.threshold()
+		full = full && !ix.noPrune
+		for full && nonEss < m && nonEssUB+cs[s.order[nonEss]].ub <= theta {
+			nonEssUB += cs[s.order[nonEss]].ub
+			cs[s.order[nonEss]].essential = false
+			nonEss++
+		}
 		lo := uint64(math.MaxUint64)
 		for i := range cs {
-			if !cs[i].done {
+			if cs[i].essential && !cs[i].done {
 				lo = min(lo, uint64(cs[i].cur()))
 			}
 		}
@@ -159,12 +201,16 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 		end := uint64(base) + window
 		for i := range cs {
 			c := &cs[i]
+			if !c.essential {
+				continue
+			}
+			a := acc[i*window : (i+1)*window]
 			for !c.done && uint64(c.cur()) < end {
 				d := c.cur()
 				tf := float64(c.tfs[c.ti])
 				dl := float64(ix.pages[d>>pageShift].lens[d&pageMask])
 				off := d - base
-				acc[off] += c.w * tf / (tf + kA + kB*dl)
+				a[off] = c.w * tf / (tf + kA + kB*dl)
 				touched[off>>6] |= 1 << (off & 63)
 				c.next()
 			}
@@ -177,19 +223,100 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 			for word != 0 {
 				off := uint32(wi<<6 | bits.TrailingZeros64(word))
 				word &= word - 1
-				score := acc[off]
-				acc[off] = 0
 				d := base + off
 				if allowIt != nil {
 					allowIt.AdvanceIfNeeded(d)
 					if !allowIt.HasNext() || allowIt.PeekNext() != d {
+						ix.clearSlot(cs, acc, off)
 						continue
+					}
+				}
+				if nonEss == 0 {
+					score := 0.0
+					for i := range cs {
+						score += acc[i*window+int(off)]
+						acc[i*window+int(off)] = 0
+					}
+					s.heap.offer(d, score)
+					continue
+				}
+				partial := 0.0
+				for i := range cs {
+					partial += acc[i*window+int(off)]
+				}
+				if partial+nonEssUB <= theta {
+					ix.clearSlot(cs, acc, off)
+					continue
+				}
+				// Look the non-essential terms up, largest bound first, and
+				// stop as soon as the document provably cannot enter.
+				refs := ix.docTerms(d)
+				dl := float64(ix.docLen(d))
+				est, rest, pruned := partial, nonEssUB, false
+				for j := nonEss - 1; j >= 0; j-- {
+					i := s.order[j]
+					c := 0.0
+					if tf, ok := findTF(refs, s.query[i].id); ok {
+						c = cs[i].w * tf / (tf + kA + kB*dl)
+					}
+					s.contrib[i] = c
+					est += c
+					rest -= cs[i].ub
+					if j > 0 && est+rest <= theta {
+						pruned = true
+						break
+					}
+				}
+				if pruned {
+					ix.clearSlot(cs, acc, off)
+					continue
+				}
+				score := 0.0
+				for i := range cs { // query order: adding 0 for a missing term is exact
+					if cs[i].essential {
+						score += acc[i*window+int(off)]
+						acc[i*window+int(off)] = 0
+					} else {
+						score += s.contrib[i]
 					}
 				}
 				s.heap.offer(d, score)
 			}
 		}
 	}
+}
+
+func (ix *Index) clearSlot(cs []cursor, acc []float64, off uint32) {
+	for i := range cs {
+		acc[i*window+int(off)] = 0
+	}
+}
+
+// findTF returns the frequency of term id in a document's sorted term list.
+func findTF(refs []termRef, id uint32) (float64, bool) {
+	lo, hi := 0, len(refs)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if refs[h].id < id {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	if lo < len(refs) && refs[lo].id == id {
+		return float64(refs[lo].tf), true
+	}
+	return 0, false
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // scoreAllowed scores each allowed document from its term list.
@@ -206,11 +333,10 @@ func (ix *Index) scoreAllowed(ctx context.Context, s *scratch, allow *roaring.Bi
 		dl := float64(ix.docLen(d))
 		score, matched := 0.0, false
 		for _, q := range s.query { // query order, as scorePostings sums
-			j, ok := slices.BinarySearchFunc(refs, q.id, func(r termRef, id uint32) int { return cmpUint32(r.id, id) })
+			tf, ok := findTF(refs, q.id)
 			if !ok {
 				continue
 			}
-			tf := float64(refs[j].tf)
 			score += q.w * tf / (tf + kA + kB*dl)
 			matched = true
 		}
@@ -238,6 +364,15 @@ func (t *topK) reset(k int) {
 		t.h = make([]Hit, 0, k)
 	}
 	t.h = t.h[:0]
+}
+
+// threshold returns the k-th best score and whether k hits are held: a
+// later (larger) document must score strictly more to enter.
+func (t *topK) threshold() (float64, bool) {
+	if len(t.h) < t.k {
+		return 0, false
+	}
+	return t.h[0].Score, true
 }
 
 func (t *topK) offer(doc uint32, score float64) {

@@ -1,0 +1,73 @@
+package bm25
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// zipfIndex builds an index of n short documents over a Zipfian vocabulary
+// (no store: writes are discarded) and a list of 2–4 word queries.
+func zipfIndex(n int) (*Index, []string) {
+	r := rand.New(rand.NewPCG(7, 7))
+	z := rand.NewZipf(r, 1.07, 2, 30_000)
+	word := func() string { return fmt.Sprintf("w%dx", z.Uint64()) }
+	ix := New(nil, Options{})
+	for d := 0; d < n; d++ {
+		ws := make([]string, 4+r.IntN(6))
+		for i := range ws {
+			ws[i] = word()
+		}
+		_ = ix.Add(discard{}, uint32(d), strings.Join(ws, " "))
+	}
+	var qs []string
+	for i := 0; i < 256; i++ {
+		ws := make([]string, 2+r.IntN(3))
+		for i := range ws {
+			ws[i] = word()
+		}
+		qs = append(qs, strings.Join(ws, " "))
+	}
+	return ix, qs
+}
+
+func BenchmarkSearch(b *testing.B) {
+	n := 100_000
+	if testing.Short() {
+		n = 5000
+	}
+	ix, qs := zipfIndex(n)
+	for _, prune := range []bool{true, false} {
+		b.Run(fmt.Sprintf("n=%d/k=10/maxscore=%v", n, prune), func(b *testing.B) {
+			ix.noPrune = !prune
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := ix.Search(context.Background(), qs[i%len(qs)], 10, nil); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+	ix.noPrune = false
+}
+
+// TestMaxScoreExact checks that pruning changes nothing: the same hits, the
+// same scores to the bit, on a corpus large enough for pruning to bite.
+func TestMaxScoreExact(t *testing.T) {
+	ix, qs := zipfIndex(20_000)
+	for _, q := range qs[:100] {
+		for _, k := range []int{1, 10, 50} {
+			ix.noPrune = false
+			got, _ := ix.Search(context.Background(), q, k, nil)
+			ix.noPrune = true
+			want, _ := ix.Search(context.Background(), q, k, nil)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("query %q k=%d: pruned %v, exhaustive %v", q, k, got, want)
+			}
+		}
+	}
+}
