@@ -367,6 +367,9 @@ func (r *runner) verify(in *input) {
 		if err != nil {
 			r.fail("asof: %v", err)
 		}
+		// The model answers AsOf two independent ways; they must agree.
+		r.compare(fmt.Sprintf("model AsOf(%q, valid=%s, known=%s) by versions and by fold", u, fmtT(validAt), fmtT(knownAt)),
+			renderAll(r.m.AsOfByFold(u, validAt, knownAt), view{}), renderAll(r.m.AsOf(u, validAt, knownAt), view{}))
 		r.compare(fmt.Sprintf("AsOf(%q, valid=%s, known=%s)", u, fmtT(validAt), fmtT(knownAt)),
 			renderAll(r.m.AsOf(u, validAt, knownAt), all), renderEngine(got, all))
 	}
