@@ -175,9 +175,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 			return err
 		}
 	}
-	if e.idx != nil {
-		e.idx.dropUser(user)
-	}
+	e.idx.dropUser(user)
 	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
 	for i, ep := range eps {
 		if err := ctx.Err(); err != nil {
@@ -193,9 +191,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 		}
 	}
 	if err := t.commit(); err != nil {
-		if e.idx != nil {
-			e.idx.dropUser(user)
-		}
+		e.idx.dropUser(user)
 		return err
 	}
 	return nil
@@ -219,10 +215,8 @@ func (e *Engine) Check(ctx context.Context) error {
 	for _, u := range users {
 		unlock := e.lockUser(u)
 		errs = append(errs, e.checkUser(ctx, u)...)
-		if e.idx != nil {
-			if err := e.idx.check(ctx, u); err != nil {
-				errs = append(errs, err)
-			}
+		if err := e.idx.check(ctx, u); err != nil {
+			errs = append(errs, err)
 		}
 		unlock()
 		if err := ctx.Err(); err != nil {
@@ -316,6 +310,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 			if sub == kv.SubLive {
 				want = versionSuffix(want, nanos(f.RecordedAt))
 			}
+			want = append(kv.AppendUint64([]byte{docVersion}, f.Episode), want...)
 			got, err := e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), f.Doc))
 			if err != nil || !bytes.Equal(got, want) {
 				bad("version %s: document %d does not point back (%v)", f.ID, f.Doc, err)
@@ -330,12 +325,26 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 		}
 	}
 	n := 0
-	err = e.db.Scan(ctx, kv.UserKey(user, kv.SubDoc), func(_, _ []byte) error { n++; return nil })
+	docP := kv.UserKey(user, kv.SubDoc)
+	err = e.db.Scan(ctx, docP, func(k, v []byte) error {
+		if len(v) > 0 && v[0] == docEpisode {
+			doc := kv.NewDecoder(k[len(docP):]).Uint32()
+			if docs[doc] {
+				bad("document %d used twice", doc)
+			}
+			if doc > meta.Doc {
+				bad("episode document %d above counter %d", doc, meta.Doc)
+			}
+			return nil
+		}
+		n++
+		return nil
+	})
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if n != len(docs) {
-		bad("%d document entries for %d versions", n, len(docs))
+		bad("%d version document entries for %d versions", n, len(docs))
 	}
 	return errs
 }

@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/kv"
 )
@@ -59,6 +60,12 @@ type Options struct {
 	// Extractor turns episode text into ops; nil means the built-in
 	// extractor.
 	Extractor extract.Extractor
+	// Embedder turns fact and episode text into vectors for Query; nil
+	// means the built-in feature-hashing embedder (offline, no weights).
+	Embedder embed.Embedder
+	// Reranker, if set, reorders Query's top candidates in one call
+	// (QueryOptions.Reranker overrides it per query).
+	Reranker extract.Reranker
 	// Judge decides the cardinality of unknown predicates; nil means
 	// unknown predicates are Many (additive: nothing is lost).
 	Judge extract.Judge
@@ -83,7 +90,7 @@ type Engine struct {
 	clock func() time.Time
 	preds *predicates
 	ext   extract.Extractor
-	idx   indexer
+	idx   *indexSet
 
 	lastTick atomic.Int64
 	locks    [256]sync.Mutex
@@ -124,6 +131,11 @@ func Open(dir string, o Options) (*Engine, error) {
 	if e.ext == nil {
 		e.ext = extract.NewRuleExtractor()
 	}
+	emb := o.Embedder
+	if emb == nil {
+		emb = embed.NewHash(0)
+	}
+	e.idx = newIndexSet(e, emb)
 	e.ing = newIngester(e, o.Workers, o.QueueSize)
 	if err := e.recoverPending(context.Background()); err != nil {
 		e.Close()

@@ -3,9 +3,17 @@ package memor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
 	"time"
+	"unicode"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/kv"
 )
 
 // Fusion selects how Query combines its signals.
@@ -33,7 +41,7 @@ type QueryOptions struct {
 	ValidAt, KnownAt time.Time
 	// Depth bounds the graph walk from entities named in the query
 	// (default 3).
-	Depth int
+	Depth   int
 	Weights Weights
 	Fusion  Fusion
 	// NoEpisodes leaves raw episodes out of the candidates.
@@ -79,16 +87,394 @@ func (r Result) Text() string {
 	return ""
 }
 
-var errNoQuery = errors.New("memor: Query is not wired yet")
+// Query defaults (DESIGN §5).
+const (
+	DefaultK            = 10
+	DefaultDepth        = 3
+	candidatesPerSignal = 50
+	rrfK                = 60
+	// forgettingBase is the stability S of a fact said once: after S its
+	// recency signal has fallen to 1/e. Each reinforcement adds one S.
+	forgettingBase = 30 * 24 * time.Hour
+)
+
+var firstPerson = map[string]bool{"i": true, "me": true, "my": true, "mine": true, "myself": true, "i'm": true, "i've": true}
+
+// candidate is one document under consideration.
+type candidate struct {
+	doc     uint32
+	signals Signals
+	path    string
+	score   float64
+	fact    *Fact
+	episode *Episode
+}
 
 // Query returns the facts and episodes most relevant to text, visible at
-// (ValidAt, KnownAt).
+// (ValidAt, KnownAt): current beliefs by default. Candidates come from BM25,
+// vector search and a graph walk from the entities the query names, each
+// filtered by the temporal index inside candidate generation; they are
+// fused, boosted by reinforcement and optionally reranked.
 func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions) ([]Result, error) {
-	return nil, errNoQuery
+	if err := e.validUser(user); err != nil {
+		return nil, err
+	}
+	if err := e.validText(text); err != nil {
+		return nil, err
+	}
+	now := e.clock().UTC()
+	validAt, knownAt := opts.ValidAt, opts.KnownAt
+	if validAt.IsZero() {
+		validAt = now
+	}
+	if knownAt.IsZero() {
+		knownAt = now
+	}
+	if err := checkTime(validAt, "validAt"); err != nil {
+		return nil, err
+	}
+	if err := checkTime(knownAt, "knownAt"); err != nil {
+		return nil, err
+	}
+	k := opts.K
+	if k <= 0 {
+		k = DefaultK
+	}
+	depth := opts.Depth
+	if depth <= 0 {
+		depth = DefaultDepth
+	}
+	w := opts.Weights
+	if w == (Weights{}) {
+		w = Weights{Vector: 0.4, BM25: 0.4, Entity: 0.2}
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ui, err := e.idx.get(ctx, e.db, user)
+	if err != nil {
+		return nil, err
+	}
+
+	// The view: fact versions visible at (validAt, knownAt), and the
+	// episodes that may be served with them.
+	var facts *roaring.Bitmap
+	if validAt.Equal(now) && knownAt.Equal(now) {
+		facts = ui.tmp.Current(now)
+	} else {
+		facts = ui.tmp.Visible(validAt, knownAt)
+	}
+	allow := facts.Clone()
+	if !opts.NoEpisodes {
+		allow.Or(ui.visibleEpisodes(validAt.UnixNano(), knownAt.UnixNano(), facts))
+	}
+
+	cands := map[uint32]*candidate{}
+	get := func(doc uint32) *candidate {
+		c := cands[doc]
+		if c == nil {
+			c = &candidate{doc: doc}
+			cands[doc] = c
+		}
+		return c
+	}
+	if !allow.IsEmpty() {
+		hits, err := ui.bm.Search(ctx, text, candidatesPerSignal, allow)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			get(h.Doc).signals.BM25 = h.Score
+		}
+		q, err := e.idx.embedOne(ctx, text)
+		if err != nil {
+			return nil, err
+		}
+		if !isZero(q) {
+			vhits, err := ui.vec.Search(ctx, q, candidatesPerSignal, allow)
+			if err != nil {
+				return nil, err
+			}
+			for _, h := range vhits {
+				if h.Score > 0 {
+					get(h.ID).signals.Vector = float64(h.Score)
+				}
+			}
+		}
+		if err := e.entityCandidates(ctx, ui, text, depth, facts, get); err != nil {
+			return nil, err
+		}
+	}
+
+	// Resolve documents to facts and episodes; a document whose version
+	// is not (yet) committed is skipped.
+	list := make([]*candidate, 0, len(cands))
+	for _, c := range cands {
+		if err := e.loadDoc(user, c); err != nil {
+			if errors.Is(err, kv.ErrNotFound) {
+				continue
+			}
+			return nil, err
+		}
+		list = append(list, c)
+	}
+	fuse(list, w, opts.Fusion)
+	for _, c := range list {
+		r := 1
+		var last time.Time
+		if c.fact != nil {
+			r, last = c.fact.Reinforced, c.fact.LastSeen
+		} else if c.episode != nil {
+			last = c.episode.At
+		}
+		c.signals.Boost = 1 + 0.05*float64(min(max(r-1, 0), 5))
+		c.score *= c.signals.Boost
+		if opts.Forgetting {
+			age := max(validAt.Sub(last), 0)
+			stability := time.Duration(max(r, 1)) * forgettingBase
+			c.signals.Recency = math.Exp(-float64(age) / float64(stability))
+			c.score *= c.signals.Recency
+		}
+	}
+	sortCandidates(list)
+
+	rr := opts.Reranker
+	if rr == nil {
+		rr = e.opts.Reranker
+	}
+	if rr != nil && len(list) > 1 {
+		top := list[:min(len(list), candidatesPerSignal)]
+		docs := make([]string, len(top))
+		for i, c := range top {
+			docs[i] = c.result().Text()
+		}
+		scores, err := rr.Rerank(ctx, text, docs)
+		if err != nil {
+			return nil, fmt.Errorf("memor: rerank: %w", err)
+		}
+		if len(scores) != len(top) {
+			return nil, fmt.Errorf("memor: rerank: %d scores for %d candidates", len(scores), len(top))
+		}
+		for i, c := range top {
+			c.signals.Rerank = scores[i]
+		}
+		sort.SliceStable(top, func(i, j int) bool { return top[i].signals.Rerank > top[j].signals.Rerank })
+	}
+
+	out := make([]Result, 0, min(k, len(list)))
+	for _, c := range list[:min(k, len(list))] {
+		out = append(out, c.result())
+	}
+	return out, nil
+}
+
+func (c *candidate) result() Result {
+	return Result{Fact: c.fact, Episode: c.episode, Score: c.score, Signals: c.signals, Path: c.path}
+}
+
+func isZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// entityCandidates walks the fact graph from the entities the query names
+// (and from the user for first-person questions). A fact reached by a path
+// scores by how many query words its path explains, per hop, so "what kind
+// of dog does my brother have" prefers user → brother → Alex → has_pet →
+// golden retriever over Alex's other facts.
+func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text string, depth int, facts *roaring.Bitmap, get func(uint32) *candidate) error {
+	seeds := ui.g.Entities(text)
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '\''
+	}) {
+		if firstPerson[w] {
+			seeds = append(seeds, "user")
+			break
+		}
+	}
+	if len(seeds) == 0 {
+		return nil
+	}
+	paths, err := ui.g.BFSLimit(ctx, seeds, depth, 4*candidatesPerSignal, facts)
+	if err != nil {
+		return err
+	}
+	words := map[string]bool{}
+	for _, t := range bm25.Tokenize(text) {
+		words[t] = true
+	}
+	for _, p := range paths {
+		matched := map[string]bool{}
+		for _, h := range p.Hops {
+			gloss := predicateGloss[h.Label]
+			for _, t := range bm25.Tokenize(h.Label + " " + gloss + " " + h.To) {
+				if words[t] {
+					matched[t] = true
+				}
+			}
+		}
+		score := float64(len(matched)) / float64(len(p.Hops))
+		if score == 0 {
+			continue
+		}
+		c := get(p.Doc())
+		if score > c.signals.Entity {
+			c.signals.Entity = score
+			c.path = p.String()
+		}
+	}
+	return nil
+}
+
+// loadDoc fills in the fact version or episode a document names.
+func (e *Engine) loadDoc(user string, c *candidate) error {
+	v, err := e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), c.doc))
+	if err != nil {
+		return err
+	}
+	if len(v) < 9 {
+		return fmt.Errorf("%w: document %d", ErrCorrupt, c.doc)
+	}
+	seq := kv.NewDecoder(v[1:9]).Uint64()
+	switch v[0] {
+	case docEpisode:
+		ev, err := e.db.Get(seqKey(user, kv.SubEpisode, seq))
+		if err != nil {
+			return err
+		}
+		ep, err := decodeJSON[Episode](ev, "episode")
+		ep.User = user
+		c.episode = &ep
+		return err
+	case docVersion:
+		suf := v[9:]
+		if len(suf) < 8 {
+			return fmt.Errorf("%w: document %d", ErrCorrupt, c.doc)
+		}
+		claimSuf, rec := suf[:len(suf)-8], kv.NewDecoder(suf[len(suf)-8:]).Int64()
+		fv, err := e.db.Get(userKey(user, kv.SubLive, claimSuf))
+		if err == nil {
+			f, err := decodeFact(user, fv)
+			if err != nil {
+				return err
+			}
+			if nanos(f.RecordedAt) == rec {
+				c.fact = &f
+				return nil
+			}
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		for _, sub := range []kv.Sub{kv.SubHistory, kv.SubArchive} {
+			fv, err := e.db.Get(userKey(user, sub, suf))
+			if errors.Is(err, kv.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			f, err := decodeFact(user, fv)
+			c.fact = &f
+			return err
+		}
+		return kv.ErrNotFound
+	}
+	return fmt.Errorf("%w: document %d has kind %q", ErrCorrupt, c.doc, v[0])
+}
+
+// fuse combines the signals into one score (DESIGN §5).
+func fuse(list []*candidate, w Weights, how Fusion) {
+	if how == RRF {
+		for _, sig := range []func(*candidate) *float64{
+			func(c *candidate) *float64 { return &c.signals.Vector },
+			func(c *candidate) *float64 { return &c.signals.BM25 },
+			func(c *candidate) *float64 { return &c.signals.Entity },
+		} {
+			ranked := make([]*candidate, 0, len(list))
+			for _, c := range list {
+				if *sig(c) > 0 {
+					ranked = append(ranked, c)
+				}
+			}
+			sort.SliceStable(ranked, func(i, j int) bool { return *sig(ranked[i]) > *sig(ranked[j]) })
+			for i, c := range ranked {
+				c.score += 1 / float64(rrfK+i+1)
+			}
+		}
+		return
+	}
+	norm := func(sig func(*candidate) *float64) {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, c := range list {
+			if v := *sig(c); v > 0 {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		for _, c := range list {
+			p := sig(c)
+			switch {
+			case *p <= 0:
+				*p = 0
+			case hi == lo:
+				*p = 1
+			default:
+				// Min-max over the candidates that have the signal; the
+				// weakest still counts a little (it did match).
+				*p = 0.1 + 0.9*(*p-lo)/(hi-lo)
+			}
+		}
+	}
+	norm(func(c *candidate) *float64 { return &c.signals.Vector })
+	norm(func(c *candidate) *float64 { return &c.signals.BM25 })
+	norm(func(c *candidate) *float64 { return &c.signals.Entity })
+	for _, c := range list {
+		c.score = w.Vector*c.signals.Vector + w.BM25*c.signals.BM25 + w.Entity*c.signals.Entity
+	}
+}
+
+// sortCandidates orders by score, facts before episodes on ties, then by
+// document for determinism.
+func sortCandidates(list []*candidate) {
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.score != b.score {
+			return a.score > b.score
+		}
+		if (a.fact != nil) != (b.fact != nil) {
+			return a.fact != nil
+		}
+		return a.doc < b.doc
+	})
 }
 
 // Context renders the top results for text as a fenced block for prompt
-// injection; the fence makes Add ignore it if it is fed back.
+// injection. The fence markers make Add strip the block if an agent feeds
+// it back, so recalled memories are never learned twice.
 func (e *Engine) Context(ctx context.Context, user, text string) (string, error) {
-	return "", errNoQuery
+	rs, err := e.Query(ctx, user, text, QueryOptions{})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("Relevant memories (current as of " + e.clock().UTC().Format("2006-01-02") + "):\n")
+	if len(rs) == 0 {
+		b.WriteString("- nothing known\n")
+	}
+	for _, r := range rs {
+		b.WriteString("- " + r.Text())
+		if r.Fact != nil {
+			b.WriteString(" (since " + r.Fact.ValidFrom.Format("2006-01-02") + ")")
+		}
+		if r.Path != "" {
+			b.WriteString(" via " + r.Path)
+		}
+		b.WriteString("\n")
+	}
+	return extract.Fence(strings.TrimRight(b.String(), "\n")), nil
 }

@@ -305,13 +305,17 @@ func (t *txn) put(slot []byte, f Fact) error {
 	if err := t.b.Set(userKey(t.user, kv.SubLive, suf), encodeFact(f)); err != nil {
 		return err
 	}
-	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), f.Doc), versionSuffix(suf, nanos(f.RecordedAt))); err != nil {
+	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), f.Doc), versionDoc(f.Episode, suf, nanos(f.RecordedAt))); err != nil {
 		return err
 	}
-	if t.e.idx != nil {
-		return t.e.idx.putVersion(t, &f)
-	}
-	return nil
+	return t.e.idx.putVersion(t, &f)
+}
+
+// versionDoc is the document-map value of a version.
+func versionDoc(seq uint64, claimSuf []byte, rec int64) []byte {
+	v := kv.AppendUint64([]byte{docVersion}, seq)
+	v = append(v, claimSuf...)
+	return kv.AppendInt64(v, rec)
 }
 
 // expire ends belief in cur: the version moves to history with ExpiredAt
@@ -325,10 +329,7 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	if err := t.b.Set(userKey(t.user, kv.SubHistory, versionSuffix(suf, nanos(cur.RecordedAt))), encodeFact(cur)); err != nil {
 		return err
 	}
-	if t.e.idx != nil {
-		return t.e.idx.expireVersion(t, &cur)
-	}
-	return nil
+	return t.e.idx.expireVersion(t, &cur)
 }
 
 // otherContexts reports whether the slot's subject and predicate already

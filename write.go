@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/internal/resolve"
 	"github.com/memor-db/memor/kv"
 )
@@ -245,9 +246,7 @@ func (t *txn) appendEpisode(ep *Episode) error {
 }
 
 func (e *Engine) dropIndexes(user string) {
-	if e.idx != nil {
-		e.idx.dropUser(user)
-	}
+	e.idx.dropUser(user)
 }
 
 func episodeBytes(ep Episode) []byte {
@@ -266,6 +265,7 @@ type txn struct {
 	ep        Episode
 	decisions []Decision
 	pre       *extracted // the next text episode's extraction, if done already
+	claims    int        // ops accepted (not rejected) so far
 	caught    int        // queued episodes applied by catchUp
 }
 
@@ -311,7 +311,12 @@ func (t *txn) applyEpisode(ep Episode) error {
 			t.e.log.Warn("memor: extraction failed", "user", t.user, "episode", ep.Seq, "err", pre.err)
 			return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: pre.err.Error(), Failed: t.now}))
 		}
-		return t.applyOps(pre.ops, extract.StripFenced(ep.Text))
+		text := extract.StripFenced(ep.Text)
+		claims := t.claims
+		if err := t.applyOps(pre.ops, text); err != nil {
+			return err
+		}
+		return t.indexEpisode(ep, text, t.claims > claims)
 	case EpisodeFacts:
 		return t.applyOps(ep.Ops, "")
 	case EpisodeCorrect:
@@ -396,6 +401,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			t.reject(op, "quote is not a verbatim span of the episode text")
 			continue
 		}
+		t.claims++
 		pred := t.e.preds.canonical(op.Predicate)
 		one, judged, err := t.cardinality(pred)
 		if err != nil {
@@ -448,6 +454,26 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 	}
 	return nil
+}
+
+// indexEpisode gives a text episode a document in the text and vector
+// indexes, so that what no fact captured can still be recalled.
+func (t *txn) indexEpisode(ep Episode, text string, hasClaims bool) error {
+	if len(bm25.Tokenize(text)) == 0 {
+		return nil // nothing a query could match
+	}
+	t.meta.Doc++
+	doc := t.meta.Doc
+	v := kv.AppendUint64([]byte{docEpisode}, ep.Seq)
+	if hasClaims {
+		v = append(v, 1)
+	} else {
+		v = append(v, 0)
+	}
+	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), doc), v); err != nil {
+		return err
+	}
+	return t.e.idx.putEpisode(t, &ep, doc, text, hasClaims)
 }
 
 func (t *txn) reject(op extract.Op, why string) {

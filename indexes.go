@@ -1,0 +1,350 @@
+package memor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/embed"
+	"github.com/memor-db/memor/graph"
+	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/index/hnsw"
+	"github.com/memor-db/memor/index/temporal"
+	"github.com/memor-db/memor/kv"
+)
+
+// Document map values (SubDoc doc:4 → value). The first byte says what the
+// document is; part of the file format.
+const (
+	docVersion byte = 'v' // 'v' episode:8 slot vf:8 id:16 rec:8
+	docEpisode byte = 'e' // 'e' seq:8 hasClaims:1
+)
+
+// userIndex is one user's retrieval indexes, loaded lazily from the store
+// and kept in step by the write path (same batch as the facts).
+type userIndex struct {
+	bm  *bm25.Index
+	vec *hnsw.Index
+	tmp *temporal.Index
+	g   *graph.Graph
+
+	mu sync.RWMutex
+	// episodes: document → what Query needs to decide whether a raw
+	// episode may be served.
+	episodes map[uint32]*episodeDoc
+	// factsOf: episode seq → documents of the fact versions it produced.
+	factsOf map[uint64]*roaring.Bitmap
+}
+
+type episodeDoc struct {
+	seq        uint64
+	at, rec    int64
+	hasClaims  bool
+	reinforced int
+}
+
+// indexSet is the engine's indexer: per-user indexes behind a cache.
+type indexSet struct {
+	e     *Engine
+	emb   embed.Embedder
+	hnswO hnsw.Options
+	bmO   bm25.Options
+	mu    sync.Mutex
+	users map[string]*userIndex
+	// loading serialises loads of one user.
+	loading sync.Map
+}
+
+func newIndexSet(e *Engine, emb embed.Embedder) *indexSet {
+	return &indexSet{e: e, emb: emb, users: map[string]*userIndex{}}
+}
+
+// get returns user's indexes, loading them through r (the batch of a
+// write, so that a Rebuild's range deletions are seen).
+func (s *indexSet) get(ctx context.Context, r kv.Reader, user string) (*userIndex, error) {
+	s.mu.Lock()
+	ui := s.users[user]
+	s.mu.Unlock()
+	if ui != nil {
+		return ui, nil
+	}
+	lk, _ := s.loading.LoadOrStore(user, &sync.Mutex{})
+	m := lk.(*sync.Mutex)
+	m.Lock()
+	defer m.Unlock()
+	s.mu.Lock()
+	ui = s.users[user]
+	s.mu.Unlock()
+	if ui != nil {
+		return ui, nil
+	}
+	ui, err := s.load(ctx, r, user)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.users[user] = ui
+	s.mu.Unlock()
+	return ui, nil
+}
+
+func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userIndex, error) {
+	bm, err := bm25.Load(ctx, r, kv.UserKey(user, kv.SubBM25), s.bmO)
+	if err != nil {
+		return nil, err
+	}
+	vec, err := hnsw.Load(ctx, r, kv.UserKey(user, kv.SubVector), s.hnswO)
+	if errors.Is(err, hnsw.ErrNotFound) {
+		vec = hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO)
+	} else if err != nil {
+		return nil, err
+	}
+	tmp, err := temporal.Load(ctx, r, kv.UserKey(user, kv.SubTemporal))
+	if err != nil {
+		return nil, err
+	}
+	g, err := graph.Load(ctx, r, kv.UserKey(user, kv.SubGraph))
+	if err != nil {
+		return nil, err
+	}
+	ui := &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]*roaring.Bitmap{}}
+	docs := kv.UserKey(user, kv.SubDoc)
+	err = r.Scan(ctx, docs, func(k, v []byte) error {
+		doc := kv.NewDecoder(k[len(docs):]).Uint32()
+		if len(v) < 9 {
+			return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
+		}
+		seq := kv.NewDecoder(v[1:9]).Uint64()
+		switch v[0] {
+		case docVersion:
+			if _, ok := tmp.Get(doc); ok {
+				ui.addFactOf(seq, doc)
+			}
+		case docEpisode:
+			ev, err := r.Get(seqKey(user, kv.SubEpisode, seq))
+			if err != nil {
+				return fmt.Errorf("%w: episode %d of document %d: %v", ErrCorrupt, seq, doc, err)
+			}
+			ep, err := decodeJSON[Episode](ev, "episode")
+			if err != nil {
+				return err
+			}
+			ui.episodes[doc] = &episodeDoc{seq: seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: len(v) > 9 && v[9] == 1}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ui, nil
+}
+
+func (ui *userIndex) addFactOf(seq uint64, doc uint32) {
+	ui.mu.Lock()
+	b := ui.factsOf[seq]
+	if b == nil {
+		b = roaring.New()
+		ui.factsOf[seq] = b
+	}
+	b.Add(doc)
+	ui.mu.Unlock()
+}
+
+func (s *indexSet) dropUser(user string) {
+	s.mu.Lock()
+	delete(s.users, user)
+	s.mu.Unlock()
+}
+
+// predicateGloss gives the words people use for a predicate, so that "where
+// do I live?" finds "user lives_in Seattle" by BM25 and by vector even
+// though the predicate's name is not English.
+var predicateGloss = map[string]string{
+	"lives_in":         "lives in live living home city where reside moved",
+	"works_at":         "works at work job employer company",
+	"job_title":        "job title work role position profession",
+	"studies_at":       "studies at study school university college",
+	"marital_status":   "marital status married single relationship",
+	"diet":             "diet eat food vegan vegetarian",
+	"uses_device":      "uses device phone",
+	"likes":            "likes like enjoy",
+	"likes_food":       "likes food like eat",
+	"dislikes":         "dislikes dislike",
+	"plays_instrument": "plays instrument play music",
+	"has_pet":          "has pet dog cat animal kind",
+	"pet_name":         "pet name called named",
+	"speaks_language":  "speaks language speak",
+	"allergic_to":      "allergic to allergy allergies",
+}
+
+// factText is what the text indexes see for a fact.
+func factText(f *Fact) string {
+	p := predicateGloss[f.Predicate]
+	if p == "" {
+		p = strings.ReplaceAll(f.Predicate, "_", " ")
+	}
+	s := f.Subject + " " + p + " " + f.Object
+	if f.Context != "" {
+		s += " " + f.Context
+	}
+	return s
+}
+
+func (s *indexSet) embedOne(ctx context.Context, text string) ([]float32, error) {
+	vs, err := s.emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("memor: embed: %w", err)
+	}
+	if len(vs) != 1 {
+		return nil, fmt.Errorf("memor: embed: %d vectors for 1 text", len(vs))
+	}
+	return vs[0], nil
+}
+
+func interval(f *Fact) temporal.Interval {
+	return temporal.Interval{ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, RecordedAt: f.RecordedAt, ExpiredAt: f.ExpiredAt}
+}
+
+// putVersion indexes a new version. Only active versions are indexed:
+// contested and retracted ones are never served.
+func (s *indexSet) putVersion(t *txn, f *Fact) error {
+	if f.Status != Active {
+		return nil
+	}
+	ui, err := s.get(t.ctx, t.b, t.user)
+	if err != nil {
+		return err
+	}
+	if err := ui.tmp.Put(t.b, f.Doc, interval(f)); err != nil {
+		return err
+	}
+	text := factText(f)
+	if err := ui.bm.Add(t.b, f.Doc, text); err != nil {
+		return err
+	}
+	v, err := s.embedOne(t.ctx, text)
+	if err != nil {
+		return err
+	}
+	if err := ui.vec.Add(t.b, f.Doc, v); err != nil {
+		return err
+	}
+	if err := ui.g.AddEdge(t.b, f.Doc, f.Subject, f.Predicate, f.Object); err != nil {
+		return err
+	}
+	ui.addFactOf(f.Episode, f.Doc)
+	return nil
+}
+
+// expireVersion records the version's ExpiredAt in the temporal index; the
+// text, vector and graph entries stay for as-of queries.
+func (s *indexSet) expireVersion(t *txn, f *Fact) error {
+	if f.Status != Active {
+		return nil
+	}
+	ui, err := s.get(t.ctx, t.b, t.user)
+	if err != nil {
+		return err
+	}
+	return ui.tmp.Put(t.b, f.Doc, interval(f))
+}
+
+// putEpisode indexes the text of a text episode.
+func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasClaims bool) error {
+	ui, err := s.get(t.ctx, t.b, t.user)
+	if err != nil {
+		return err
+	}
+	if err := ui.bm.Add(t.b, doc, text); err != nil {
+		return err
+	}
+	v, err := s.embedOne(t.ctx, text)
+	if err != nil {
+		return err
+	}
+	if err := ui.vec.Add(t.b, doc, v); err != nil {
+		return err
+	}
+	ui.mu.Lock()
+	ui.episodes[doc] = &episodeDoc{seq: ep.Seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: hasClaims}
+	ui.mu.Unlock()
+	return nil
+}
+
+// check verifies each index against what is persisted, and the indexes
+// against the fact versions: every active version is in the temporal
+// index with its exact intervals, in BM25, in the vector index and in the
+// graph; every text episode is in BM25 and the vector index.
+func (s *indexSet) check(ctx context.Context, user string) error {
+	s.dropUser(user) // check what is on disk, not a cache
+	ui, err := s.get(ctx, s.e.db, user)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range []interface {
+		Check(context.Context, kv.Reader) error
+	}{ui.bm, ui.vec, ui.tmp, ui.g} {
+		if err := c.Check(ctx, s.e.db); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	active := 0
+	for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
+		err := s.e.db.Scan(ctx, kv.UserKey(user, sub), func(_, v []byte) error {
+			f, err := decodeFact(user, v)
+			if err != nil || f.Status != Active {
+				return err
+			}
+			active++
+			if iv, ok := ui.tmp.Get(f.Doc); !ok || iv != interval(&f) {
+				errs = append(errs, fmt.Errorf("user %q: temporal index has %+v for version %s, want %+v", user, iv, f.ID, interval(&f)))
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	docs := active + len(ui.episodes)
+	if ui.tmp.Len() != active {
+		errs = append(errs, fmt.Errorf("user %q: temporal index has %d versions, want %d", user, ui.tmp.Len(), active))
+	}
+	if ui.bm.Len() != docs {
+		errs = append(errs, fmt.Errorf("user %q: bm25 has %d documents, want %d", user, ui.bm.Len(), docs))
+	}
+	if ui.vec.Len() != docs {
+		errs = append(errs, fmt.Errorf("user %q: vector index has %d documents, want %d", user, ui.vec.Len(), docs))
+	}
+	if _, edges := ui.g.Len(); edges != active {
+		errs = append(errs, fmt.Errorf("user %q: graph has %d edges, want %d", user, edges, active))
+	}
+	return errors.Join(errs...)
+}
+
+// visibleEpisodes returns the episode documents that may be served at
+// (validAt, knownAt): said by then, and either nothing was extracted from
+// them or one of the facts they produced is visible (an episode whose facts
+// were all superseded must not smuggle them back in as raw text).
+func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitmap) *roaring.Bitmap {
+	out := roaring.New()
+	ui.mu.RLock()
+	defer ui.mu.RUnlock()
+	for doc, ep := range ui.episodes {
+		if ep.at > validAt || ep.rec > knownAt {
+			continue
+		}
+		if ep.hasClaims {
+			fs := ui.factsOf[ep.seq]
+			if fs == nil || !fs.Intersects(facts) {
+				continue
+			}
+		}
+		out.Add(doc)
+	}
+	return out
+}
+
