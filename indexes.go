@@ -347,4 +347,3 @@ func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitm
 	}
 	return out
 }
-

@@ -26,11 +26,16 @@
 // k1 = 1.2 and b = 0.75 are its customary defaults (see [DefaultK1]).
 //
 // Search scores block-at-a-time: document IDs are cut into blocks of 4096;
-// each query term's roaring posting iterator adds its contributions for the
-// block into a dense accumulator, and the block's touched slots go through
-// the allow filter into a k-sized heap. With a small allow-list it instead
-// scores each allowed document from its own term list. Both sum terms in the
-// same order, so scores are identical whichever path runs.
+// each query term's roaring posting iterator writes its contributions for
+// the block into a dense accumulator, and the block's touched slots go
+// through the allow filter into a k-sized heap. Once the heap is full,
+// MaxScore pruning stops walking the postings of the terms whose score
+// bounds (idf, the term's largest tf, the shortest document) together
+// cannot beat the k-th score; they are looked up in the term lists of the
+// candidates the other terms produce. With a small allow-list Search
+// instead scores each allowed document from its own term list. Every path
+// sums a document's terms in the same order, so a score is bit-identical
+// whichever path computed it, and equals [Index.Explain]'s.
 //
 // # Key layout
 //

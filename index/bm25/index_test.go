@@ -530,3 +530,52 @@ type discard struct{}
 
 func (discard) Set(k, v []byte) error { return nil }
 func (discard) Delete(k []byte) error { return nil }
+
+// TestConcurrent runs searches, explains and checks against adds and
+// deletes; run it with -race.
+func TestConcurrent(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t)
+	ix := New([]byte("c"), Options{})
+	c := newCorpus(99, 50)
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	for g := 0; g < 3; g++ {
+		go func() {
+			var err error
+			for i := 0; err == nil; i++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				_, err = ix.Search(ctx, c.vocab[i%len(c.vocab)]+" "+c.vocab[(i*7)%len(c.vocab)], 5, nil)
+				_ = ix.Explain(c.vocab[i%len(c.vocab)], uint32(i%100))
+				_ = ix.Len()
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 300; i++ {
+		b := db.NewBatch()
+		if err := ix.Add(b, uint32(i%100), c.text(8)); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if err := ix.Delete(b, uint32((i*13)%100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit(t, b)
+	}
+	close(done)
+	for g := 0; g < 3; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Check(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+}
