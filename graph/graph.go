@@ -491,6 +491,19 @@ type walkState struct {
 	seenEnt, seenEdge bitmap.Bitmap
 	nodes             []node
 	frontier, next    []int32
+	arena             []Hop // hops of the returned paths, carved in chunks
+}
+
+// hops returns a slice of n hops carved from the arena, so that a walk
+// allocates a few chunks rather than one slice per path. The arena is not
+// reused across walks: returned paths keep their chunks.
+func (ws *walkState) hops(n int) []Hop {
+	if cap(ws.arena)-len(ws.arena) < n {
+		ws.arena = make([]Hop, 0, max(512, n))
+	}
+	l := len(ws.arena)
+	ws.arena = ws.arena[:l+n]
+	return ws.arena[l : l+n : l+n]
 }
 
 // BFS walks at most depth hops (DefaultDepth when depth ≤ 0) from the named
@@ -520,7 +533,7 @@ func (g *Graph) BFSLimit(ctx context.Context, seeds []string, depth, maxPaths in
 	defer func() {
 		ws.seenEnt.Clear()
 		ws.seenEdge.Clear()
-		ws.nodes, ws.frontier, ws.next = ws.nodes[:0], ws.frontier[:0], ws.next[:0]
+		ws.nodes, ws.frontier, ws.next, ws.arena = ws.nodes[:0], ws.frontier[:0], ws.next[:0], nil
 		g.pool.Put(ws)
 	}()
 	for _, s := range seeds {
@@ -555,7 +568,7 @@ func (g *Graph) BFSLimit(ctx context.Context, seeds []string, depth, maxPaths in
 				if e.from != from {
 					other, inverse = e.from, true
 				}
-				paths = append(paths, g.path(ws.nodes, ni, d+1, Hop{
+				paths = append(paths, g.path(ws, ni, d+1, Hop{
 					From: g.ents[from].display, Label: e.label, To: g.ents[other].display, Doc: e.doc, Inverse: inverse,
 				}))
 				if len(paths) >= maxPaths {
@@ -578,8 +591,9 @@ func (g *Graph) BFSLimit(ctx context.Context, seeds []string, depth, maxPaths in
 
 // path builds the hops from a seed to node ni followed by last; n is the
 // total number of hops.
-func (g *Graph) path(nodes []node, ni int32, n int, last Hop) Path {
-	hops := make([]Hop, n)
+func (g *Graph) path(ws *walkState, ni int32, n int, last Hop) Path {
+	nodes := ws.nodes
+	hops := ws.hops(n)
 	hops[n-1] = last
 	for i := n - 2; i >= 0; i-- {
 		nd := nodes[ni]
