@@ -30,8 +30,10 @@
 // The snapshot structure is immutable once built. Writes go to a small
 // delta (checked by brute force at query time) and mark the superseded base
 // entries stale; the structure is rebuilt by the first query that finds the
-// delta larger than a fraction of the index, so bulk writes without queries
-// never pay for a rebuild.
+// delta larger than 1/32 of the index (and than 256 docs), so bulk writes
+// without queries never pay for a rebuild. A rebuild merges the sorted
+// events of the old structure (minus the stale docs) with the sorted delta
+// in linear time and re-sweeps the snapshots.
 //
 // # Key layout
 //
