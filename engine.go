@@ -206,6 +206,17 @@ func (e *Engine) tick(floor int64) int64 {
 	}
 }
 
+// now is the instant "current" reads use: the clock, but never before the
+// last transaction time, so a write is visible to the next read even when
+// the clock stands still or steps back.
+func (e *Engine) now() time.Time {
+	t := e.clock().UnixNano()
+	if last := e.lastTick.Load(); last > t {
+		t = last
+	}
+	return time.Unix(0, t).UTC()
+}
+
 // RegisterPredicate declares a predicate's cardinality and aliases. It
 // applies to claims resolved from now on (call it right after Open).
 func (e *Engine) RegisterPredicate(name string, c Cardinality, aliases ...string) {

@@ -122,7 +122,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	if err := e.validText(text); err != nil {
 		return nil, err
 	}
-	now := e.clock().UTC()
+	now := e.now()
 	validAt, knownAt := opts.ValidAt, opts.KnownAt
 	if validAt.IsZero() {
 		validAt = now

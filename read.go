@@ -11,7 +11,7 @@ import (
 // State returns the current beliefs of user: versions believed now and
 // valid now.
 func (e *Engine) State(ctx context.Context, user string) ([]Fact, error) {
-	now := e.clock().UTC()
+	now := e.now()
 	return e.visible(ctx, user, now, now, true)
 }
 
