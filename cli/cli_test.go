@@ -1,0 +1,575 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tests run the real binaries, built once.
+var memorBin, serverBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "memor-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	memorBin, serverBin = filepath.Join(dir, "memor"), filepath.Join(dir, "memor-server")
+	for bin, pkg := range map[string]string{memorBin: "../cmd/memor", serverBin: "../cmd/memor-server"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is an isolated environment: its own store, home and temp folder.
+type env struct {
+	t    *testing.T
+	db   string
+	vars []string
+}
+
+func newEnv(t *testing.T) *env {
+	home := t.TempDir()
+	db := filepath.Join(t.TempDir(), "store")
+	return &env{t: t, db: db, vars: []string{
+		"HOME=" + home, "TMPDIR=" + t.TempDir(), "MEMOR_DB=" + db, "PATH=" + os.Getenv("PATH"),
+	}}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (e *env) run(stdin string, args ...string) result {
+	e.t.Helper()
+	cmd := exec.Command(memorBin, args...)
+	cmd.Env = e.vars
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (e *env) ok(args ...string) string {
+	e.t.Helper()
+	r := e.run("", args...)
+	if r.code != 0 {
+		e.t.Fatalf("memor %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+type fact struct {
+	ID        string    `json:"id"`
+	User      string    `json:"user"`
+	Subject   string    `json:"subject"`
+	Predicate string    `json:"predicate"`
+	Object    string    `json:"object"`
+	ValidFrom time.Time `json:"valid_from"`
+	ValidTo   time.Time `json:"valid_to"`
+	ExpiredAt time.Time `json:"expired_at"`
+	Rule      string    `json:"rule"`
+}
+
+func (e *env) facts(args ...string) []fact {
+	e.t.Helper()
+	var fs []fact
+	out := e.ok(append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), &fs); err != nil {
+		e.t.Fatalf("memor %s --json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if fs == nil {
+		e.t.Fatalf("memor %s --json printed null, want an array", strings.Join(args, " "))
+	}
+	return fs
+}
+
+func objects(fs []fact) string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Object)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestDemo(t *testing.T) {
+	e := newEnv(t)
+	e.vars = slices.DeleteFunc(e.vars, func(v string) bool { return strings.HasPrefix(v, "MEMOR_DB=") })
+	r := e.run("", "demo")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("demo: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"user lives_in Seattle", "since 2026-07-11", // current state
+		"Alex has_pet golden retriever", "since 2026-02-02", // "last month" resolved
+		"Where did I live on 2026-02-01?", "San Francisco   (2026-01-10 → 2026-07-11)", // time travel
+		"supersede", "revised by a later episode", // audit trail
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "user lives_in San Francisco  since") {
+		t.Errorf("demo serves San Francisco as current:\n%s", r.stdout)
+	}
+	if lines := strings.Count(r.stdout, "\n"); lines > 40 {
+		t.Errorf("demo transcript is %d lines; keep it short", lines)
+	}
+	// The temporary store is gone, and nothing went to the user data folder.
+	for _, v := range e.vars {
+		if d, ok := strings.CutPrefix(v, "TMPDIR="); ok {
+			if ents, _ := os.ReadDir(d); len(ents) != 0 {
+				t.Errorf("demo left %v in TMPDIR", ents)
+			}
+		}
+		if d, ok := strings.CutPrefix(v, "HOME="); ok {
+			if ents, _ := os.ReadDir(d); len(ents) != 0 {
+				t.Errorf("demo wrote %v into HOME", ents)
+			}
+		}
+	}
+	// With --db the store is kept and readable afterwards.
+	db := filepath.Join(t.TempDir(), "kept")
+	e.ok("demo", "--db", db)
+	e.vars = append(e.vars, "MEMOR_DB="+db)
+	if got := objects(e.facts("history", "lives_in")); got != "San Francisco,San Francisco,Seattle" {
+		t.Errorf("kept demo store: history %s", got)
+	}
+}
+
+func TestWorkflow(t *testing.T) {
+	e := newEnv(t)
+	out := e.ok("add", "I live in San Francisco.", "--at", "2026-01-10")
+	if !strings.Contains(out, "user lives_in San Francisco") {
+		t.Errorf("add output: %s", out)
+	}
+	r := e.run("I just moved to Seattle.\n", "add", "--at", "2026-07-11T08:00:00Z")
+	if r.code != 0 {
+		t.Fatalf("add from stdin: %+v", r)
+	}
+	var ep struct {
+		Seq  uint64    `json:"seq"`
+		At   time.Time `json:"at"`
+		Text string    `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("add", "My brother Alex adopted a golden retriever named Buddy last month.", "--at", "2026-03-02", "--json")), &ep); err != nil || ep.Seq != 3 {
+		t.Fatalf("add --json: %+v %v", ep, err)
+	}
+
+	st := e.facts("state")
+	if got := objects(st); got != "golden retriever,Buddy,Alex,Seattle" {
+		t.Errorf("state = %s", got)
+	}
+	if got := objects(e.facts("asof", "--valid", "2026-02-01")); got != "San Francisco" {
+		t.Errorf("asof 2026-02-01 = %s", got)
+	}
+	// Audit: believed in the year 2000, nothing was known.
+	if got := objects(e.facts("asof", "--valid", "2026-08-01", "--known", "2000-01-01T00:00:00Z")); got != "" {
+		t.Errorf("asof known 2000 = %s", got)
+	}
+	hist := e.facts("history", "lives_in")
+	if got := objects(hist); got != "San Francisco,San Francisco,Seattle" {
+		t.Errorf("history = %s", got)
+	}
+	if got := objects(e.facts("history", "Alex", "has_pet")); got != "golden retriever" {
+		t.Errorf("history Alex has_pet = %s", got)
+	}
+	if got := e.facts("conflicts"); len(got) != 0 {
+		t.Errorf("conflicts = %v", got)
+	}
+	human := e.ok("history", "lives_in")
+	for _, want := range []string{"FACT", "VALID", "BELIEVED", "supersede", "2026-01-10 → 2026-07-11"} {
+		if !strings.Contains(human, want) {
+			t.Errorf("history table lacks %q:\n%s", want, human)
+		}
+	}
+
+	// Another user sees nothing of ours.
+	if got := objects(e.facts("state", "--user", "alice")); got != "" {
+		t.Errorf("alice's state = %s", got)
+	}
+	// MEMOR_USER selects the user too.
+	e.vars = append(e.vars, "MEMOR_USER=alice")
+	e.ok("add", "I live in Oslo.")
+	if got := objects(e.facts("state")); got != "Oslo" {
+		t.Errorf("MEMOR_USER=alice state = %s", got)
+	}
+	e.vars = e.vars[:len(e.vars)-1]
+
+	var seattle string
+	for _, f := range st {
+		if f.Object == "Seattle" {
+			seattle = f.ID
+		}
+	}
+	e.ok("correct", seattle)
+	if got := objects(e.facts("state")); !strings.Contains(got, "San Francisco") || strings.Contains(got, "Seattle") {
+		t.Errorf("state after correct = %s", got)
+	}
+
+	if r := e.run("", "forget"); r.code != 2 || !strings.Contains(r.stderr, "--yes") {
+		t.Errorf("forget without --yes: %+v", r)
+	}
+	e.ok("forget", "--yes")
+	if got := objects(e.facts("state")); got != "" {
+		t.Errorf("state after forget = %s", got)
+	}
+	if got := objects(e.facts("state", "--user", "alice")); got != "Oslo" {
+		t.Errorf("forget touched alice: %s", got)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string // in the error line
+	}{
+		{[]string{"frobnicate"}, 2, "memor --help"},
+		{[]string{"state", "--bogus"}, 2, "memor state --help"},
+		{[]string{"state", "extra"}, 2, "memor state --help"},
+		{[]string{"correct"}, 2, "memor correct --help"},
+		{[]string{"history"}, 2, "memor history --help"},
+		{[]string{"asof", "--valid", "yesterday"}, 2, "RFC 3339"},
+		{[]string{"add", "--at", "13/01/2026", "hi"}, 2, "RFC 3339"},
+		{[]string{"add"}, 2, "nothing to add"},
+		{[]string{"query", "x", "--k", "0"}, 2, "--k"},
+		{[]string{"prune"}, 2, "--before"},
+		{[]string{"state", "--user", ""}, 2, "--user"},
+		{[]string{"serve", "--addr", "0.0.0.0:0"}, 2, "MEMOR_TOKEN"},
+		{[]string{"conformance"}, 2, "--url"},
+		{[]string{"conformance", "--url", "ftp://x"}, 2, "--url"},
+		{[]string{"correct", "00000000000000000000000000000000"}, 1, "memor state"},
+		{[]string{"import", "/no/such/file"}, 1, "no such file"},
+	} {
+		r := e.run("", c.args...)
+		if r.code != c.code {
+			t.Errorf("memor %s: exit %d, want %d (stderr %q)", strings.Join(c.args, " "), r.code, c.code, r.stderr)
+		}
+		if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "memor: ") || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("memor %s: stderr %q: want one line starting \"memor: \" mentioning %q", strings.Join(c.args, " "), r.stderr, c.want)
+		}
+		if r.stdout != "" {
+			t.Errorf("memor %s: stdout %q on error", strings.Join(c.args, " "), r.stdout)
+		}
+	}
+	if r := e.run("", "--help"); r.code != 0 || !strings.Contains(r.stdout, "MEMOR_DB") {
+		t.Errorf("--help: %+v", r)
+	}
+	if r := e.run(""); r.code != 0 || !strings.Contains(r.stdout, "memor demo") {
+		t.Errorf("no arguments: %+v", r)
+	}
+}
+
+func TestDefaultStoreFolder(t *testing.T) {
+	e := newEnv(t)
+	e.vars = slices.DeleteFunc(e.vars, func(v string) bool { return strings.HasPrefix(v, "MEMOR_DB=") })
+	xdg := t.TempDir()
+	e.vars = append(e.vars, "XDG_DATA_HOME="+xdg)
+	e.ok("add", "I live in Oslo.")
+	if _, err := os.Stat(filepath.Join(xdg, "memor")); err != nil {
+		t.Errorf("store not in $XDG_DATA_HOME/memor: %v", err)
+	}
+	// --db wins over everything.
+	db := filepath.Join(t.TempDir(), "x")
+	e.ok("--db", db, "add", "I live in Lima.")
+	if got := objects(e.facts("--db", db, "state")); got != "Lima" {
+		t.Errorf("--db store state = %s", got)
+	}
+}
+
+func TestMaintenance(t *testing.T) {
+	e := newEnv(t)
+	e.ok("add", "I live in Oslo.", "--at", "2025-01-01")
+	e.ok("add", "I moved to Lima.", "--at", "2025-06-01")
+	e.ok("add", "I live in Quito.", "--at", "2025-01-01", "--user", "bob")
+	if out := e.ok("check"); !strings.HasPrefix(out, "ok") {
+		t.Errorf("check: %s", out)
+	}
+	var chk struct {
+		OK       bool     `json:"ok"`
+		Findings []string `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("check", "--json")), &chk); err != nil || !chk.OK || chk.Findings == nil {
+		t.Errorf("check --json: %+v %v", chk, err)
+	}
+	before := objects(e.facts("history", "lives_in"))
+	if out := e.ok("rebuild", "--all"); !strings.Contains(out, "rebuilt 2 user(s)") {
+		t.Errorf("rebuild --all: %s", out)
+	}
+	if got := objects(e.facts("history", "lives_in")); got != before {
+		t.Errorf("history after rebuild = %s, before %s", got, before)
+	}
+	e.ok("rebuild")
+	var pr struct {
+		Archived int `json:"archived"`
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if err := json.Unmarshal([]byte(e.ok("prune", "--before", future, "--json")), &pr); err != nil || pr.Archived < 1 {
+		t.Errorf("prune: %+v %v (the move expired one version)", pr, err)
+	}
+	if got := objects(e.facts("state")); got != "Lima" {
+		t.Errorf("state after prune = %s", got)
+	}
+	e.ok("check")
+}
+
+func TestImportExport(t *testing.T) {
+	a := newEnv(t)
+	a.ok("add", "I live in San Francisco.", "--at", "2026-01-10")
+	a.ok("add", "I just moved to Seattle.", "--at", "2026-07-11")
+	a.ok("add", "I work at Acme.", "--at", "2026-02-01")
+	a.ok("add", "I live in Oslo.", "--at", "2025-01-01", "--user", "bob")
+	var acme string
+	for _, f := range a.facts("state") {
+		if f.Object == "Acme" {
+			acme = f.ID
+		}
+	}
+	a.ok("correct", acme)
+
+	file := filepath.Join(t.TempDir(), "dump.jsonl")
+	r := a.run("", "export", "-o", file)
+	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "exported 5 episodes of 2 user(s)") {
+		t.Fatalf("export: %+v (want quiet stderr off a terminal)", r)
+	}
+	data, _ := os.ReadFile(file)
+	if n := strings.Count(string(data), "\n"); n != 5 {
+		t.Fatalf("export wrote %d lines, want 5:\n%s", n, data)
+	}
+
+	b := newEnv(t)
+	r = b.run("", "import", file)
+	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "imported 5 episodes of 2 user(s); 0 skipped") {
+		t.Fatalf("import: %+v", r)
+	}
+	for _, user := range []string{"me", "bob"} {
+		for _, cmd := range [][]string{{"state"}, {"history", "lives_in"}, {"history", "works_at"}, {"asof", "--valid", "2026-03-01"}} {
+			args := append(cmd, "--user", user)
+			if got, want := strip(b.facts(args...)), strip(a.facts(args...)); got != want {
+				t.Errorf("%v after import:\n got %s\nwant %s", args, got, want)
+			}
+		}
+	}
+
+	// Pipe one user into another name in a third store.
+	c := newEnv(t)
+	r = c.run(a.ok("export", "--user", "bob"), "import", "--user", "carol")
+	if r.code != 0 {
+		t.Fatalf("import from stdin: %+v", r)
+	}
+	if got := objects(c.facts("state", "--user", "carol")); got != "Oslo" {
+		t.Errorf("carol's state = %s", got)
+	}
+
+	if r := c.run("{\"user\":", "import"); r.code != 2 || !strings.Contains(r.stderr, "record 1") {
+		t.Errorf("import of garbage: %+v", r)
+	}
+}
+
+// strip renders facts without their transaction times, which an import
+// legitimately changes.
+func strip(fs []fact) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "%s %s %s %s %s %v %s|", f.ID, f.Subject, f.Predicate, f.Object, f.ValidFrom, f.ValidTo, f.Rule)
+	}
+	return b.String()
+}
+
+// serve starts `memor serve` on a free loopback port and returns its base
+// URL and a stop function that interrupts it and returns its exit code.
+func serve(t *testing.T, e *env, extra ...string) (string, func() int) {
+	t.Helper()
+	cmd := exec.Command(memorBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, extra...)...)
+	cmd.Env = e.vars
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	sc := bufio.NewScanner(stderr)
+	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+	var base string
+	for sc.Scan() {
+		if base = urlRE.FindString(sc.Text()); base != "" {
+			break
+		}
+	}
+	if base == "" {
+		t.Fatal("memor serve did not announce its address")
+	}
+	go io.Copy(io.Discard, stderr)
+	return base, func() int {
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		exited = true
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		return 0
+	}
+}
+
+func TestServeAndConformance(t *testing.T) {
+	e := newEnv(t)
+	base, stop := serve(t, e)
+	resp, err := http.Get(base + "/v1/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Post(base+"/v1/users/srv/episodes", "application/json", strings.NewReader(`{"text":"I live in Oslo.","at":"2025-01-01"}`))
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("add: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	// The store is held by the server: another process is told why.
+	if r := e.run("", "state"); r.code != 1 || !strings.Contains(r.stderr, "another memor process") {
+		t.Errorf("state while serving: %+v", r)
+	}
+
+	r := e.run("", "conformance", "--url", base+"/conformance", "--name", "memor")
+	if r.code != 0 {
+		t.Fatalf("conformance: %+v", r)
+	}
+	for _, want := range []string{"| arm | correct |", "| memor | ", "| update |", "| time-travel |"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("conformance report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	t.Logf("conformance report of memor serve:\n%s", r.stdout)
+
+	if code := stop(); code != 0 {
+		t.Errorf("serve exit code after SIGINT: %d", code)
+	}
+	// Shut down gracefully: the queued episode was applied.
+	if got := objects(e.facts("state", "--user", "srv")); got != "Oslo" {
+		t.Errorf("state after serve stopped = %s", got)
+	}
+}
+
+func TestServeToken(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "MEMOR_TOKEN=t0k3n")
+	base, stop := serve(t, e)
+	defer stop()
+	resp, err := http.Get(base + "/v1/users/me/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: status %d", resp.StatusCode)
+	}
+	// conformance sends MEMOR_TOKEN: the calls get through (no 401 errors).
+	r := e.run("", "conformance", "--url", base+"/conformance", "--json")
+	if r.code != 0 || strings.Contains(r.stdout, "401") {
+		t.Errorf("conformance with token: %+v", r)
+	}
+	var rep struct {
+		Cases int `json:"cases"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Cases == 0 {
+		t.Errorf("conformance --json: %v %s", err, r.stdout)
+	}
+}
+
+// TestMCPStdio starts the built memor-server and talks MCP to it over
+// stdio: initialize, tools/list, add, query.
+func TestMCPStdio(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.Command(serverBin, "--db", e.db)
+	cmd.Env = e.vars
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("initialize: %v (stderr %s)", err, stderr.String())
+	}
+	if got := cs.InitializeResult().ServerInfo.Name; got != "memor" {
+		t.Errorf("server name %q", got)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 8 {
+		t.Fatalf("tools/list: %v %v", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_memory",
+		Arguments: map[string]any{"user_id": "me", "text": "My brother Alex adopted a golden retriever named Buddy last month.", "at": "2026-03-02"}})
+	if err != nil || res.IsError {
+		t.Fatalf("add_memory: %v %+v", err, res)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "golden retriever") {
+		t.Errorf("add_memory text: %s", text)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "query_memory",
+		Arguments: map[string]any{"user_id": "me", "text": "What kind of dog does my brother have?"}})
+	if err != nil {
+		t.Fatalf("query_memory: protocol error %v", err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if res.IsError {
+		if !strings.Contains(text, "not wired") {
+			t.Errorf("query_memory failed: %s", text)
+		}
+		t.Logf("memor.Query not wired yet: query_memory answered the tool error %q", text)
+	} else if !strings.Contains(text, "golden retriever") {
+		t.Errorf("query_memory: %s", text)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if strings.Contains(stderr.String(), "panic") {
+		t.Errorf("server stderr: %s", stderr.String())
+	}
+	// The store is consistent after the session.
+	if out := e.ok("check"); !strings.HasPrefix(out, "ok") {
+		t.Errorf("check after MCP session: %s", out)
+	}
+}

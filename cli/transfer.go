@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/extract"
+)
+
+// The transfer format is JSON Lines: one memor.Episode per line, as the
+// library marshals it (user, seq, kind, at, recorded_at, text, ops,
+// correct), oldest first per user. Replaying the episodes through Add,
+// AssertBatch/End and Correct rebuilds the same valid-time history in
+// another store; transaction times are those of the import.
+
+func (a *app) exportCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "export [-o FILE]",
+		Short: "Write episodes as JSON Lines (every user, or only --user if given)",
+		Example: `  memor export -o backup.jsonl
+  memor export --user alice | memor --db /other/store import`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := a.io.Out
+			var f *os.File
+			if out != "" && out != "-" {
+				var err error
+				if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			bw := bufio.NewWriterSize(w, 1<<16)
+			enc := json.NewEncoder(bw)
+			n, users := 0, 0
+			err := a.withEngine(memor.Options{}, func(e *memor.Engine) error {
+				list := []string{a.user}
+				if !cmd.Flags().Changed("user") {
+					var err error
+					if list, err = e.Users(cmd.Context()); err != nil {
+						return err
+					}
+				}
+				bar := a.progress("export")
+				for i, u := range list {
+					eps, err := e.Episodes(cmd.Context(), u)
+					if err != nil {
+						return fmt.Errorf("export %q: %w", u, err)
+					}
+					for _, ep := range eps {
+						if err := enc.Encode(ep); err != nil {
+							return err
+						}
+					}
+					n += len(eps)
+					users += min(1, len(eps))
+					bar.set(u, i+1, len(list))
+				}
+				bar.finish()
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			if f != nil {
+				if err := f.Close(); err != nil {
+					return err
+				}
+				return a.done(map[string]any{"episodes": n, "users": users, "file": out},
+					fmt.Sprintf("exported %d episodes of %d user(s) to %s", n, users, out))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to FILE instead of stdout")
+	return cmd
+}
+
+func (a *app) importCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import [FILE]",
+		Short: "Replay JSON Lines episodes (from export) into this store; FILE or stdin",
+		Long: `import replays episodes written by 'memor export': what users said at the
+time they said it, structured facts, and corrections. With --user, every
+episode goes to that user instead of the one recorded in the file (a
+correction then cannot find its fact and is skipped with a warning).`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var r io.Reader = a.io.In
+			var size int64
+			name := "stdin"
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if fi, err := f.Stat(); err == nil {
+					size = fi.Size()
+				}
+				r, name = f, args[0]
+			}
+			cr := &countingReader{r: r}
+			bar := a.progress("import")
+			var st importStats
+			// Bulk import: acknowledge without fsync, sync once at the end.
+			err := a.withEngine(memor.Options{NoSync: true}, func(e *memor.Engine) error {
+				remap := cmd.Flags().Changed("user")
+				dec := json.NewDecoder(bufio.NewReaderSize(cr, 1<<16))
+				touched := map[string]bool{}
+				for line := 1; ; line++ {
+					if err := cmd.Context().Err(); err != nil {
+						return err
+					}
+					var ep memor.Episode
+					if err := dec.Decode(&ep); errors.Is(err, io.EOF) {
+						break
+					} else if err != nil {
+						return usage(cmd, "%s: record %d: not an exported episode: %v", name, line, err)
+					}
+					if remap {
+						ep.User = a.user
+					}
+					if err := a.replay(cmd, e, ep, &st); err != nil {
+						return fmt.Errorf("%s: record %d (user %q, seq %d): %w", name, line, ep.User, ep.Seq, err)
+					}
+					touched[ep.User] = true
+					if size > 0 && bar != nil {
+						bar.set(fmt.Sprintf("%d episodes", st.episodes), int(cr.n*1000/size), 1000)
+					}
+				}
+				users := make([]string, 0, len(touched))
+				for u := range touched {
+					users = append(users, u)
+				}
+				slices.Sort(users)
+				for _, u := range users {
+					if err := e.Flush(cmd.Context(), u); err != nil {
+						return err
+					}
+				}
+				st.users = len(users)
+				return e.Sync(cmd.Context())
+			})
+			bar.finish()
+			if err != nil {
+				return err
+			}
+			return a.done(map[string]int{"episodes": st.episodes, "users": st.users, "skipped": st.skipped},
+				fmt.Sprintf("imported %d episodes of %d user(s); %d skipped", st.episodes, st.users, st.skipped))
+		},
+	}
+	return cmd
+}
+
+type importStats struct {
+	episodes, users, skipped int
+}
+
+// replay applies one exported episode through the public write path.
+func (a *app) replay(cmd *cobra.Command, e *memor.Engine, ep memor.Episode, st *importStats) error {
+	ctx := cmd.Context()
+	switch ep.Kind {
+	case memor.EpisodeText:
+		var opts []memor.AddOption
+		if !ep.At.IsZero() {
+			opts = append(opts, memor.At(ep.At))
+		}
+		if _, err := e.Add(ctx, ep.User, ep.Text, opts...); err != nil {
+			return err
+		}
+	case memor.EpisodeFacts:
+		var batch []memor.FactInput
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			_, err := e.AssertBatch(ctx, ep.User, batch)
+			batch = nil
+			return err
+		}
+		for _, op := range ep.Ops {
+			switch op.Kind {
+			case extract.Assert:
+				batch = append(batch, memor.FactInput{Subject: op.Subject, Predicate: op.Predicate, Object: op.Object,
+					Context: op.Context, ValidFrom: op.ValidFrom, Confidence: op.Confidence, Quote: op.Quote})
+			case extract.End:
+				if err := flush(); err != nil {
+					return err
+				}
+				if _, err := e.End(ctx, ep.User, memor.EndInput{Subject: op.Subject, Predicate: op.Predicate,
+					Object: op.Object, Context: op.Context, At: op.ValidFrom, Quote: op.Quote}); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("unknown op kind %d", op.Kind)
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	case memor.EpisodeCorrect:
+		if ep.Correct == nil {
+			return errors.New("correction episode without its fact")
+		}
+		// The fact must have been applied before it can be retracted.
+		if err := e.Flush(ctx, ep.User); err != nil {
+			return err
+		}
+		err := e.Correct(ctx, ep.User, ep.Correct.FactID)
+		if errors.Is(err, memor.ErrNotFound) {
+			fmt.Fprintf(a.io.Err, "memor: import: skipped correction of fact %s for %q: no such fact in this store\n",
+				ep.Correct.FactID, ep.User)
+			st.skipped++
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown episode kind %d", ep.Kind)
+	}
+	st.episodes++
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
