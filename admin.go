@@ -278,7 +278,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 		errs = append(errs, err)
 	}
 	for _, slot := range slots {
-		claims, err := e.slotClaims(ctx, e.db, user, slot)
+		claims, err := e.slotClaims(ctx, e.db, user, slot, nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -100,6 +100,28 @@ const (
 
 var firstPerson = map[string]bool{"i": true, "me": true, "my": true, "mine": true, "myself": true, "i'm": true, "i've": true}
 
+// maxBoost is the largest reinforcement boost β(r) = 1 + 0.05·min(r−1, 5).
+const maxBoost = 1.25
+
+// boost applies the reinforcement boost and, if asked, the forgetting curve.
+func (e *Engine) boost(c *candidate, validAt time.Time, forgetting bool) {
+	r := 1
+	var last time.Time
+	if c.fact != nil {
+		r, last = c.fact.Reinforced, c.fact.LastSeen
+	} else if c.episode != nil {
+		last = c.episode.At
+	}
+	c.signals.Boost = 1 + 0.05*float64(min(max(r-1, 0), 5))
+	c.score *= c.signals.Boost
+	if forgetting {
+		age := max(validAt.Sub(last), 0)
+		stability := time.Duration(max(r, 1)) * forgettingBase
+		c.signals.Recency = math.Exp(-float64(age) / float64(stability))
+		c.score *= c.signals.Recency
+	}
+}
+
 // candidate is one document under consideration.
 type candidate struct {
 	doc     uint32
@@ -208,36 +230,41 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		}
 	}
 
-	// Resolve documents to facts and episodes; a document whose version
-	// is not (yet) committed is skipped.
+	// Fuse, then resolve documents to facts and episodes in score order.
+	// The reinforcement boost can lift a score by at most maxBoost, so
+	// loading stops once the next candidate cannot reach the k-th score
+	// (or the reranker's window). A document whose version is not (yet)
+	// committed is skipped.
 	list := make([]*candidate, 0, len(cands))
 	for _, c := range cands {
+		list = append(list, c)
+	}
+	fuse(list, w, opts.Fusion)
+	sortCandidates(list)
+	want := k
+	if opts.Reranker != nil || e.opts.Reranker != nil {
+		want = candidatesPerSignal
+	}
+	loaded := list[:0]
+	var kth float64
+	for _, c := range list {
+		if len(loaded) >= want && !opts.Forgetting && c.score*maxBoost < kth {
+			break
+		}
 		if err := e.loadDoc(user, c); err != nil {
 			if errors.Is(err, kv.ErrNotFound) {
 				continue
 			}
 			return nil, err
 		}
-		list = append(list, c)
-	}
-	fuse(list, w, opts.Fusion)
-	for _, c := range list {
-		r := 1
-		var last time.Time
-		if c.fact != nil {
-			r, last = c.fact.Reinforced, c.fact.LastSeen
-		} else if c.episode != nil {
-			last = c.episode.At
-		}
-		c.signals.Boost = 1 + 0.05*float64(min(max(r-1, 0), 5))
-		c.score *= c.signals.Boost
-		if opts.Forgetting {
-			age := max(validAt.Sub(last), 0)
-			stability := time.Duration(max(r, 1)) * forgettingBase
-			c.signals.Recency = math.Exp(-float64(age) / float64(stability))
-			c.score *= c.signals.Recency
+		e.boost(c, validAt, opts.Forgetting)
+		loaded = append(loaded, c)
+		if len(loaded) >= want {
+			sortCandidates(loaded)
+			kth = loaded[want-1].score
 		}
 	}
+	list = loaded
 	sortCandidates(list)
 
 	rr := opts.Reranker

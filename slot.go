@@ -2,7 +2,9 @@ package memor
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/memor-db/memor/internal/resolve"
 	"github.com/memor-db/memor/kv"
@@ -67,7 +69,7 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 			applied[id] = true
 		}
 	}
-	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot)
+	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends)
 	if err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 // resolveSub resolves one slot and returns the ends that closed something.
 // logEnds is false when the caller logs the ends itself.
 func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool, error) {
-	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot)
+	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends)
 	if err != nil {
 		return nil, err
 	}
@@ -305,6 +307,7 @@ func (t *txn) put(slot []byte, f Fact) error {
 	if err := t.b.Set(userKey(t.user, kv.SubLive, suf), encodeFact(f)); err != nil {
 		return err
 	}
+	t.sawContext(slot)
 	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), f.Doc), versionDoc(f.Episode, suf, nanos(f.RecordedAt))); err != nil {
 		return err
 	}
@@ -332,25 +335,50 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	return t.e.idx.expireVersion(t, &cur)
 }
 
+// sawContext updates the otherContexts cache after a live value was
+// written in slot's context: every other context of the same subject and
+// predicate now has a neighbour.
+func (t *txn) sawContext(slot []byte) {
+	if len(t.contexts) == 0 {
+		return
+	}
+	subj, pred, ctxKey, _, _, err := slotParts(slot)
+	if err != nil {
+		return
+	}
+	sp := string(userKey(t.user, kv.SubLive, kv.AppendString(kv.AppendString(nil, subj), pred)))
+	mine := string(kv.AppendString([]byte(sp), ctxKey))
+	for k := range t.contexts {
+		if k != mine && strings.HasPrefix(k, sp) {
+			t.contexts[k] = true
+		}
+	}
+}
+
 // otherContexts reports whether the slot's subject and predicate already
-// have live values under another context (rule coexist).
+// have live values under another context (rule coexist). Contexts sort
+// within (subject, predicate), so it looks only before and after this
+// context's range and stops at the first key: never a scan of the slot.
 func (t *txn) otherContexts(slot []byte) (bool, error) {
 	subj, pred, ctxKey, _, _, err := slotParts(slot)
 	if err != nil {
 		return false, err
 	}
 	prefix := userKey(t.user, kv.SubLive, kv.AppendString(kv.AppendString(nil, subj), pred))
-	found := false
-	err = t.b.Scan(t.ctx, prefix, func(k, _ []byte) error {
-		d := kv.NewDecoder(k[len(prefix):])
-		if c := d.String(); d.Err == nil && c != ctxKey {
-			found = true
-			return errStop
-		}
-		return nil
-	})
-	if err == errStop {
-		err = nil
+	mine := kv.AppendString(append([]byte(nil), prefix...), ctxKey)
+	if v, ok := t.contexts[string(mine)]; ok {
+		return v, nil
 	}
-	return found, err
+	found := false
+	defer func() { t.contexts[string(mine)] = found }()
+	stop := func(_, _ []byte) error { found = true; return errStop }
+	for _, r := range [][2][]byte{{prefix, mine}, {kv.PrefixEnd(mine), kv.PrefixEnd(prefix)}} {
+		if err := t.b.ScanRange(t.ctx, r[0], r[1], stop); err != nil && !errors.Is(err, errStop) {
+			return false, err
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -169,7 +169,7 @@ func (e *Engine) Correct(ctx context.Context, user, factID string) error {
 	if err != nil {
 		return err
 	}
-	claims, err := e.slotClaims(ctx, e.db, user, slot)
+	claims, err := e.slotClaims(ctx, e.db, user, slot, nil)
 	if err != nil {
 		return err
 	}
@@ -266,6 +266,9 @@ type txn struct {
 	decisions []Decision
 	pre       *extracted // the next text episode's extraction, if done already
 	claims    int        // ops accepted (not rejected) so far
+	// Per-transaction caches of reads that a bulk batch would repeat.
+	ends     map[string][]claimRec // see slotClaims
+	contexts map[string]bool       // (subject, predicate, context) → other contexts exist
 	caught    int        // queued episodes applied by catchUp
 }
 
@@ -276,7 +279,7 @@ func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
 		b.Close()
 		return nil, err
 	}
-	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m}
+	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{}}
 	t.now = e.tick(m.Txn)
 	return t, nil
 }
@@ -444,6 +447,9 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(c)); err != nil {
 			return err
 		}
+		if op.Kind == extract.End {
+			delete(t.ends, string(slot))
+		}
 		if err := t.b.Set(userKey(t.user, kv.SubFactIndex, id[:]), suf); err != nil {
 			return err
 		}
@@ -532,7 +538,10 @@ func getClaim(r kv.Reader, user string, suf []byte) (claimRec, error) {
 // slotClaims returns every claim that resolves in slot: its own, and for
 // an object sub-slot of a Many predicate the ends without object of the
 // same subject, predicate and context.
-func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot []byte) ([]claimRec, error) {
+// ends, if not nil, caches the ends-without-object sub-slots already read
+// in this transaction (a bulk batch of new likes would otherwise re-read
+// the same empty range once per like).
+func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot []byte, ends map[string][]claimRec) ([]claimRec, error) {
 	var out []claimRec
 	scan := func(s []byte, endsOnly bool) error {
 		return r.Scan(ctx, userKey(user, kv.SubClaim, s), func(_, v []byte) error {
@@ -552,8 +561,16 @@ func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot 
 		return nil, err
 	}
 	if many && obj != "" {
-		if err := scan(slotKey(subj, pred, ctxKey, false, ""), true); err != nil {
+		endSlot := slotKey(subj, pred, ctxKey, false, "")
+		if cached, ok := ends[string(endSlot)]; ok {
+			return append(out, cached...), nil
+		}
+		n := len(out)
+		if err := scan(endSlot, true); err != nil {
 			return nil, err
+		}
+		if ends != nil {
+			ends[string(endSlot)] = append([]claimRec(nil), out[n:]...)
 		}
 	}
 	return out, nil

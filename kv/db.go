@@ -52,11 +52,12 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	po := &pebble.Options{Logger: quietLogger{o.Logger}}
-	if o.CacheSize > 0 {
-		c := pebble.NewCache(o.CacheSize)
-		defer c.Unref()
-		po.Cache = c
+	if o.CacheSize <= 0 {
+		o.CacheSize = 64 << 20
 	}
+	c := pebble.NewCache(o.CacheSize)
+	defer c.Unref()
+	po.Cache = c
 	p, err := openPebble(dir, po)
 	if err != nil {
 		return nil, err

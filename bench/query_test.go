@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memor-db/memor"
+)
+
+var queryShapes = []struct {
+	name         string
+	users, facts int // facts per user
+}{
+	{"10k-users", 10_000, 100},
+	{"1-tenant", 1, 1_000_000},
+}
+
+var queryWords = []string{"coffee", "hiking", "jazz", "chess", "sushi", "tennis", "python", "painting", "cycling", "poetry",
+	"Berlin", "Lisbon", "Seattle", "Austin", "Kyoto", "Oslo", "Nairobi", "Lima", "Pune", "Denver"}
+
+// loadShape bulk-loads users × facts: likes of numbered hobbies, a
+// lives_in history with moves, and a job.
+func loadShape(b *testing.B, e *memor.Engine, users, facts int) {
+	ctx := context.Background()
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(1, 2))
+	for u := range users {
+		user := fmt.Sprintf("user-%d", u)
+		batch := make([]memor.FactInput, 0, 1000)
+		for i := range facts {
+			f := memor.FactInput{Subject: "user", ValidFrom: base.Add(time.Duration(i) * time.Hour)}
+			switch {
+			case i%10 == 0:
+				f.Predicate, f.Object = "lives_in", queryWords[10+r.IntN(10)]
+			case i%10 == 1:
+				f.Predicate, f.Object = "works_at", fmt.Sprintf("Company %d", r.IntN(1000))
+			default:
+				f.Predicate, f.Object = "likes", fmt.Sprintf("%s %d", queryWords[r.IntN(10)], i)
+			}
+			batch = append(batch, f)
+			if len(batch) == cap(batch) || i == facts-1 {
+				if _, err := e.AssertBatch(ctx, user, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	if err := e.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkQuery is end-to-end Query latency at 1M facts (10k users × 100,
+// and one tenant × 1M) with the default embedder; -short uses 10k facts.
+// Reports p50-ns and p99-ns.
+func BenchmarkQuery(b *testing.B) {
+	for _, s := range queryShapes {
+		users, facts := s.users, s.facts
+		if testing.Short() {
+			users, facts = max(users/100, 1), min(facts, 10_000)
+		}
+		b.Run("shape="+s.name, func(b *testing.B) {
+			e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			start := time.Now()
+			loadShape(b, e, users, facts)
+			load := time.Since(start)
+			ctx := context.Background()
+			r := rand.New(rand.NewPCG(3, 4))
+			questions := []string{"where do I live?", "where do I work?", "do I like %s?", "%s"}
+			var lat []time.Duration
+			b.ResetTimer()
+			b.ReportAllocs()
+			for b.Loop() {
+				q := questions[r.IntN(len(questions))]
+				if q[0] == '%' || q[len(q)-2] == 's' {
+					q = fmt.Sprintf(q, queryWords[r.IntN(len(queryWords))])
+				}
+				t := time.Now()
+				rs, err := e.Query(ctx, fmt.Sprintf("user-%d", r.IntN(users)), q, memor.QueryOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t))
+				if len(rs) == 0 {
+					b.Fatalf("no results for %q", q)
+				}
+			}
+			b.ReportMetric(percentile(lat, 0.5), "p50-ns")
+			b.ReportMetric(percentile(lat, 0.99), "p99-ns")
+			b.ReportMetric(float64(users*facts)/load.Seconds(), "load-facts/s")
+		})
+	}
+}
