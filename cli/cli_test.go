@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -30,14 +31,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	memorBin, serverBin = filepath.Join(dir, "memor"), filepath.Join(dir, "memor-server")
-	for bin, pkg := range map[string]string{memorBin: "../cmd/memor", serverBin: "../cmd/memor-server"} {
-		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
+	exe := ""
+	if runtime.GOOS == "windows" {
+		exe = ".exe"
+	}
+	memorBin, serverBin = filepath.Join(dir, "memor"+exe), filepath.Join(dir, "memor-server"+exe)
+	// One go build for both: the packages compile once, the links run in
+	// parallel.
+	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/memor", "../cmd/memor-server").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the binaries: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -136,6 +141,7 @@ func TestDemo(t *testing.T) {
 		"Alex has_pet golden retriever", "since 2026-02-02", // "last month" resolved
 		"Where did I live on 2026-02-01?", "San Francisco   (2026-01-10 → 2026-07-11)", // time travel
 		"supersede", "revised by a later episode", // audit trail
+		"path: user → brother → Alex → has_pet → golden retriever", // multi-hop
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
@@ -198,6 +204,27 @@ func TestWorkflow(t *testing.T) {
 	// Audit: believed in the year 2000, nothing was known.
 	if got := objects(e.facts("asof", "--valid", "2026-08-01", "--known", "2000-01-01T00:00:00Z")); got != "" {
 		t.Errorf("asof known 2000 = %s", got)
+	}
+	var rs []struct {
+		Fact *fact  `json:"fact"`
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("query", "What kind of dog does my brother have?", "--json", "-k", "3")), &rs); err != nil || len(rs) == 0 || len(rs) > 3 {
+		t.Fatalf("query --json: %v %+v", err, rs)
+	}
+	if !slices.ContainsFunc(rs, func(r struct {
+		Fact *fact  `json:"fact"`
+		Path string `json:"path"`
+	}) bool {
+		return r.Path == "user → brother → Alex → has_pet → golden retriever"
+	}) {
+		t.Errorf("multi-hop query: no result with the path user → brother → Alex → has_pet → golden retriever: %+v", rs)
+	}
+	if out := e.ok("query", "Where do I live?", "--valid", "2026-02-01"); !strings.Contains(out, "San Francisco") || strings.Contains(out, "Seattle") {
+		t.Errorf("query --valid 2026-02-01:\n%s", out)
+	}
+	if out := e.ok("query", "Where do I live?"); !strings.Contains(out, "Seattle") || strings.Contains(out, "San Francisco") {
+		t.Errorf("query now:\n%s", out)
 	}
 	hist := e.facts("history", "lives_in")
 	if got := objects(hist); got != "San Francisco,San Francisco,Seattle" {
@@ -553,14 +580,8 @@ func TestMCPStdio(t *testing.T) {
 	if err != nil {
 		t.Fatalf("query_memory: protocol error %v", err)
 	}
-	text := res.Content[0].(*mcp.TextContent).Text
-	if res.IsError {
-		if !strings.Contains(text, "not wired") {
-			t.Errorf("query_memory failed: %s", text)
-		}
-		t.Logf("memor.Query not wired yet: query_memory answered the tool error %q", text)
-	} else if !strings.Contains(text, "golden retriever") {
-		t.Errorf("query_memory: %s", text)
+	if text := res.Content[0].(*mcp.TextContent).Text; res.IsError || !strings.Contains(text, "golden retriever") {
+		t.Errorf("query_memory: error=%v %s", res.IsError, text)
 	}
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)

@@ -177,7 +177,7 @@ func TestTools(t *testing.T) {
 		t.Errorf("profile after correct = %v, want [San Francisco]", got)
 	}
 
-	if queryWired(e) {
+	{
 		var q queryOut
 		mustCall(t, cs, "query_memory", map[string]any{"user_id": "me", "text": "Where do I live?", "limit": 3}, &q)
 		if len(q.Results) == 0 || len(q.Results) > 3 || !strings.Contains(q.Results[0].Text+q.Results[len(q.Results)-1].Text, "San Francisco") {
@@ -186,11 +186,6 @@ func TestTools(t *testing.T) {
 		mustCall(t, cs, "query_as_of", map[string]any{"user_id": "me", "text": "Where do I live?", "valid_at": "2026-02-01"}, &asof)
 		if len(asof.Results) == 0 {
 			t.Errorf("query_as_of with text: no results")
-		}
-	} else {
-		t.Log("memor.Query not wired yet: query_memory checked only for a readable tool error")
-		if msg := call(t, cs, "query_memory", map[string]any{"user_id": "me", "text": "Where do I live?"}, nil); msg == "" {
-			t.Error("unwired query_memory did not report an error")
 		}
 	}
 
@@ -245,9 +240,4 @@ func TestBadArguments(t *testing.T) {
 		t.Error("unknown tool: no error")
 	}
 	mustCall(t, cs, "get_user_profile", map[string]any{"user_id": "u"}, nil)
-}
-
-func queryWired(e *memor.Engine) bool {
-	_, err := e.Query(context.Background(), "probe", "x", memor.QueryOptions{})
-	return err == nil || !strings.Contains(err.Error(), "not wired")
 }
