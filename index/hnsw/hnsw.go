@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -289,10 +290,14 @@ func (ix *Index) alloc(id uint32, v []float32, level int) uint32 {
 		ix.levels[s] = int8(level)
 	} else {
 		s = uint32(len(ix.ids))
+		// Grow the flat arrays by doubling: append's growth factor for
+		// large slices (1.25×) copies the vectors far more often.
+		ix.vecs = grow(ix.vecs, ix.dim)
+		ix.links0 = grow(ix.links0, ix.m0+1)
 		ix.vecs = append(ix.vecs, v...)
 		ix.ids = append(ix.ids, id)
 		ix.levels = append(ix.levels, int8(level))
-		ix.links0 = append(ix.links0, make([]uint32, ix.m0+1)...)
+		ix.links0 = ix.links0[:len(ix.links0)+ix.m0+1]
 		ix.upper = append(ix.upper, nil)
 	}
 	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
@@ -303,6 +308,14 @@ func (ix *Index) alloc(id uint32, v []float32, level int) uint32 {
 	}
 	ix.slotOf[id] = s
 	return s
+}
+
+// grow makes room for n more elements, doubling the capacity when full.
+func grow[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s)))
 }
 
 // Add inserts the vector of id, replacing any vector id already has, and
