@@ -437,3 +437,59 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicIsA500 checks that a bug in a handler answers a plain JSON 500,
+// with no stack trace, and the server keeps serving. A nil engine makes
+// every engine call panic.
+func TestPanicIsA500(t *testing.T) {
+	srv := httptest.NewServer(New(nil, Options{}))
+	defer srv.Close()
+	for range 2 {
+		resp, err := http.Get(srv.URL + "/v1/users/u/state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 500 || strings.TrimSpace(string(body)) != `{"error":"internal error","code":"internal"}` {
+			t.Errorf("panic answered %d %s", resp.StatusCode, body)
+		}
+	}
+}
+
+// TestReadTimeout checks that a client that never finishes its request is
+// cut off (slowloris).
+func TestReadTimeout(t *testing.T) {
+	e := openEngine(t, memor.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, e, ln, ServeOptions{ReadTimeout: 200 * time.Millisecond}) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /v1/health HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_, err = io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("server kept a half-sent request open for 5s")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("connection closed after %v, want about the 200ms read timeout", d)
+	}
+}
