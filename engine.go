@@ -73,6 +73,11 @@ type Options struct {
 	MaxTextBytes int
 	// CacheSize is the storage block cache in bytes (default 64 MiB).
 	CacheSize int64
+	// Ungoverned turns resolution off: every predicate is treated as Many,
+	// so contradicting values all stand (ends and restatements still
+	// apply). It exists to measure what resolution buys (memortest's
+	// "ungoverned" arm); do not use it for real memories.
+	Ungoverned bool
 	// Workers is how many goroutines apply queued episodes (default 2).
 	Workers int
 	// QueueSize bounds the episodes waiting to be applied; Add waits when

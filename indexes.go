@@ -35,8 +35,10 @@ type userIndex struct {
 	// episodes: document → what Query needs to decide whether a raw
 	// episode may be served.
 	episodes map[uint32]*episodeDoc
-	// factsOf: episode seq → documents of the fact versions it produced.
-	factsOf map[uint64]*roaring.Bitmap
+	// factsOf: episode seq → fact ID → documents of that fact's versions.
+	factsOf map[uint64]map[string]*roaring.Bitmap
+	// subjectsOf: episode seq → normalised subjects of its facts.
+	subjectsOf map[uint64]map[string]bool
 }
 
 type episodeDoc struct {
@@ -110,7 +112,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 	if err != nil {
 		return nil, err
 	}
-	ui := &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]*roaring.Bitmap{}}
+	ui := &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{}}
 	docs := kv.UserKey(user, kv.SubDoc)
 	err = r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
@@ -120,8 +122,9 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 		seq := kv.NewDecoder(v[1:9]).Uint64()
 		switch v[0] {
 		case docVersion:
-			if _, ok := tmp.Get(doc); ok {
-				ui.addFactOf(seq, doc)
+			if _, ok := tmp.Get(doc); ok && len(v) >= 9+idLen+8 {
+				subj := kv.NewDecoder(v[9:]).String()
+				ui.addFactOf(seq, fmt.Sprintf("%x", v[len(v)-8-idLen:len(v)-8]), subj, doc)
 			}
 		case docEpisode:
 			ev, err := r.Get(seqKey(user, kv.SubEpisode, seq))
@@ -142,15 +145,26 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 	return ui, nil
 }
 
-func (ui *userIndex) addFactOf(seq uint64, doc uint32) {
+func (ui *userIndex) addFactOf(seq uint64, id, subjKey string, doc uint32) {
 	ui.mu.Lock()
-	b := ui.factsOf[seq]
+	defer ui.mu.Unlock()
+	subs := ui.subjectsOf[seq]
+	if subs == nil {
+		subs = map[string]bool{}
+		ui.subjectsOf[seq] = subs
+	}
+	subs[subjKey] = true
+	fs := ui.factsOf[seq]
+	if fs == nil {
+		fs = map[string]*roaring.Bitmap{}
+		ui.factsOf[seq] = fs
+	}
+	b := fs[id]
 	if b == nil {
 		b = roaring.New()
-		ui.factsOf[seq] = b
+		fs[id] = b
 	}
 	b.Add(doc)
-	ui.mu.Unlock()
 }
 
 func (s *indexSet) dropUser(user string) {
@@ -235,7 +249,7 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if err := ui.g.AddEdge(t.b, f.Doc, f.Subject, f.Predicate, f.Object); err != nil {
 		return err
 	}
-	ui.addFactOf(f.Episode, f.Doc)
+	ui.addFactOf(f.Episode, f.ID, normKey(f.Subject), f.Doc)
 	return nil
 }
 
@@ -327,8 +341,12 @@ func (s *indexSet) check(ctx context.Context, user string) error {
 
 // visibleEpisodes returns the episode documents that may be served at
 // (validAt, knownAt): said by then, and either nothing was extracted from
-// them or one of the facts they produced is visible (an episode whose facts
-// were all superseded must not smuggle them back in as raw text).
+// them, or every fact they produced is visible. Raw text must never smuggle
+// a superseded, ended or corrected fact back in: "My brother Alex lives in
+// Austin" is not served once Alex has moved, even though "user brother
+// Alex" still holds (that fact is served on its own). An episode whose
+// claims made no fact of their own (a restatement, a contested claim) is
+// not served either.
 func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitmap) *roaring.Bitmap {
 	out := roaring.New()
 	ui.mu.RLock()
@@ -337,13 +355,29 @@ func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitm
 		if ep.at > validAt || ep.rec > knownAt {
 			continue
 		}
-		if ep.hasClaims {
-			fs := ui.factsOf[ep.seq]
-			if fs == nil || !fs.Intersects(facts) {
-				continue
-			}
+		if ep.hasClaims && !allVisible(ui.factsOf[ep.seq], facts) {
+			continue
 		}
 		out.Add(doc)
 	}
 	return out
+}
+
+// episodeSubjects returns the subjects of the facts an episode produced.
+func (ui *userIndex) episodeSubjects(seq uint64) map[string]bool {
+	ui.mu.RLock()
+	defer ui.mu.RUnlock()
+	return ui.subjectsOf[seq]
+}
+
+func allVisible(fs map[string]*roaring.Bitmap, visible *roaring.Bitmap) bool {
+	if len(fs) == 0 {
+		return false
+	}
+	for _, versions := range fs {
+		if !versions.Intersects(visible) {
+			return false
+		}
+	}
+	return true
 }

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/extract"
@@ -48,6 +48,10 @@ type QueryOptions struct {
 	NoEpisodes bool
 	// Reranker, if set, reorders the top candidates in one batched call.
 	Reranker extract.Reranker
+	// TimeFromText, when ValidAt is zero, takes the valid time from a past
+	// date the question names: "where did I live in March 2026?" or "on
+	// 2026-02-01" asks as of that date.
+	TimeFromText bool
 	// Forgetting multiplies scores by a forgetting curve R = exp(−t/S),
 	// with S growing with reinforcement (off by default).
 	Forgetting bool
@@ -98,7 +102,42 @@ const (
 	forgettingBase = 30 * 24 * time.Hour
 )
 
-var firstPerson = map[string]bool{"i": true, "me": true, "my": true, "mine": true, "myself": true, "i'm": true, "i've": true}
+var firstPerson = map[string]bool{"i": true, "me": true, "my": true, "mine": true, "myself": true, "i'm": true, "i've": true, "i'd": true}
+
+var datePhrase = regexp.MustCompile(`(?i)\b(?:in|on|during|as of|back in|at the start of)\s+(?:\d{4}-\d{2}-\d{2}|[a-z]+\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}\s+[a-z]+\s+\d{4}|[a-z]+\s+\d{4}|\d{4})\b`)
+
+// TimeInText finds a past date a question names ("in March 2026", "on
+// 2026-02-01") and resolves it against now. Within a named month or year it
+// answers for the middle of it, away from changes on its first day.
+func TimeInText(text string, now time.Time) (time.Time, bool) {
+	for _, m := range datePhrase.FindAllString(text, -1) {
+		t, ok := extract.ParseTime(m, now)
+		if !ok {
+			continue
+		}
+		words := strings.Fields(m)
+		last := words[len(words)-1]
+		switch {
+		case len(words) == 2 && len(last) == 4 && last[0] >= '0' && last[0] <= '9' && !strings.Contains(last, "-"):
+			t = t.AddDate(0, 6, 0) // a bare year: mid-year
+		case !strings.ContainsAny(m, "-") && len(words) == 3 && len(last) == 4:
+			t = t.AddDate(0, 0, 14) // a month and year: mid-month
+		}
+		if t.After(now) {
+			t = now
+		}
+		return t.UTC(), true
+	}
+	return time.Time{}, false
+}
+
+// minVector is the cosine similarity below which a vector hit is noise:
+// feature-hashed vectors of unrelated sentences still share a few features.
+const minVector = 0.15
+
+// minVectorAlone is the similarity a candidate needs when no other signal
+// supports it.
+const minVectorAlone = 0.35
 
 // maxBoost is the largest reinforcement boost β(r) = 1 + 0.05·min(r−1, 5).
 const maxBoost = 1.25
@@ -128,8 +167,10 @@ type candidate struct {
 	signals Signals
 	path    string
 	score   float64
-	fact    *Fact
-	episode *Episode
+	// rawVector is the cosine before normalisation.
+	rawVector float64
+	fact      *Fact
+	episode   *Episode
 }
 
 // Query returns the facts and episodes most relevant to text, visible at
@@ -146,6 +187,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	now := e.now()
 	validAt, knownAt := opts.ValidAt, opts.KnownAt
+	if validAt.IsZero() && opts.TimeFromText {
+		validAt, _ = TimeInText(text, now)
+	}
 	if validAt.IsZero() {
 		validAt = now
 	}
@@ -193,6 +237,13 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		allow.Or(ui.visibleEpisodes(validAt.UnixNano(), knownAt.UnixNano(), facts))
 	}
 
+	foc, err := e.queryFocus(ctx, ui, text, facts, allow)
+	if err != nil {
+		return nil, err
+	}
+	if foc.nothing {
+		return []Result{}, nil
+	}
 	cands := map[uint32]*candidate{}
 	get := func(doc uint32) *candidate {
 		c := cands[doc]
@@ -208,7 +259,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			return nil, err
 		}
 		for _, h := range hits {
-			get(h.Doc).signals.BM25 = h.Score
+			if h.Score > 0 {
+				get(h.Doc).signals.BM25 = h.Score
+			}
 		}
 		q, err := e.idx.embedOne(ctx, text)
 		if err != nil {
@@ -220,12 +273,16 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 				return nil, err
 			}
 			for _, h := range vhits {
-				if h.Score > 0 {
-					get(h.ID).signals.Vector = float64(h.Score)
+				if h.Score >= minVector {
+					c := get(h.ID)
+					c.signals.Vector, c.rawVector = float64(h.Score), float64(h.Score)
 				}
 			}
 		}
-		if err := e.entityCandidates(ctx, ui, text, depth, facts, get); err != nil {
+		if err := e.entityCandidates(ctx, ui, text, foc.seeds, depth, facts, get); err != nil {
+			return nil, err
+		}
+		if err := e.outdatedCandidates(ctx, ui, text, facts, get); err != nil {
 			return nil, err
 		}
 	}
@@ -237,6 +294,11 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	// committed is skipped.
 	list := make([]*candidate, 0, len(cands))
 	for _, c := range cands {
+		// Similarity alone, and weak, is noise: a candidate needs a word
+		// or entity in common with the question or a close vector.
+		if c.signals.BM25 == 0 && c.signals.Entity == 0 && c.rawVector < minVectorAlone {
+			continue
+		}
 		list = append(list, c)
 	}
 	fuse(list, w, opts.Fusion)
@@ -257,6 +319,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			}
 			return nil, err
 		}
+		if !foc.admits(ui, c) {
+			continue
+		}
 		e.boost(c, validAt, opts.Forgetting)
 		loaded = append(loaded, c)
 		if len(loaded) >= want {
@@ -271,7 +336,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	if rr == nil {
 		rr = e.opts.Reranker
 	}
-	if rr != nil && len(list) > 1 {
+	if rr != nil && len(list) > 0 {
 		top := list[:min(len(list), candidatesPerSignal)]
 		docs := make([]string, len(top))
 		for i, c := range top {
@@ -310,21 +375,11 @@ func isZero(v []float32) bool {
 	return true
 }
 
-// entityCandidates walks the fact graph from the entities the query names
-// (and from the user for first-person questions). A fact reached by a path
-// scores by how many query words its path explains, per hop, so "what kind
-// of dog does my brother have" prefers user → brother → Alex → has_pet →
-// golden retriever over Alex's other facts.
-func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text string, depth int, facts *roaring.Bitmap, get func(uint32) *candidate) error {
-	seeds := ui.g.Entities(text)
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && r != '\''
-	}) {
-		if firstPerson[w] {
-			seeds = append(seeds, "user")
-			break
-		}
-	}
+// entityCandidates walks the fact graph from the focus's seeds. A fact
+// reached by a path scores by how many query words its path explains, per
+// hop, so "what kind of dog does my brother have" prefers user → brother →
+// Alex → has_pet → golden retriever over Alex's other facts.
+func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text string, seeds []string, depth int, facts *roaring.Bitmap, get func(uint32) *candidate) error {
 	if len(seeds) == 0 {
 		return nil
 	}
@@ -337,16 +392,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 		words[t] = true
 	}
 	for _, p := range paths {
-		matched := map[string]bool{}
-		for _, h := range p.Hops {
-			gloss := predicateGloss[h.Label]
-			for _, t := range bm25.Tokenize(h.Label + " " + gloss + " " + h.To) {
-				if words[t] {
-					matched[t] = true
-				}
-			}
-		}
-		score := float64(len(matched)) / float64(len(p.Hops))
+		score := pathScore(p, words)
 		if score == 0 {
 			continue
 		}
@@ -354,6 +400,39 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 		if score > c.signals.Entity {
 			c.signals.Entity = score
 			c.path = p.String()
+		}
+	}
+	return nil
+}
+
+// outdatedCandidates answers questions phrased with an outdated value: "is
+// my iPhone 13 still working?" names a value that no longer holds, so the
+// value now in force in the same slot (user uses_device Android) becomes a
+// candidate, reached through the old edge.
+func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text string, facts *roaring.Bitmap, get func(uint32) *candidate) error {
+	for _, name := range ui.g.Entities(text) {
+		past, err := ui.g.BFSLimit(ctx, []string{name}, 1, candidatesPerSignal, nil)
+		if err != nil {
+			return err
+		}
+		for _, p := range past {
+			h := p.Hops[0]
+			if !h.Inverse || facts.Contains(h.Doc) {
+				continue // not a value of someone's slot, or still in force
+			}
+			now, err := ui.g.BFSLimit(ctx, []string{h.To}, 1, candidatesPerSignal, facts)
+			if err != nil {
+				return err
+			}
+			for _, q := range now {
+				if n := q.Hops[0]; !n.Inverse && n.Label == h.Label {
+					c := get(n.Doc)
+					if c.signals.Entity < 1 {
+						c.signals.Entity = 1
+						c.path = name + " → now → " + q.String()
+					}
+				}
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,213 @@
+package memor
+
+import (
+	"context"
+	"strings"
+	"unicode"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/graph"
+	"github.com/memor-db/memor/index/bm25"
+)
+
+// A question is about someone. Serving facts about someone else is a
+// wrong answer that looks right ("where does my friend Sarah live?"
+// answered with the user's own city), so Query works out whom a question
+// is about and keeps only facts about them:
+//
+//  1. people the question names ("Sarah", "Alex");
+//  2. else people it names by relation ("my brother" → Alex), through the
+//     user's relation facts visible in the view — a relation with nobody
+//     behind it ("my sister", none known) means nothing is known;
+//  3. else the user, for a first-person question;
+//  4. else anyone.
+
+// relationWords maps words for relatives and friends to relation
+// predicates.
+var relationWords = map[string]string{
+	"brother": "brother", "brothers": "brother", "sister": "sister", "sisters": "sister",
+	"friend": "friend", "friends": "friend", "mother": "mother", "mom": "mother", "mum": "mother",
+	"father": "father", "dad": "father", "wife": "wife", "husband": "husband", "partner": "partner",
+	"boyfriend": "partner", "girlfriend": "partner", "son": "son", "daughter": "daughter",
+	"colleague": "colleague", "coworker": "colleague",
+}
+
+// topicWords name kinds of facts. A question about a topic this user's
+// memories never mention ("what phone do I use?" with no device known)
+// is answered with nothing rather than with whatever else is similar.
+var topicWords = map[string]bool{
+	"phone": true, "device": true, "school": true, "university": true, "college": true,
+	"allergy": true, "allergic": true, "allergies": true, "pet": true, "pets": true, "dog": true, "cat": true,
+	"diet": true, "married": true, "job": true, "employer": true, "instrument": true, "instruments": true,
+	"language": true, "languages": true, "study": true, "studies": true, "student": true,
+}
+
+// focus is whom a question is about.
+type focus struct {
+	// about holds normalised entity names; nil means anyone.
+	about map[string]bool
+	// relation is the relation predicate the question went through, so the
+	// relation fact itself ("user brother Alex") is about them too.
+	relation string
+	// nothing: the question is about someone or something memor does not
+	// know in this view; the answer is nothing.
+	nothing bool
+	// seeds start the graph walk.
+	seeds []string
+}
+
+// words lowercases text into words, possessives dropped ("mother's" →
+// "mother").
+func words(text string) []string {
+	ws := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
+	})
+	for i, w := range ws {
+		w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
+		ws[i] = strings.Trim(w, "'’")
+	}
+	return ws
+}
+
+// queryFocus works out whom text is about, in the view facts.
+func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, facts, allow *roaring.Bitmap) (focus, error) {
+	var f focus
+	ws := words(text)
+	first := false
+	for _, w := range ws {
+		if firstPerson[w] {
+			first = true
+		}
+	}
+	// A topic word no visible memory mentions: nothing known.
+	for _, w := range ws {
+		if !topicWords[w] {
+			continue
+		}
+		hits, err := ui.bm.Search(ctx, w, 1, allow)
+		if err != nil {
+			return f, err
+		}
+		if len(hits) == 0 || hits[0].Score <= 0 {
+			f.nothing = true
+			return f, nil
+		}
+	}
+	for _, name := range ui.g.Entities(text) {
+		k := normKey(name)
+		if k == "user" {
+			continue
+		}
+		// Only someone memor holds visible facts about can be the focus:
+		// "do I still live in Seattle?" names a place, not a person.
+		about, err := hasFacts(ctx, ui, name, facts)
+		if err != nil {
+			return f, err
+		}
+		if about {
+			if f.about == nil {
+				f.about = map[string]bool{}
+			}
+			f.about[k] = true
+			f.seeds = append(f.seeds, name)
+		}
+	}
+	if f.about != nil {
+		return f, nil
+	}
+	for _, w := range ws {
+		rel, ok := relationWords[w]
+		if !ok || !first {
+			continue
+		}
+		paths, err := ui.g.BFSLimit(ctx, []string{"user"}, 1, 4*candidatesPerSignal, facts)
+		if err != nil {
+			return f, err
+		}
+		f.about, f.relation = map[string]bool{}, rel
+		for _, p := range paths {
+			if h := p.Hops[0]; h.Label == rel && !h.Inverse {
+				f.about[normKey(h.To)] = true
+			}
+		}
+		if len(f.about) == 0 {
+			f.nothing = true
+		}
+		f.seeds = []string{"user"}
+		return f, nil
+	}
+	if first {
+		f.about = map[string]bool{"user": true}
+		f.seeds = []string{"user"}
+	}
+	return f, nil
+}
+
+// hasFacts reports whether entity is the subject of a fact in the view.
+func hasFacts(ctx context.Context, ui *userIndex, entity string, facts *roaring.Bitmap) (bool, error) {
+	paths, err := ui.g.BFSLimit(ctx, []string{entity}, 1, 4*candidatesPerSignal, facts)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range paths {
+		if !p.Hops[0].Inverse {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// admits reports whether a loaded candidate is about the focus. An episode
+// is about the focus when the facts it produced all are, or, for an episode
+// nothing was extracted from, when it names someone in focus (any
+// first-person episode is about the user).
+func (f focus) admits(ui *userIndex, c *candidate) bool {
+	if f.about == nil {
+		return true
+	}
+	if c.fact != nil {
+		s := normKey(c.fact.Subject)
+		return f.about[s] || (s == "user" && f.relation != "" && c.fact.Predicate == f.relation && f.about[normKey(c.fact.Object)])
+	}
+	if c.episode == nil {
+		return false
+	}
+	if f.about["user"] {
+		// A first-person question: an episode qualifies unless its facts
+		// are about someone else.
+		for s := range ui.episodeSubjects(c.episode.Seq) {
+			if s != "user" {
+				return false
+			}
+		}
+		return true
+	}
+	// Someone else: the episode must name them, and the facts it produced
+	// must be about them (or be the user's relation to them).
+	for s := range ui.episodeSubjects(c.episode.Seq) {
+		if !f.about[s] && !(s == "user" && f.relation != "") {
+			return false
+		}
+	}
+	text := " " + strings.Join(words(c.episode.Text), " ") + " "
+	for name := range f.about {
+		if strings.Contains(text, " "+strings.Join(words(name), " ")+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// pathScore is how many of the question's words a graph path explains, per
+// hop.
+func pathScore(p graph.Path, words map[string]bool) float64 {
+	matched := map[string]bool{}
+	for _, h := range p.Hops {
+		for _, t := range bm25.Tokenize(h.Label + " " + predicateGloss[h.Label] + " " + h.To) {
+			if words[t] {
+				matched[t] = true
+			}
+		}
+	}
+	return float64(len(matched)) / float64(len(p.Hops))
+}
