@@ -113,13 +113,12 @@ correction then cannot find its fact and is skipped with a warning).`,
 				}
 				r, name = f, args[0]
 			}
-			cr := &countingReader{r: r}
 			bar := a.progress("import")
 			var st importStats
 			// Bulk import: acknowledge without fsync, sync once at the end.
 			err := a.withEngine(memor.Options{NoSync: true}, func(e *memor.Engine) error {
 				remap := cmd.Flags().Changed("user")
-				dec := json.NewDecoder(bufio.NewReaderSize(cr, 1<<16))
+				dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
 				touched := map[string]bool{}
 				for line := 1; ; line++ {
 					if err := cmd.Context().Err(); err != nil {
@@ -139,9 +138,10 @@ correction then cannot find its fact and is skipped with a warning).`,
 					}
 					touched[ep.User] = true
 					if size > 0 && bar != nil {
-						bar.set(fmt.Sprintf("%d episodes", st.episodes), int(cr.n*1000/size), 1000)
+						bar.set(fmt.Sprintf("%d episodes", st.episodes), int(dec.InputOffset()*1000/size), 1000)
 					}
 				}
+				bar.set(fmt.Sprintf("%d episodes", st.episodes), 1, 1) // the whole input is read
 				users := make([]string, 0, len(touched))
 				for u := range touched {
 					users = append(users, u)
@@ -235,15 +235,4 @@ func (a *app) replay(cmd *cobra.Command, e *memor.Engine, ep memor.Episode, st *
 	}
 	st.episodes++
 	return nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
