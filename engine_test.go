@@ -434,3 +434,12 @@ func TestConcurrency(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLocked: a second Open of a store in use fails with ErrLocked, not a
+// corruption error.
+func TestLocked(t *testing.T) {
+	_, dir := openTest(t, memor.Options{})
+	if _, err := memor.Open(dir, memor.Options{}); !errors.Is(err, memor.ErrLocked) {
+		t.Fatalf("second open: %v", err)
+	}
+}

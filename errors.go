@@ -19,6 +19,8 @@ var (
 	ErrFormatTooNew = kv.ErrFormatTooNew
 	ErrCorrupt      = kv.ErrCorrupt
 	ErrReadOnly     = kv.ErrReadOnlyStore
+	// ErrLocked: another process has the store open.
+	ErrLocked = kv.ErrLocked
 	// ErrCheck wraps every finding of Check.
 	ErrCheck = errors.New("memor: check failed")
 )

@@ -1,6 +1,7 @@
 package memor
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/memor-db/memor/extract"
@@ -49,6 +50,20 @@ func (s Status) String() string {
 		return "retracted"
 	}
 	return "unknown"
+}
+
+// MarshalText renders the status as its name ("active") in JSON.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses a status name.
+func (s *Status) UnmarshalText(b []byte) error {
+	for _, v := range []Status{Active, Contested, Retracted} {
+		if string(b) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: status %q", ErrCorrupt, b)
 }
 
 // Rule names a resolution rule of DESIGN §3. Rules are stored and logged;
@@ -166,6 +181,20 @@ func (k EpisodeKind) String() string {
 		return "correct"
 	}
 	return "unknown"
+}
+
+// MarshalText renders the kind as its name ("text") in JSON.
+func (k EpisodeKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText parses a kind name.
+func (k *EpisodeKind) UnmarshalText(b []byte) error {
+	for _, v := range []EpisodeKind{EpisodeText, EpisodeFacts, EpisodeCorrect} {
+		if string(b) == v.String() {
+			*k = v
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: episode kind %q", ErrCorrupt, b)
 }
 
 // Episode is one entry of a user's append-only log, the source of truth.

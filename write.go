@@ -15,6 +15,11 @@ import (
 	"github.com/memor-db/memor/kv"
 )
 
+// AdditionalContext is the context given to an additive claim ("I also
+// live in Portland") of a One predicate, so that it coexists with the value
+// in force rather than superseding it.
+const AdditionalContext = "additional"
+
 // AddOption configures Add.
 type AddOption func(*addConfig)
 
@@ -269,7 +274,7 @@ type txn struct {
 	// Per-transaction caches of reads that a bulk batch would repeat.
 	ends     map[string][]claimRec // see slotClaims
 	contexts map[string]bool       // (subject, predicate, context) → other contexts exist
-	caught    int        // queued episodes applied by catchUp
+	caught   int                   // queued episodes applied by catchUp
 }
 
 func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
@@ -409,6 +414,11 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		one, judged, err := t.cardinality(pred)
 		if err != nil {
 			return err
+		}
+		if one && op.Additive && normKey(op.Context) == "" {
+			// "I also live in Portland": a second value of a One predicate
+			// stands beside the first instead of replacing it.
+			op.Context = AdditionalContext
 		}
 		subjKey, objKey, ctxKey := normKey(op.Subject), normKey(op.Object), normKey(op.Context)
 		vf := op.ValidFrom.UnixNano()

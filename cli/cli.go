@@ -134,7 +134,7 @@ func hint(err error, ue usageError) string {
 		return "; this store was written by a newer memor: upgrade memor"
 	case errors.Is(err, memor.ErrCheck):
 		return "; run 'memor rebuild --all' to recompute facts and indexes from the episode log"
-	case strings.Contains(msg, "resource temporarily unavailable") || strings.Contains(msg, "lock"):
+	case errors.Is(err, memor.ErrLocked):
 		return "; another memor process has this store open (is 'memor serve' or 'memor mcp' running?): stop it or pass --db"
 	}
 	return ""

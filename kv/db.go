@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -22,6 +24,7 @@ var (
 	ErrCorrupt       = errors.New("kv: store is corrupt")
 	ErrClosed        = errors.New("kv: store is closed")
 	ErrReadOnlyStore = errors.New("kv: store folder is not writable")
+	ErrLocked        = errors.New("kv: store is in use by another process")
 )
 
 var formatKey = []byte{TagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
@@ -78,6 +81,10 @@ func openPebble(dir string, po *pebble.Options) (p *pebble.DB, err error) {
 		}
 	}()
 	p, err = pebble.Open(dir, po)
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+		(err != nil && strings.Contains(err.Error(), "lock held by current process")) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrCorrupt, dir, err)
 	}

@@ -19,15 +19,12 @@ func Backend(e *memor.Engine) memortest.Backend { return engineBackend{e} }
 type engineBackend struct{ e *memor.Engine }
 
 func (b engineBackend) Add(ctx context.Context, user, text string, at time.Time) error {
-	ep, err := b.e.Add(ctx, user, text, memor.At(at))
-	if err != nil {
-		return err
-	}
-	return b.e.WaitFor(ctx, user, ep.Seq)
+	_, err := b.e.Add(ctx, user, text, memor.At(at), memor.Sync())
+	return err
 }
 
 func (b engineBackend) Query(ctx context.Context, user, q string, k int) ([]string, error) {
-	res, err := b.e.Query(ctx, user, q, memor.QueryOptions{K: k})
+	res, err := b.e.Query(ctx, user, q, memor.QueryOptions{K: k, TimeFromText: true})
 	if err != nil {
 		return nil, err
 	}
