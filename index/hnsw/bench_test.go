@@ -1,0 +1,77 @@
+package hnsw
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// countKV is a kv.Writer that keeps nothing and counts what it is given,
+// so that the benchmarks measure the index and not a store.
+type countKV struct{ sets, bytes int }
+
+func (c *countKV) Set(k, v []byte) error { c.sets++; c.bytes += len(k) + len(v); return nil }
+func (c *countKV) Delete([]byte) error   { return nil }
+
+const benchDim = 384
+
+// BenchmarkAdd inserts n 384-d vectors (IDs 0..n-1) into a fresh index:
+// one tenant's import. state=default uses the default options; state=graph
+// forces the graph to be maintained from the first vector (ExactBelow < 0).
+//
+//	go test -p 1 -run '^$' -bench Add ./index/hnsw/
+func BenchmarkAdd(b *testing.B) {
+	const n = 2000
+	vecs := clustered(3, n, benchDim, 20)
+	for _, st := range []struct {
+		name string
+		o    Options
+	}{
+		{"default", Options{Seed: 1}},
+		{"graph", Options{Seed: 1, ExactBelow: -1}},
+	} {
+		b.Run(fmt.Sprintf("n=%d/state=%s", n, st.name), func(b *testing.B) {
+			b.ReportAllocs()
+			var w countKV
+			for b.Loop() {
+				w = countKV{}
+				ix := New(benchDim, []byte("p/"), st.o)
+				for i, v := range vecs {
+					if err := ix.Add(&w, uint32(i), v); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/vector")
+			b.ReportMetric(float64(w.bytes)/n, "written-bytes/vector")
+			b.ReportMetric(float64(w.sets)/n, "sets/vector")
+		})
+	}
+}
+
+// BenchmarkSearch is a top-10 query against n 384-d vectors with the
+// default options (an exact scan at this size) and through the graph.
+func BenchmarkSearch(b *testing.B) {
+	const n = 2000
+	vecs, queries := dataset(5, n, 100, benchDim, 20)
+	ctx := context.Background()
+	for _, st := range []struct {
+		name string
+		o    Options
+	}{
+		{"default", Options{Seed: 1}},
+		{"graph", Options{Seed: 1, ExactBelow: -1}},
+	} {
+		b.Run(fmt.Sprintf("n=%d/state=%s", n, st.name), func(b *testing.B) {
+			ix := build(b, &countKV{}, vecs, st.o)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := ix.Search(ctx, queries[i%len(queries)], 10, nil); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
