@@ -165,12 +165,11 @@ func TestIdempotence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := validState(t, e, "u")
 	ds, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Z", ValidFrom: day(9)})
 	if err != nil || ds[0].Rule != memor.RuleSupersede {
 		t.Fatalf("first assert: %v %v", ds, err)
 	}
-	before = validState(t, e, "u")
+	before := validState(t, e, "u")
 	ds, err = e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Z", ValidFrom: day(9)})
 	if err != nil || len(ds) != 1 || ds[0].Rule != memor.RuleNoop {
 		t.Fatalf("replayed assert: %v %v", ds, err)

@@ -42,10 +42,9 @@ type userIndex struct {
 }
 
 type episodeDoc struct {
-	seq        uint64
-	at, rec    int64
-	hasClaims  bool
-	reinforced int
+	seq       uint64
+	at, rec   int64
+	hasClaims bool
 }
 
 // indexSet is the engine's indexer: per-user indexes behind a cache.

@@ -1,7 +1,6 @@
 package memor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -9,8 +8,6 @@ import (
 )
 
 var errStop = errors.New("stop")
-
-func hasPrefix(b, p []byte) bool { return bytes.HasPrefix(b, p) }
 
 func (e *Engine) validUser(user string) error {
 	switch {
