@@ -152,6 +152,50 @@ var modals = set("would", "will", "could", "should", "might", "shall", "must", "
 	"try", "tried", "going", "need", "needs", "dreaming", "dream", "hopefully", "someday",
 	"eventually", "ought", "gotta", "'d")
 
+// intentMarkers turn what would be a dropped plan or possibility into a
+// hedged intention ("I might move to Boston"): see hedgedIntentConfidence.
+// "will" and "going to" count only when the sentence is hedged as well
+// ("Maybe I will work at Apple"); "thinking about/of", "considering" and
+// "contemplating" only before a gerund or, for the last two, a noun phrase
+// ("I'm considering a job at Stripe"). Every other modal still drops the
+// clause.
+var intentMarkers = set("might", "may", "will", "going", "thinking", "considering",
+	"contemplating")
+
+// singleValued lists the predicates a hedged intention may be emitted on:
+// those memor keeps one value of, where the resolver contests a claim much
+// less confident than the value in force. On a many-valued predicate there
+// is nothing to contest with, so a possibility ("I might get a cat") would
+// be added as a fact; it yields nothing instead.
+var singleValued = set("lives_in", "works_at", "job_title", "studies_at", "marital_status",
+	"diet", "uses_device")
+
+// contextPhrases open a clause with the circumstance its values hold in
+// ("At work I use a BlackBerry"); the value is Op.Context. Values in
+// different contexts coexist in memor, so the home phone does not replace
+// the work phone. Longest first where one is a prefix of another.
+var contextPhrases = []struct {
+	words []string
+	ctx   string
+}{
+	{[]string{"at", "the", "office"}, "work"},
+	{[]string{"at", "my", "office"}, "work"},
+	{[]string{"in", "the", "office"}, "work"},
+	{[]string{"at", "my", "job"}, "work"},
+	{[]string{"at", "work"}, "work"},
+	{[]string{"for", "work"}, "work"},
+	{[]string{"at", "home"}, "home"},
+	{[]string{"on", "weekdays"}, "weekdays"},
+	{[]string{"on", "the", "weekdays"}, "weekdays"},
+	{[]string{"during", "the", "week"}, "weekdays"},
+	{[]string{"during", "weekdays"}, "weekdays"},
+	{[]string{"on", "weekends"}, "weekends"},
+	{[]string{"on", "the", "weekends"}, "weekends"},
+	{[]string{"at", "weekends"}, "weekends"},
+	{[]string{"during", "weekends"}, "weekends"},
+	{[]string{"during", "the", "weekends"}, "weekends"},
+}
+
 // negations mark a clause as negated.
 var negations = set("not", "never", "neither", "nor", "nobody", "none", "nothing", "no")
 

@@ -164,6 +164,16 @@ func (st *state) predicate(f *frame, v []tok) {
 		case t.w == "going" && next != "to", t.w == "need" && next != "to",
 			(t.w == "try" || t.w == "tried" || t.w == "trying") && next != "to":
 		case t.w == "thinking" && next != "of" && next != "about":
+		case intentMarkers[t.w] && !t.cap:
+			n, keep, ok := intentAt(f, v, k)
+			if !ok {
+				return // a plan, wish or possibility
+			}
+			f.intent = true
+			if !keep {
+				k += n - 1
+				continue
+			}
 		case modals[t.w] && !t.cap:
 			return // a plan, wish or possibility
 		case negations[t.w]:
@@ -173,10 +183,16 @@ func (st *state) predicate(f *frame, v []tok) {
 		kept = append(kept, t)
 	}
 	if neg {
-		if !negEnd {
-			return // "I don't live in Paris"
+		if !negEnd || f.intent {
+			return // "I don't live in Paris", "I might not move"
 		}
 		f.kind = End // "I don't live in Paris anymore"
+	}
+	if f.intent {
+		if f.kind == End {
+			return // "I might no longer work at X" proposes no end
+		}
+		f.conf = hedgedIntentConfidence
 	}
 	v = kept
 
@@ -219,6 +235,38 @@ main:
 	}
 }
 
+// intentAt decides whether the intent marker at v[k] makes the clause a
+// hedged intention. It returns how many tokens the marker spans, whether
+// its last token stays as the clause's verb ("considering a job at X"), and
+// false when the clause is a plain plan or wish after all ("I will move",
+// "I'm thinking about dinner").
+func intentAt(f *frame, v []tok, k int) (int, bool, bool) {
+	hedged := f.conf > 0 && f.conf < 1
+	gerund := func(i int) bool {
+		w := at(v, i)
+		return len(w) > 4 && strings.HasSuffix(w, "ing")
+	}
+	switch v[k].w {
+	case "might", "may":
+		return 1, false, true
+	case "will":
+		return 1, false, hedged
+	case "going":
+		return 2, false, hedged && at(v, k+1) == "to" && !gerund(k+2)
+	case "thinking":
+		return 2, false, gerund(k + 2) // "thinking about|of moving"
+	case "considering", "contemplating":
+		if gerund(k + 1) {
+			return 1, false, true // "considering moving to Lisbon"
+		}
+		switch at(v, k+1) {
+		case "a", "an", "the":
+			return 1, true, true // "considering a job at Stripe"
+		}
+	}
+	return 0, false, false
+}
+
 func at(v []tok, i int) string {
 	if i >= 0 && i < len(v) {
 		return v[i].w
@@ -259,15 +307,25 @@ func (st *state) pLive(f *frame, v []tok) bool {
 
 // pMove: moved/relocated (back) (from X) to Y; moved out of X.
 func (st *state) pMove(f *frame, v []tok) bool {
+	i := 1
 	switch v[0].w {
 	case "moved", "relocated", "move", "relocate":
-		if (v[0].w == "move" || v[0].w == "relocate") && f.kind != End && !f.perfect {
+		if (v[0].w == "move" || v[0].w == "relocate") && f.kind != End && !f.perfect && !f.intent {
 			return false
 		}
+	case "moving", "relocating":
+		if !f.intent {
+			return false // "I'm moving to Denver" is a plan
+		}
+	case "considering", "contemplating":
+		// "I'm considering a move to Lisbon"
+		if !f.intent || !determiners[at(v, 1)] || at(v, 2) != "move" {
+			return false
+		}
+		i = 3
 	default:
 		return false
 	}
-	i := 1
 	if at(v, i) == "out" && at(v, i+1) == "of" || at(v, i) == "away" && at(v, i+1) == "from" {
 		if obj, _, ok := st.proper(v, i+2); ok {
 			e := *f
@@ -331,7 +389,10 @@ func (st *state) pWork(f *frame, v []tok) bool {
 			}
 		}
 		return matched
-	case "joined":
+	case "joined", "join", "joining":
+		if v[0].w != "joined" && !f.intent {
+			return false
+		}
 		if org, _, ok := st.proper(v, 1); ok && st.names[strings.ToLower(org)] == "" {
 			st.emit(f, "works_at", org)
 			return true
@@ -385,6 +446,11 @@ func (st *state) pWork(f *frame, v []tok) bool {
 		return true
 	case "got", "landed", "accepted", "took", "found", "started", "began", "have", "has", "had", "start":
 		return st.pGot(f, v)
+	case "get", "getting", "take", "taking", "accept", "accepting", "land", "starting",
+		"considering", "contemplating":
+		// Only as an intention: "I might take a job at X", "I'm considering
+		// a job at X".
+		return f.intent && st.pGot(f, v)
 	}
 	return false
 }
@@ -424,7 +490,7 @@ func (st *state) pGot(f *frame, v []tok) bool {
 		}
 		return false
 	case "at":
-		if v[0].w == "started" || v[0].w == "began" {
+		if v[0].w == "started" || v[0].w == "began" || (f.intent && (v[0].w == "start" || v[0].w == "starting")) {
 			if org, _, ok := st.proper(v, i+1); ok {
 				st.emit(f, "works_at", org)
 				return true
@@ -633,7 +699,11 @@ var dietAdjectives = set("a", "strict", "full", "total", "committed", "proper", 
 func (st *state) pDiet(f *frame, v []tok) bool {
 	i := 0
 	switch v[0].w {
-	case "went", "became", "become", "turned", "gone", "follow", "follows", "following", "eat", "eats", "switched", "converted", "only":
+	case "went", "became", "become", "turned", "gone", "follow", "follows", "following", "eat", "eats", "switched", "converted", "only",
+		"go", "going":
+		if (v[0].w == "go" || v[0].w == "going") && !f.intent {
+			return false
+		}
 		i = 1
 		if v[0].w == "switched" || v[0].w == "converted" {
 			if at(v, 1) != "to" {
@@ -728,14 +798,22 @@ func (st *state) pDevice(f *frame, v []tok) bool {
 	i := 1
 	switch v[0].w {
 	case "use", "uses", "using", "have", "has", "got", "bought", "own", "owns", "carry",
-		"rock", "rocking", "picked", "purchased", "received":
+		"rock", "rocking", "picked", "purchased", "received", "get", "getting", "buy", "buying":
 		if v[0].w == "picked" {
 			if at(v, 1) != "up" {
 				return false
 			}
 			i = 2
 		}
-	case "switched", "upgraded", "moved", "changed":
+		if strings.HasPrefix(v[0].w, "get") || strings.HasPrefix(v[0].w, "buy") {
+			if !f.intent {
+				return false // "getting a Pixel" is a plan
+			}
+		}
+	case "switched", "upgraded", "moved", "changed", "switch", "switching", "upgrade", "upgrading":
+		if !strings.HasSuffix(v[0].w, "ed") && !f.intent {
+			return false
+		}
 		i = 1
 		if at(v, i) == "from" {
 			if _, next, ok := st.device(v, i+1); ok {

@@ -30,6 +30,16 @@ const User = "user"
 // it replace a confident value.
 const hedgedConfidence = 0.7
 
+// hedgedIntentConfidence is the confidence of a hedged intention or
+// possibility about one of the user's single-valued facts ("I might move to
+// Boston", "Maybe I will work at Apple", "I'm thinking about moving to
+// Lisbon", "I'm considering a job at Stripe"). It is far enough below any
+// stated value (1, or hedgedConfidence) that memor's resolver contests the
+// claim instead of letting it replace that value, and the episode is then
+// not served as if the move had happened. Dropping the sentence instead
+// would leave its raw text to be recalled as a fact.
+const hedgedIntentConfidence = 0.3
+
 // Extract proposes operations for text said at at. It fails only when ctx
 // is done.
 func (r *RuleExtractor) Extract(ctx context.Context, text string, at time.Time) ([]Op, error) {
@@ -79,11 +89,18 @@ type frame struct {
 	be       bool // a form of "to be" preceded the predicate
 	// inherited: the subject was carried over from the previous clause.
 	inherited bool
+	// context is the clause's Op.Context ("work", "home", "weekends"),
+	// from a leading context phrase.
+	context string
+	// intent: the clause states a hedged intention or possibility; ops
+	// get hedgedIntentConfidence and only single-valued predicates are
+	// emitted.
+	intent bool
 }
 
 func (st *state) emit(f *frame, pred, obj string) {
 	obj = strings.TrimSpace(obj)
-	if f.subj == "" || (obj == "" && f.kind == Assert) {
+	if f.subj == "" || (obj == "" && f.kind == Assert) || (f.intent && !singleValued[pred]) {
 		return
 	}
 	key := fmt.Sprint(f.kind, "\x00", f.subj, "\x00", pred, "\x00", obj)
@@ -91,10 +108,13 @@ func (st *state) emit(f *frame, pred, obj string) {
 		return
 	}
 	st.seen[key] = true
-	op := Op{Kind: f.kind, Subject: f.subj, Predicate: pred, Object: obj, ValidFrom: f.from,
-		Confidence: f.conf, Quote: f.quote}
+	op := Op{Kind: f.kind, Subject: f.subj, Predicate: pred, Object: obj, Context: f.context,
+		ValidFrom: f.from, Confidence: f.conf, Quote: f.quote}
 	if f.kind == Assert {
-		op.Additive = f.additive
+		// A possibility is never added beside the value in force ("I might
+		// also work at Starbucks"): it must meet that value and be
+		// contested.
+		op.Additive = f.additive && !f.intent
 	}
 	st.ops = append(st.ops, op)
 }
@@ -216,6 +236,13 @@ func (st *state) clauses(toks []tok) [][]tok {
 		if toks[k].w == "and" && j < len(toks) && isNameTok(toks[k-1]) && isNameTok(toks[j]) {
 			continue // "Tom and Ann"
 		}
+		s := start
+		for s < k && (isBoundary(toks[s]) || fillers[toks[s].w]) {
+			s++
+		}
+		if _, n := st.contextAt(toks, s); n > 0 && s+n > k {
+			continue // "At work, I use …": the phrase belongs to its clause
+		}
 		if j < len(toks) && st.startsClause(toks, j) {
 			out = append(out, toks[start:k])
 			start = k + 1
@@ -246,10 +273,58 @@ func (st *state) startsClause(toks []tok, j int) bool {
 	if clauseVerbs[t.w] {
 		return true
 	}
+	if _, n := st.contextAt(toks, j); n > 0 {
+		return true // "… and at home I use a Pixel"
+	}
 	if m := matchTime(words(toks[j:]), st.at); m.n > 0 {
 		return j+m.n < len(toks) && st.startsClause(toks, j+m.n)
 	}
 	return false
+}
+
+// contextAt matches a context phrase at toks[i] ("at work", "on weekends",
+// "at the office") followed by an optional comma and a subject, and returns
+// the canonical context and the number of tokens of the phrase and comma.
+// Requiring a subject after it keeps objects out: in "I work at home" the
+// phrase does not open the clause, and "At Home Depot I …" is followed by a
+// name, not a subject.
+func (st *state) contextAt(toks []tok, i int) (string, int) {
+	for _, p := range contextPhrases {
+		if i+len(p.words) > len(toks) {
+			continue
+		}
+		ok := true
+		for k, w := range p.words {
+			if toks[i+k].w != w {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		n := len(p.words)
+		if i+n < len(toks) && toks[i+n].w == "," {
+			n++
+		}
+		j := i + n
+		for j < len(toks) && fillers[toks[j].w] {
+			j++
+		}
+		if j >= len(toks) {
+			return "", 0
+		}
+		switch t := toks[j]; t.w {
+		case "i", "we", "my", "our", "he", "she":
+			return p.ctx, n
+		default:
+			if t.cap && st.names[t.w] != "" {
+				return p.ctx, n
+			}
+		}
+		return "", 0
+	}
+	return "", 0
 }
 
 func words(toks []tok) []string {
@@ -323,12 +398,24 @@ func (st *state) clause(c []tok, first bool, prev *frame, conf float64) *frame {
 		return prev
 	}
 	f := &frame{kind: Assert, conf: conf, quote: st.spanText(c)}
+	drop := make([]bool, len(c))
+
+	// A leading context phrase: "At work(,) I use a BlackBerry".
+	k := 0
+	for k < len(c) && fillers[c[k].w] {
+		k++
+	}
+	if ctx, n := st.contextAt(c, k); n > 0 {
+		f.context = ctx
+		for i := k; i < k+n; i++ {
+			drop[i] = true
+		}
+	}
 
 	// Time expressions: resolve, then drop them from the working tokens.
 	w := words(c)
-	drop := make([]bool, len(c))
 	for i := 0; i < len(c); i++ {
-		if !c[i].word {
+		if !c[i].word || drop[i] {
 			continue
 		}
 		m := matchTime(w[i:], st.at)
@@ -378,10 +465,15 @@ func (st *state) clause(c []tok, first bool, prev *frame, conf float64) *frame {
 
 	pos := st.subject(v, first, prev, f)
 	if pos < 0 || f.subj == "" {
-		return &frame{subj: f.subj, from: f.from}
+		return &frame{subj: f.subj, from: f.from, context: f.context}
 	}
 	if f.inherited && prev != nil && f.from.IsZero() {
 		f.from = prev.from // "Last month I got a job and moved to Pune"
+	}
+	if prev != nil && f.context == "" && (f.inherited || prev.subj == "") {
+		// "At work I use a BlackBerry and carry a pager"; "At home, my
+		// wife and I speak Spanish", where the opening clause named no one.
+		f.context = prev.context
 	}
 	if pos <= len(v) {
 		st.predicate(f, v[pos:])
@@ -496,7 +588,7 @@ func (st *state) relationEdges(v []tok, f *frame) {
 		st.addName(name)
 		st.relName[rel] = name
 		e := *f
-		e.subj, e.kind, e.from, e.additive = owner, Assert, time.Time{}, false
+		e.subj, e.kind, e.from, e.additive, e.context, e.intent = owner, Assert, time.Time{}, false, "", false
 		st.emit(&e, rel, name)
 	}
 	negated := false

@@ -13,7 +13,8 @@ var testAt = time.Date(2026, 7, 11, 15, 4, 0, 0, time.UTC)
 
 // render writes an op compactly: "+user lives_in Paris" for an assert,
 // "-user works_at " for an end, then " @2026-06-11" when ValidFrom is set,
-// " ~" when additive and " ?0.7" when the confidence is not 1.
+// " ~" when additive, " ?0.7" when the confidence is not 1 and " #work"
+// when a context is set.
 func render(o Op) string {
 	var b strings.Builder
 	if o.Kind == End {
@@ -34,6 +35,9 @@ func render(o Op) string {
 	}
 	if o.Confidence != 0 && o.Confidence != 1 {
 		fmt.Fprintf(&b, " ?%g", o.Confidence)
+	}
+	if o.Context != "" {
+		b.WriteString(" #" + o.Context)
 	}
 	return b.String()
 }
@@ -193,6 +197,40 @@ var ruleCases = []ruleCase{
 	{"I play the piano, but I don't play guitar.", []string{"+user plays_instrument piano"}},
 	{"I'm allergic to cats but I have a dog named Rex.", []string{"+user allergic_to cats", "+user has_pet dog", "+user pet_name Rex"}},
 	{"Yesterday I adopted a cat.", []string{"+user has_pet cat @2026-07-10T15:04"}},
+	// contexts: values that coexist
+	{"At work I use a BlackBerry.", []string{"+user uses_device BlackBerry #work"}},
+	{"At home I use a Pixel 8.", []string{"+user uses_device Pixel 8 #home"}},
+	{"At work, I use an iPhone 16 now.", []string{"+user uses_device iPhone 16 #work"}},
+	{"On weekends I live in Tahoe.", []string{"+user lives_in Tahoe #weekends"}},
+	{"On weekdays I work at Google.", []string{"+user works_at Google #weekdays"}},
+	{"At the office, I use a BlackBerry.", []string{"+user uses_device BlackBerry #work"}},
+	{"For work I use a Galaxy S24.", []string{"+user uses_device Galaxy S24 #work"}},
+	{"During the week I live in Boston.", []string{"+user lives_in Boston #weekdays"}},
+	{"Honestly, at home I speak Spanish.", []string{"+user speaks_language Spanish #home"}},
+	{"At home, my wife and I speak Spanish.", []string{"+user speaks_language Spanish #home"}},
+	{"On weekends I'm a barista at Blue Bottle.", []string{"+user job_title barista #weekends", "+user works_at Blue Bottle #weekends"}},
+	{"At work I use a BlackBerry and at home I use a Pixel 8.", []string{"+user uses_device BlackBerry #work", "+user uses_device Pixel 8 #home"}},
+	{"I live in Paris and at home I speak French.", []string{"+user lives_in Paris", "+user speaks_language French #home"}},
+	{"At work my colleague Raj uses a BlackBerry.", []string{"+user colleague Raj", "+Raj uses_device BlackBerry #work"}},
+	{"At home I no longer use an iPhone.", []string{"-user uses_device iPhone #home"}},
+	// hedged intentions: proposed at low confidence on single-valued facts
+	{"I think I might move to Boston.", []string{"+user lives_in Boston ?0.3"}},
+	{"Maybe I will work at Apple.", []string{"+user works_at Apple ?0.3"}},
+	{"I might switch to Android.", []string{"+user uses_device Android ?0.3"}},
+	{"I'm thinking about moving to Lisbon.", []string{"+user lives_in Lisbon ?0.3"}},
+	{"I'm considering a job at Stripe.", []string{"+user works_at Stripe ?0.3"}},
+	{"I might move to Paris.", []string{"+user lives_in Paris ?0.3"}},
+	{"I may relocate to Denver.", []string{"+user lives_in Denver ?0.3"}},
+	{"I'm considering a move to Lisbon.", []string{"+user lives_in Lisbon ?0.3"}},
+	{"I think I'll switch to a Pixel 8.", []string{"+user uses_device Pixel 8 ?0.3"}},
+	{"Maybe I'm going to move to Denver.", []string{"+user lives_in Denver ?0.3"}},
+	{"I'm thinking of going vegan.", []string{"+user diet vegan ?0.3"}},
+	{"I'm considering working at Netflix.", []string{"+user works_at Netflix ?0.3"}},
+	{"I might also work at Starbucks.", []string{"+user works_at Starbucks ?0.3"}},
+	{"Perhaps I'll join Stripe.", []string{"+user works_at Stripe ?0.3"}},
+	{"At work I might switch to Android.", []string{"+user uses_device Android ?0.3 #work"}},
+	{"I live in Seattle but I might move to Boston.", []string{"+user lives_in Seattle", "+user lives_in Boston ?0.3"}},
+	{"My brother Alex might move to Boston.", []string{"+user brother Alex", "+Alex lives_in Boston ?0.3"}},
 	// several facts in one message
 	{"I live in Seattle, work at Amazon and play the guitar.", []string{"+user lives_in Seattle", "+user works_at Amazon", "+user plays_instrument guitar"}},
 	{"I'm vegan and I'm allergic to soy.", []string{"+user diet vegan", "+user allergic_to soy"}},
@@ -222,13 +260,11 @@ var ruleCases = []ruleCase{
 	{"I'm not allergic to anything.", nil},
 	{"I don't speak French.", nil},
 	{"I didn't move to Berlin.", nil},
-	{"I might move to Paris.", nil},
 	{"I'm going to move to Paris next month.", nil},
 	{"I will start at Google next week.", nil},
 	{"I want to live in Japan.", nil},
 	{"I'd love to have a cat.", nil},
 	{"I'm planning to adopt a dog.", nil},
-	{"I'm thinking about moving to Lisbon.", nil},
 	{"We're moving to Denver tomorrow.", nil},
 	{"I hope to get a job at Google.", nil},
 	{"I should learn Spanish.", nil},
@@ -282,6 +318,36 @@ var ruleCases = []ruleCase{
 	{"I haven't lived in Rome for years.", nil},
 	{"I joined a gym.", nil},
 	{"Whether I move to Boston depends on the job.", nil},
+	// not contexts
+	{"I work at home.", nil},
+	{"At home I relax.", nil},
+	{"At home is where I relax.", nil},
+	{"At Home Depot I work as a cashier.", nil},
+	{"At work you use Slack.", nil},
+	{"On weekends do you live in Tahoe?", nil},
+	// hedges that stay plans, negations, questions and hypotheticals
+	{"If I moved to Paris I would learn French.", nil},
+	{"If I might move to Boston, I'd sell the car.", nil},
+	{"Might I move to Boston?", nil},
+	{"Should I switch to Android?", nil},
+	{"Maybe I will work at Apple?", nil},
+	{"I might not move to Boston.", nil},
+	{"Maybe I won't work at Apple.", nil},
+	{"I'm not thinking about moving to Lisbon.", nil},
+	{"I might no longer work at Google.", nil},
+	{"I will work at Apple.", nil},
+	{"I'll move to Berlin.", nil},
+	{"I might move to Boston next year.", nil},
+	{"I'm thinking about dinner.", nil},
+	{"I'm thinking about a trip to Lisbon.", nil},
+	{"I'm moving to Denver.", nil},
+	{"I might get a cat.", nil},
+	{"I might learn Spanish.", nil},
+	{"I might like sushi.", nil},
+	{"I might want to move to Boston.", nil},
+	{"Alex might move to Boston.", nil},
+	{"My mom thinks I might move to Boston.", nil},
+	{"I'm considering it.", nil},
 	{"", nil},
 	{"!!! ???", nil},
 }
