@@ -42,8 +42,16 @@ var topicWords = map[string]bool{
 	"language": true, "languages": true, "study": true, "studies": true, "student": true,
 }
 
+// contextWords name the contexts the rule extractor records ("at work",
+// "at home" …); a question naming one asks about that context.
+var contextWords = map[string]string{"work": "work", "office": "work", "home": "home",
+	"weekends": "weekends", "weekend": "weekends", "weekdays": "weekdays"}
+
 // focus is whom a question is about.
 type focus struct {
+	// context, when the question names one ("at home"), excludes facts of
+	// other contexts.
+	context string
 	// about holds normalised entity names; nil means anyone.
 	about map[string]bool
 	// relation is the relation predicate the question went through, so the
@@ -74,9 +82,12 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 	var f focus
 	ws := words(text)
 	first := false
-	for _, w := range ws {
+	for i, w := range ws {
 		if firstPerson[w] {
 			first = true
+		}
+		if c, ok := contextWords[w]; ok && i > 0 && (ws[i-1] == "at" || ws[i-1] == "on" || ws[i-1] == "the") {
+			f.context = c
 		}
 	}
 	// A topic word no visible memory mentions: nothing known.
@@ -162,6 +173,18 @@ func hasFacts(ctx context.Context, ui *userIndex, entity string, facts *roaring.
 // nothing was extracted from, when it names someone in focus (any
 // first-person episode is about the user).
 func (f focus) admits(ui *userIndex, c *candidate) bool {
+	if f.context != "" {
+		if c.fact != nil && c.fact.Context != "" && normKey(c.fact.Context) != f.context {
+			return false
+		}
+		if c.episode != nil {
+			for ctx := range ui.episodeContexts(c.episode.Seq) {
+				if ctx != "" && ctx != f.context {
+					return false
+				}
+			}
+		}
+	}
 	if f.about == nil {
 		return true
 	}

@@ -37,8 +37,9 @@ type userIndex struct {
 	episodes map[uint32]*episodeDoc
 	// factsOf: episode seq → fact ID → documents of that fact's versions.
 	factsOf map[uint64]map[string]*roaring.Bitmap
-	// subjectsOf: episode seq → normalised subjects of its facts.
-	subjectsOf map[uint64]map[string]bool
+	// subjectsOf and contextsOf: episode seq → normalised subjects and
+	// contexts of its facts.
+	subjectsOf, contextsOf map[uint64]map[string]bool
 }
 
 type episodeDoc struct {
@@ -111,7 +112,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 	if err != nil {
 		return nil, err
 	}
-	ui := &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{}}
+	ui := &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{}, contextsOf: map[uint64]map[string]bool{}}
 	docs := kv.UserKey(user, kv.SubDoc)
 	err = r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
@@ -122,8 +123,9 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 		switch v[0] {
 		case docVersion:
 			if _, ok := tmp.Get(doc); ok && len(v) >= 9+idLen+8 {
-				subj := kv.NewDecoder(v[9:]).String()
-				ui.addFactOf(seq, fmt.Sprintf("%x", v[len(v)-8-idLen:len(v)-8]), subj, doc)
+				d := kv.NewDecoder(v[9:])
+				subj, _, ctxKey := d.String(), d.String(), d.String()
+				ui.addFactOf(seq, fmt.Sprintf("%x", v[len(v)-8-idLen:len(v)-8]), subj, ctxKey, doc)
 			}
 		case docEpisode:
 			ev, err := r.Get(seqKey(user, kv.SubEpisode, seq))
@@ -144,15 +146,20 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 	return ui, nil
 }
 
-func (ui *userIndex) addFactOf(seq uint64, id, subjKey string, doc uint32) {
+func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint32) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	subs := ui.subjectsOf[seq]
-	if subs == nil {
-		subs = map[string]bool{}
-		ui.subjectsOf[seq] = subs
+	for _, m := range []struct {
+		sets map[uint64]map[string]bool
+		key  string
+	}{{ui.subjectsOf, subjKey}, {ui.contextsOf, ctxKey}} {
+		set := m.sets[seq]
+		if set == nil {
+			set = map[string]bool{}
+			m.sets[seq] = set
+		}
+		set[m.key] = true
 	}
-	subs[subjKey] = true
 	fs := ui.factsOf[seq]
 	if fs == nil {
 		fs = map[string]*roaring.Bitmap{}
@@ -248,7 +255,7 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if err := ui.g.AddEdge(t.b, f.Doc, f.Subject, f.Predicate, f.Object); err != nil {
 		return err
 	}
-	ui.addFactOf(f.Episode, f.ID, normKey(f.Subject), f.Doc)
+	ui.addFactOf(f.Episode, f.ID, normKey(f.Subject), normKey(f.Context), f.Doc)
 	return nil
 }
 
@@ -367,6 +374,13 @@ func (ui *userIndex) episodeSubjects(seq uint64) map[string]bool {
 	ui.mu.RLock()
 	defer ui.mu.RUnlock()
 	return ui.subjectsOf[seq]
+}
+
+// episodeContexts returns the contexts of the facts an episode produced.
+func (ui *userIndex) episodeContexts(seq uint64) map[string]bool {
+	ui.mu.RLock()
+	defer ui.mu.RUnlock()
+	return ui.contextsOf[seq]
 }
 
 func allVisible(fs map[string]*roaring.Bitmap, visible *roaring.Bitmap) bool {

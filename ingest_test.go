@@ -302,3 +302,43 @@ func TestSyncAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRebuildProgress: Rebuild replays every episode through the current
+// extractor, reports progress, keeps corrections and reproduces the state.
+func TestRebuildProgress(t *testing.T) {
+	var calls []int
+	e, _ := openTest(t, memor.Options{RebuildProgress: func(user string, done, total int) {
+		if user == "u" {
+			calls = append(calls, done*100+total)
+		}
+	}})
+	ctx := context.Background()
+	for _, s := range []string{"I live in Oslo.", "I moved to Bergen.", "I speak Norwegian."} {
+		if _, err := e.Add(ctx, "u", s, memor.Sync()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, _ := e.History(ctx, "u", "user", "lives_in")
+	var bergen string
+	for _, f := range fs {
+		if f.Object == "Bergen" {
+			bergen = f.ID
+		}
+	}
+	if err := e.Correct(ctx, "u", bergen); err != nil {
+		t.Fatal(err)
+	}
+	before := fmt.Sprint(objects(t, e, "u"))
+	if err := e.Rebuild(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if after := fmt.Sprint(objects(t, e, "u")); after != before || before != "[lives_in=Oslo speaks_language=Norwegian]" {
+		t.Fatalf("rebuild: %s → %s", before, after)
+	}
+	if fmt.Sprint(calls) != "[104 204 304 404]" {
+		t.Fatalf("progress calls %v", calls)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

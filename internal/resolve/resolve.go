@@ -20,9 +20,10 @@
 //     is contested and not applied.
 //  5. One slot: otherwise the claim supersedes: the value in force closes at
 //     the claim's ValidFrom and the claim is in force.
-//  6. Many slot: each object has its own timeline; an open object restated
+//  6. Any claim below MinConfidence is contested, in force or not.
+//  7. Many slot: each object has its own timeline; an open object restated
 //     is a dup; a new object is added.
-//  7. An end at t closes the matching open value (all open values for an end
+//  8. An end at t closes the matching open value (all open values for an end
 //     without object) whose ValidFrom is before t.
 //
 // The package is not safe for concurrent use on the same slice; Fold itself
@@ -71,6 +72,12 @@ const (
 	CauseRetract         // retracted
 	CauseDup             // folded into another fact
 )
+
+// MinConfidence is the confidence below which a claim is never applied, even
+// with nothing in force to contest it: "I might move to Boston" (an
+// extractor's hedge) is held for review, not served as where the user
+// lives.
+const MinConfidence = 0.5
 
 // ConfidenceMargin is how much less confident than the value in force a
 // claim may be and still replace it (DESIGN §3, rule R3).
@@ -177,6 +184,11 @@ func Fold(one bool, claims []Claim) map[string]*Outcome {
 	return out
 }
 
+func contested(c *Claim) *Outcome {
+	return &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+		Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+}
+
 func newFact(c *Claim, opened Cause) *Outcome {
 	return &Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
@@ -209,6 +221,8 @@ func foldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) 
 	c := live[0]
 	cur := inForce[""]
 	switch {
+	case c.Confidence < MinConfidence:
+		out[c.ID] = contested(c)
 	case cur != nil && cur.ObjKey == c.ObjKey:
 		reinforce(c, cur, out)
 	case cur != nil && c.Confidence < out[cur.ID].Confidence-ConfidenceMargin-1e-9:
@@ -227,6 +241,10 @@ func foldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) 
 
 func foldMany(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
 	for _, c := range live {
+		if c.Confidence < MinConfidence {
+			out[c.ID] = contested(c)
+			continue
+		}
 		if cur := inForce[c.ObjKey]; cur != nil {
 			reinforce(c, cur, out)
 			continue

@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/extract"
+)
+
+var turns = []string{
+	"I live in %s.", "I just moved to %s.", "I work at %s as an engineer.", "My brother Alex lives in %s.",
+	"I like %s.", "I play the guitar and I speak Spanish.", "What's the weather like in %s today?",
+}
+
+var cities = []string{"Seattle", "Austin", "Pune", "Lisbon", "Oslo", "Denver", "Kyoto", "Lima"}
+
+func turn(i int) string {
+	t := turns[i%len(turns)]
+	if strings.Contains(t, "%s") {
+		return fmt.Sprintf(t, cities[(i/len(turns))%len(cities)])
+	}
+	return t
+}
+
+// BenchmarkIngest is Add with the rule extractor over many users: the
+// asynchronous default (durable at return, applied by workers; the clock
+// stops after Flush of every user) and Sync (applied inline).
+func BenchmarkIngest(b *testing.B) {
+	users := 10_000
+	if testing.Short() {
+		users = 100
+	}
+	for _, mode := range []string{"async", "sync"} {
+		b.Run(fmt.Sprintf("mode=%s/users=%d", mode, users), func(b *testing.B) {
+			e := openEngine(b, memor.Options{NoSync: true})
+			ctx := context.Background()
+			var opts []memor.AddOption
+			if mode == "sync" {
+				opts = append(opts, memor.Sync())
+			}
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Add(ctx, fmt.Sprintf("user-%d", n%users), turn(n), opts...); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			start := time.Now()
+			for u := range min(n, users) {
+				if err := e.Flush(ctx, fmt.Sprintf("user-%d", u)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			drain := time.Since(start)
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "episodes/s")
+			b.ReportMetric(float64(drain.Nanoseconds()), "flush-all-ns")
+		})
+	}
+}
+
+// BenchmarkFlush is the latency of Flush right after one Add: how long a
+// caller waits for read-your-writes on the asynchronous path.
+func BenchmarkFlush(b *testing.B) {
+	e := openEngine(b, memor.Options{NoSync: true})
+	ctx := context.Background()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		user := fmt.Sprintf("user-%d", i%100)
+		if _, err := e.Add(ctx, user, turn(i)); err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Flush(ctx, user); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkGuards is the per-episode cost of the recall fence (stripping
+// fenced spans) and the quote check (every op's quote must be a verbatim
+// span), beside the extraction they guard.
+func BenchmarkGuards(b *testing.B) {
+	text := extract.Fence("user lives_in Seattle (since 2026-07-11)\nuser works_at Google") +
+		"\nI just moved to Seattle and I work at Google as an engineer. My brother Alex adopted a golden retriever named Buddy last month."
+	at := time.Date(2026, 7, 11, 0, 0, 0, 0, time.UTC)
+	ops, err := extract.NewRuleExtractor().Extract(context.Background(), extract.StripFenced(text), at)
+	if err != nil || len(ops) == 0 {
+		b.Fatalf("extract: %v %v", ops, err)
+	}
+	b.Run("step=fence", func(b *testing.B) {
+		for b.Loop() {
+			_ = extract.StripFenced(text)
+		}
+	})
+	b.Run("step=quote-check", func(b *testing.B) {
+		stripped := extract.StripFenced(text)
+		for b.Loop() {
+			for _, op := range ops {
+				if !strings.Contains(stripped, op.Quote) {
+					b.Fatal("quote")
+				}
+			}
+		}
+	})
+	b.Run("step=extract", func(b *testing.B) {
+		x := extract.NewRuleExtractor()
+		stripped := extract.StripFenced(text)
+		for b.Loop() {
+			if _, err := x.Extract(context.Background(), stripped, at); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
