@@ -3,6 +3,22 @@
 // persisted through kv so that opening a store reads the graph back and
 // never rebuilds it.
 //
+// # Two states
+//
+// Most users are small, and a small index is searched exactly, so an
+// index starts as a plain list of vectors: Add validates, normalises and
+// stores the vector, nothing more (no beam search, no neighbour lists to
+// rewrite or persist). The Add that brings it to [Options.GraphAt] vectors
+// (default [Options.ExactBelow], 20000) builds the graph from every stored
+// vector — in ID order, levels from [Options.Seed] — and writes all of it
+// to that Add's kv.Writer, so the graph commits with the batch that made
+// it necessary. From then on Adds insert into the graph incrementally, and
+// the graph is kept even if deletes shrink the index again. Whether the
+// graph exists is persisted in the meta key; [Load] restores either state
+// as stored and never builds (the next Add does, if the index is at
+// GraphAt). With ExactBelow < 0 or GraphAt < 0 the graph exists from the
+// start.
+//
 // # Searching
 //
 // [Index.Search] returns the k most similar vectors (cosine or dot product,
@@ -13,7 +29,8 @@
 // is small — under [Options.ExactBelow], or small enough that the walk
 // would visit more nodes than the set holds — the set is scanned exactly
 // instead, so a 1 % filter costs a short exact scan and has recall 1.
-// Small indexes (under ExactBelow vectors) are always searched exactly.
+// Small indexes (under ExactBelow vectors, or without a graph yet) are
+// always searched exactly.
 //
 // Vector math goes through github.com/viterin/vek (AVX2/FMA kernels, about
 // twice gonum's SSE float32 dot product at 384 dimensions). Under [Cosine]
@@ -26,37 +43,46 @@
 // passes kv.UserKey(user, kv.SubVector)). After it, byte by byte. The tags
 // and encodings are part of the file format; do not change them.
 //
-//	prefix 'm'                    meta, 14 bytes:
-//	                                [0]     format version, 1
+//	prefix 'm'                    meta, 15 bytes:
+//	                                [0]     format version, 2
 //	                                [1]     metric: 0 cosine, 1 dot
 //	                                [2:4]   M, uint16 little-endian
 //	                                [4:8]   dimension, uint32 little-endian
 //	                                [8]     1 if there is an entry point, else 0
 //	                                [9:13]  entry-point ID, uint32 little-endian
 //	                                [13]    entry-point level (top layer)
+//	                                [14]    1 if the graph is built, 0 while
+//	                                        the index is a list of vectors
 //	prefix 'v' id[4]              the vector: dim × float32, raw IEEE 754
 //	                              little-endian (normalised under cosine)
 //	prefix 'l' id[4] layer[1]     neighbour list of id on layer: n × uint32
 //	                              little-endian neighbour IDs (n ≤ 2M on
-//	                              layer 0, ≤ M above)
+//	                              layer 0, ≤ M above); only once the graph
+//	                              is built
 //
 // IDs in keys are 4 bytes big-endian (kv.AppendUint32), so a prefix scan
-// returns nodes in ID order and a node's layers in order. A node of level L
-// has exactly the link keys for layers 0..L (possibly empty values); that
-// is how its level is stored. A 384-d vector costs 1536 bytes of value plus
-// about 130 bytes of links.
+// returns nodes in ID order and a node's layers in order. In the graph, a
+// node of level L has exactly the link keys for layers 0..L (possibly
+// empty values); that is how its level is stored. A 384-d vector costs
+// 1536 bytes of value, plus about 130 bytes of links once there is a graph.
+// Format version 1 (a 14-byte meta without byte 14) is read as a built
+// graph and rewritten as version 2 by the next Add or Delete.
 //
 // # Invariants
 //
 //  1. Every ID in a neighbour list has a vector key and a link key for that
 //     layer (no dangling links; deletes repair the lists pointing at the
 //     deleted node before removing it).
-//  2. The entry point is a node on the highest layer of any node.
+//  2. With a graph, the entry point is a node on the highest layer of any
+//     node. Without one there is no entry point and no link key at all.
 //  3. Add and Delete write every key they change to the kv.Writer they are
 //     given, so the index commits atomically with the batch that holds it;
 //     [Index.Check] verifies that memory and store agree.
 //  4. Randomness (node levels) comes only from [Options.Seed]: the same
-//     inserts in the same order build the same graph.
+//     inserts in the same order build the same graph. The graph built at
+//     GraphAt depends only on the vectors present then, not on the order
+//     they came in or on reloads; inserted in ID order, an index builds
+//     byte for byte the graph an always-built one (ExactBelow < 0) has.
 //
 // # Concurrency
 //

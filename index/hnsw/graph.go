@@ -3,6 +3,7 @@ package hnsw
 import (
 	"cmp"
 	"context"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -78,6 +79,8 @@ type searcher struct {
 	sel     []cand
 	tmp     []cand
 	sel2    []cand
+	nb      []uint32  // a neighbour list being written (setLinks copies it)
+	q       []float32 // the prepared query
 }
 
 func (sc *searcher) reset(n int) {
@@ -210,14 +213,14 @@ func byDist(a, b cand) int {
 	return cmp.Compare(a.s, b.s)
 }
 
-// insert links a new node into the graph (algorithm 1 of the paper).
-func (ix *Index) insert(id uint32, v []float32) {
-	level := ix.randomLevel()
-	s := ix.alloc(id, v, level)
+// link connects slot s, whose vector and level are set and whose lists
+// are empty, into the graph (algorithm 1 of the paper).
+func (ix *Index) link(s uint32) {
+	level := int(ix.levels[s])
+	v := ix.vec(s)
 	if ix.entry < 0 {
 		ix.entry, ix.top, ix.metaOK = int32(s), level, false
-		ix.dirty[uint64(s)<<8] = struct{}{}
-		for l := 1; l <= level; l++ {
+		for l := 0; l <= level; l++ {
 			ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
 		}
 		return
@@ -244,11 +247,11 @@ func (ix *Index) insert(id uint32, v []float32) {
 				sc.sel = append(sc.sel, c)
 			}
 		}
-		nb := make([]uint32, len(sc.sel))
-		for i, c := range sc.sel {
-			nb[i] = c.s
+		sc.nb = sc.nb[:0]
+		for _, c := range sc.sel {
+			sc.nb = append(sc.nb, c.s)
 		}
-		ix.setLinks(s, l, nb)
+		ix.setLinks(s, l, sc.nb)
 		for _, c := range sc.sel {
 			ix.addLink(sc, c.s, s, c.d, l)
 		}
@@ -264,14 +267,56 @@ func (ix *Index) insert(id uint32, v []float32) {
 	}
 }
 
+// buildGraph turns the vector list into a graph: slots are renumbered in
+// ID order, levels drawn from a generator freshly seeded with Seed, and
+// the nodes linked one by one. The graph therefore depends only on the
+// set of vectors and the seed, not on the order they were added in or on
+// whether the index was reloaded meanwhile; added in ID order, it is the
+// graph an always-built index would have. Every list is left dirty.
+func (ix *Index) buildGraph() {
+	n := len(ix.slotOf)
+	order := make([]uint32, 0, n) // live slots by ID
+	for s, lv := range ix.levels {
+		if lv >= 0 {
+			order = append(order, uint32(s))
+		}
+	}
+	slices.SortFunc(order, func(a, b uint32) int { return cmp.Compare(ix.ids[a], ix.ids[b]) })
+	inPlace := len(order) == len(ix.ids)
+	for i, s := range order {
+		inPlace = inPlace && s == uint32(i)
+	}
+	if !inPlace {
+		vecs := make([]float32, n*ix.dim, cap(ix.vecs))
+		ids := make([]uint32, n, cap(ix.ids))
+		for i, s := range order {
+			copy(vecs[i*ix.dim:], ix.vec(s))
+			ids[i] = ix.ids[s]
+			ix.slotOf[ids[i]] = uint32(i)
+		}
+		ix.vecs, ix.ids, ix.levels, ix.free = vecs, ids, ix.levels[:n], nil
+	}
+	ix.links0 = make([]uint32, n*(ix.m0+1), cap(ix.ids)*(ix.m0+1))
+	ix.upper = make([][]uint32, n, cap(ix.ids))
+	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), 0))
+	ix.graph, ix.entry, ix.top, ix.metaOK = true, -1, 0, false
+	for s := range uint32(n) {
+		level := ix.randomLevel()
+		ix.levels[s] = int8(level)
+		if level > 0 {
+			ix.upper[s] = make([]uint32, level*(ix.m+1))
+		}
+		ix.link(s)
+	}
+}
+
 // addLink adds the back link n → s (distance d) on layer l, shrinking n's
 // list with the heuristic when it is full.
 func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 	cur := ix.links(n, l)
 	mx := ix.maxLinks(l)
 	if len(cur) < mx {
-		nb := append(cur[:len(cur):len(cur)], s)
-		ix.setLinks(n, l, nb)
+		ix.appendLink(n, l, s)
 		return
 	}
 	v := ix.vec(n)
@@ -281,16 +326,22 @@ func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 	}
 	slices.SortFunc(sc.tmp, byDist)
 	sc.sel2 = ix.selectNeighbors(sc.sel2, sc.tmp, mx)
-	nb := make([]uint32, len(sc.sel2))
-	for i, c := range sc.sel2 {
-		nb[i] = c.s
+	sc.nb = sc.nb[:0]
+	for _, c := range sc.sel2 {
+		sc.nb = append(sc.nb, c.s)
 	}
-	ix.setLinks(n, l, nb)
+	ix.setLinks(n, l, sc.nb)
 }
 
 // remove unlinks slot s: every list pointing at it loses the link and is
 // offered s's own neighbours as replacements, then s is freed.
 func (ix *Index) remove(s uint32) {
+	if !ix.graph {
+		delete(ix.slotOf, ix.ids[s])
+		ix.levels[s] = -1
+		ix.free = append(ix.free, s)
+		return
+	}
 	if ix.build == nil {
 		ix.build = &searcher{}
 	}
@@ -354,11 +405,11 @@ func (ix *Index) repair(sc *searcher, p, s uint32, l int) {
 		}
 	}
 	slices.SortFunc(sc.sel2, byDist)
-	nb := make([]uint32, len(sc.sel2))
-	for i, c := range sc.sel2 {
-		nb[i] = c.s
+	sc.nb = sc.nb[:0]
+	for _, c := range sc.sel2 {
+		sc.nb = append(sc.nb, c.s)
 	}
-	ix.setLinks(p, l, nb)
+	ix.setLinks(p, l, sc.nb)
 }
 
 // graphSearch descends the upper layers greedily, then beam-searches layer

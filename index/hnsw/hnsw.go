@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/viterin/vek/vek32"
 
 	"github.com/memor-db/memor/kv"
 )
@@ -95,6 +96,19 @@ type Options struct {
 	// value turns exact scans off entirely (the graph is always used), which
 	// is meant for tests and benchmarks of the graph itself.
 	ExactBelow int
+	// GraphAt is the size at which the graph is built. Below it Add only
+	// stores vectors and every search is an exact scan: most tenants stay
+	// small, and maintaining a graph nobody walks was half the CPU of the
+	// write path. The Add that brings the index to GraphAt vectors builds
+	// the graph from every stored vector (in ID order, levels from Seed)
+	// and writes it to the same kv.Writer; later Adds insert incrementally.
+	// Once built the graph is kept, even if deletes shrink the index.
+	// Default (0): ExactBelow, so the graph exists exactly when Search may
+	// walk it (and always when ExactBelow < 0); a negative GraphAt also
+	// means always. Set above ExactBelow, Search scans exactly until the
+	// graph exists. Whether the graph exists is persisted: [Load] restores
+	// it and never builds.
+	GraphAt int
 }
 
 func (o Options) withDefaults() Options {
@@ -116,6 +130,12 @@ func (o Options) withDefaults() Options {
 	if o.ExactBelow == 0 {
 		o.ExactBelow = DefaultExactBelow
 	}
+	if o.GraphAt == 0 {
+		o.GraphAt = o.ExactBelow
+	}
+	if o.GraphAt < 0 {
+		o.GraphAt = -1 // always
+	}
 	return o
 }
 
@@ -126,7 +146,8 @@ type Hit struct {
 }
 
 // Index is an HNSW graph over one user's vectors, persisted under a key
-// prefix (see the package documentation for the layout).
+// prefix (see the package documentation for the layout). Until it holds
+// [Options.GraphAt] vectors it is only a list of vectors, searched exactly.
 //
 // An Index is safe for concurrent use: Search, Len and Check may run in
 // parallel with each other; Add and Delete take an exclusive lock. The
@@ -139,6 +160,11 @@ type Index struct {
 	m, m0  int     // max neighbours on upper layers / layer 0
 	ml     float64 // level multiplier 1/ln(M)
 	rng    *rand.Rand
+
+	// graph: the neighbour lists exist (see Options.GraphAt). Without it
+	// every live slot has level 0, links0 and upper are empty, no link key
+	// is persisted and entry is -1.
+	graph bool
 
 	// Nodes live in dense slots; neighbour lists hold slots, not IDs.
 	vecs   []float32           // slot*dim ..: the (normalised) vector
@@ -167,6 +193,7 @@ func New(dim int, prefix []byte, o Options) *Index {
 		slotOf: make(map[uint32]uint32),
 		entry:  -1,
 		dirty:  make(map[uint64]struct{}),
+		graph:  o.GraphAt <= 0,
 	}
 	ix.setM(o.M)
 	ix.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0))
@@ -204,31 +231,42 @@ func (ix *Index) Len() int {
 	return len(ix.slotOf)
 }
 
-// prepare validates v and returns the vector to store or search with: a
-// normalised copy under Cosine, a copy under Dot.
-func (ix *Index) prepare(v []float32) ([]float32, error) {
+// scaleOf validates v and returns the factor it is stored and searched
+// with: 1/‖v‖ under Cosine, 1 under Dot. It neither copies nor allocates.
+func (ix *Index) scaleOf(v []float32) (float32, error) {
 	if len(v) != ix.dim || ix.dim <= 0 {
-		return nil, fmt.Errorf("%w: got %d, index has %d", ErrDimension, len(v), ix.dim)
+		return 0, fmt.Errorf("%w: got %d, index has %d", ErrDimension, len(v), ix.dim)
 	}
-	out := make([]float32, len(v))
-	copy(out, v)
-	var ss float64
-	for _, x := range out {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return nil, fmt.Errorf("%w: holds %v", ErrVector, x)
-		}
-		ss += float64(x) * float64(x)
-	}
-	if ix.o.Metric == Cosine {
-		if ss == 0 {
-			return nil, fmt.Errorf("%w: zero vector has no direction", ErrVector)
-		}
-		inv := float32(1 / math.Sqrt(ss))
-		for i := range out {
-			out[i] *= inv
+	// v·v through the SIMD kernel is finite only if every element is (NaN
+	// and Inf propagate through squares and sums). Vectors whose square sum
+	// overflows or underflows float32 take the exact float64 path, which
+	// also names the bad element.
+	ss := float64(dot(v, v))
+	if math.IsNaN(ss) || math.IsInf(ss, 0) || ss < 1e-30 {
+		ss = 0
+		for _, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return 0, fmt.Errorf("%w: holds %v", ErrVector, x)
+			}
+			ss += float64(x) * float64(x)
 		}
 	}
-	return out, nil
+	if ix.o.Metric != Cosine {
+		return 1, nil
+	}
+	if ss == 0 {
+		return 0, fmt.Errorf("%w: zero vector has no direction", ErrVector)
+	}
+	return float32(1 / math.Sqrt(ss)), nil
+}
+
+// put writes v·scale into dst (len(dst) == len(v)).
+func put(dst, v []float32, scale float32) {
+	if scale == 1 {
+		copy(dst, v)
+		return
+	}
+	vek32.MulNumber_Into(dst, v, scale)
 }
 
 func (ix *Index) vec(s uint32) []float32 {
@@ -263,6 +301,19 @@ func (ix *Index) setLinks(s uint32, l int, nb []uint32) {
 	ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
 }
 
+// appendLink adds x to the list of slot s on layer l, which has room.
+func (ix *Index) appendLink(s uint32, l int, x uint32) {
+	var dst []uint32
+	if l == 0 {
+		dst = ix.links0[int(s)*(ix.m0+1):]
+	} else {
+		dst = ix.upper[s][(l-1)*(ix.m+1):]
+	}
+	dst[1+dst[0]] = x
+	dst[0]++
+	ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+}
+
 func (ix *Index) maxLinks(l int) int {
 	if l == 0 {
 		return ix.m0
@@ -279,13 +330,13 @@ func (ix *Index) randomLevel() int {
 	return l
 }
 
-// alloc returns a slot for a node of the given level with empty lists.
-func (ix *Index) alloc(id uint32, v []float32, level int) uint32 {
+// alloc returns a slot for id holding v·scale, of the given level, with
+// empty neighbour lists when the graph exists.
+func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) uint32 {
 	var s uint32
 	if n := len(ix.free); n > 0 {
 		s = ix.free[n-1]
 		ix.free = ix.free[:n-1]
-		copy(ix.vec(s), v)
 		ix.ids[s] = id
 		ix.levels[s] = int8(level)
 	} else {
@@ -293,18 +344,23 @@ func (ix *Index) alloc(id uint32, v []float32, level int) uint32 {
 		// Grow the flat arrays by doubling: append's growth factor for
 		// large slices (1.25×) copies the vectors far more often.
 		ix.vecs = grow(ix.vecs, ix.dim)
-		ix.links0 = grow(ix.links0, ix.m0+1)
-		ix.vecs = append(ix.vecs, v...)
+		ix.vecs = ix.vecs[:len(ix.vecs)+ix.dim]
 		ix.ids = append(ix.ids, id)
 		ix.levels = append(ix.levels, int8(level))
-		ix.links0 = ix.links0[:len(ix.links0)+ix.m0+1]
-		ix.upper = append(ix.upper, nil)
+		if ix.graph {
+			ix.links0 = grow(ix.links0, ix.m0+1)
+			ix.links0 = ix.links0[:len(ix.links0)+ix.m0+1]
+			ix.upper = append(ix.upper, nil)
+		}
 	}
-	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
-	if level > 0 {
-		ix.upper[s] = make([]uint32, level*(ix.m+1))
-	} else {
-		ix.upper[s] = nil
+	put(ix.vec(s), v, scale)
+	if ix.graph {
+		clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
+		if level > 0 {
+			ix.upper[s] = make([]uint32, level*(ix.m+1))
+		} else {
+			ix.upper[s] = nil
+		}
 	}
 	ix.slotOf[id] = s
 	return s
@@ -321,14 +377,36 @@ func grow[T any](s []T, n int) []T {
 // Add inserts the vector of id, replacing any vector id already has, and
 // writes the changed keys to w. A vector of the wrong length fails with
 // ErrDimension; NaN, Inf or (under Cosine) a zero vector with ErrVector.
+// vec is not retained.
+//
+// Below [Options.GraphAt] vectors this stores and writes the vector only.
+// The Add that reaches GraphAt builds the graph over every vector and
+// writes all of it (about 130 bytes per vector) to w, which takes as long
+// as the incremental inserts it replaces; it holds the write lock
+// meanwhile.
 func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
-	v, err := ix.prepare(vec)
+	scale, err := ix.scaleOf(vec)
 	if err != nil {
 		return err
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if old, ok := ix.slotOf[id]; ok {
+	old, ok := ix.slotOf[id]
+	if !ix.graph {
+		s := old
+		if ok {
+			// Nothing points at the slot: overwrite it in place.
+			put(ix.vec(s), vec, scale)
+		} else {
+			s = ix.alloc(id, vec, scale, 0)
+		}
+		if len(ix.slotOf) >= ix.o.GraphAt {
+			ix.buildGraph()
+			s = ix.slotOf[id] // the build renumbers slots
+		}
+		return ix.flush(w, id, ix.vec(s))
+	}
+	if ok {
 		// Replace: unlink the old node and drop its lists (the new node
 		// may top out on a lower layer); the vector key is overwritten.
 		level := int(ix.levels[old])
@@ -339,12 +417,14 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 			}
 		}
 	}
-	ix.insert(id, v)
-	return ix.flush(w, id, v)
+	s := ix.alloc(id, vec, scale, ix.randomLevel())
+	ix.link(s)
+	return ix.flush(w, id, ix.vec(s))
 }
 
 // Delete removes id (a no-op when it is absent), repairing the neighbour
-// lists that pointed at it, and writes the changed keys to w.
+// lists that pointed at it, and writes the changed keys to w. The graph,
+// once built, is kept however small the index gets.
 func (ix *Index) Delete(w kv.Writer, id uint32) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -357,21 +437,12 @@ func (ix *Index) Delete(w kv.Writer, id uint32) error {
 	if err := w.Delete(ix.vecKey(id)); err != nil {
 		return fmt.Errorf("hnsw: delete vector %d: %w", id, err)
 	}
-	for l := 0; l <= level; l++ {
+	for l := 0; l <= level && ix.graph; l++ {
 		if err := w.Delete(ix.linkKey(id, l)); err != nil {
 			return fmt.Errorf("hnsw: delete links %d/%d: %w", id, l, err)
 		}
 	}
 	return ix.flush(w, 0, nil)
-}
-
-func (ix *Index) scratch() *searcher {
-	s, _ := ix.pool.Get().(*searcher)
-	if s == nil {
-		s = &searcher{}
-	}
-	s.reset(len(ix.ids))
-	return s
 }
 
 // Search returns up to k nearest neighbours of q, best first. With allow
@@ -382,13 +453,20 @@ func (ix *Index) Search(ctx context.Context, q []float32, k int, allow *roaring.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	qv, err := ix.prepare(q)
+	scale, err := ix.scaleOf(q)
 	if err != nil {
 		return nil, err
 	}
 	if k <= 0 {
 		return nil, nil
 	}
+	sc, _ := ix.pool.Get().(*searcher)
+	if sc == nil {
+		sc = &searcher{}
+	}
+	defer ix.pool.Put(sc)
+	sc.q = slices.Grow(sc.q[:0], len(q))[:len(q)]
+	put(sc.q, q, scale)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := len(ix.slotOf)
@@ -402,8 +480,6 @@ func (ix *Index) Search(ctx context.Context, q []float32, k int, allow *roaring.
 			return nil, nil
 		}
 	}
-	sc := ix.scratch()
-	defer ix.pool.Put(sc)
 	ef := max(ix.o.EfSearch, k)
 	if allowed < n {
 		// With a filter the walk must pass through disallowed nodes to
@@ -413,16 +489,21 @@ func (ix *Index) Search(ctx context.Context, q []float32, k int, allow *roaring.
 		ef = int(float64(ef) * min(2, 1+0.1/sel))
 	}
 	if ix.useExact(allowed, n, ef) {
-		return ix.exact(ctx, sc, qv, k, allow)
+		return ix.exact(ctx, sc, sc.q, k, allow)
 	}
-	return ix.graphSearch(ctx, sc, qv, k, ef, allow)
+	sc.reset(len(ix.ids))
+	return ix.graphSearch(ctx, sc, sc.q, k, ef, allow)
 }
 
 // useExact decides between an exact scan of the allowed set and the graph.
-// Beyond ExactBelow, a cost model compares the scan (one dot product per
-// allowed vector) with the expected walk: reaching ef allowed nodes visits
-// about ef·n/allowed nodes, each expanding up to 2M neighbours.
+// Without a graph there is no choice. Beyond ExactBelow, a cost model
+// compares the scan (one dot product per allowed vector) with the expected
+// walk: reaching ef allowed nodes visits about ef·n/allowed nodes, each
+// expanding up to 2M neighbours.
 func (ix *Index) useExact(allowed, n, ef int) bool {
+	if !ix.graph || ix.entry < 0 {
+		return true
+	}
 	if ix.o.ExactBelow < 0 {
 		return false
 	}

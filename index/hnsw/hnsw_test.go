@@ -460,8 +460,9 @@ func TestReplace(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	vecs := clustered(41, 1500, 16, 6)
 	a, b := memKV{}, memKV{}
-	build(t, a, vecs, Options{Seed: 5})
-	build(t, b, vecs, Options{Seed: 5})
+	// ExactBelow < 0: the graph is built from the first Add.
+	build(t, a, vecs, Options{Seed: 5, ExactBelow: -1})
+	build(t, b, vecs, Options{Seed: 5, ExactBelow: -1})
 	if len(a) != len(b) {
 		t.Fatalf("%d keys vs %d", len(a), len(b))
 	}
@@ -471,7 +472,7 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 	c := memKV{}
-	build(t, c, vecs, Options{Seed: 6})
+	build(t, c, vecs, Options{Seed: 6, ExactBelow: -1})
 	same := true
 	for k, v := range a {
 		same = same && bytes.Equal(v, c[k])
@@ -525,7 +526,7 @@ func TestCheckFindsDamage(t *testing.T) {
 	ctx := context.Background()
 	store := memKV{}
 	vecs := clustered(51, 300, 8, 3)
-	ix := build(t, store, vecs, Options{Seed: 1})
+	ix := build(t, store, vecs, Options{Seed: 1, ExactBelow: -1})
 	if err := ix.Check(ctx, store); err != nil {
 		t.Fatal(err)
 	}

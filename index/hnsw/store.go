@@ -16,11 +16,14 @@ import (
 // Key tags after the prefix and the meta format version. Part of the file
 // format; do not change.
 const (
-	tagLinks   byte = 'l'
-	tagMeta    byte = 'm'
-	tagVector  byte = 'v'
-	formatV1   byte = 1
-	metaLength      = 14
+	tagLinks  byte = 'l'
+	tagMeta   byte = 'm'
+	tagVector byte = 'v'
+	// formatV1 has no graph flag: its graphs are always built.
+	formatV1     byte = 1
+	formatV2     byte = 2
+	metaLengthV1      = 14
+	metaLength        = 15
 )
 
 func (ix *Index) metaKey() []byte {
@@ -40,10 +43,24 @@ func (ix *Index) linkKey(id uint32, l int) []byte {
 
 func encodeVec(v []float32) []byte {
 	b := make([]byte, 4*len(v))
+	putVec(b, v)
+	return b
+}
+
+func putVec(b []byte, v []float32) {
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	return b
+}
+
+// setVec writes the vector key of id, key and value in one allocation
+// (the writer may keep both, so they are not reused).
+func (ix *Index) setVec(w kv.Writer, id uint32, v []float32) error {
+	kl := len(ix.prefix) + 5
+	b := make([]byte, kl+4*len(v))
+	k := kv.AppendUint32(append(append(b[:0], ix.prefix...), tagVector), id)
+	putVec(b[kl:], v)
+	return w.Set(k[:kl:kl], b[kl:])
 }
 
 func (ix *Index) encodeLinks(s uint32, l int) []byte {
@@ -55,16 +72,37 @@ func (ix *Index) encodeLinks(s uint32, l int) []byte {
 	return b
 }
 
-func (ix *Index) encodeMeta() []byte {
-	b := make([]byte, metaLength)
-	b[0] = formatV1
-	b[1] = byte(ix.o.Metric)
-	binary.LittleEndian.PutUint16(b[2:], uint16(ix.m))
-	binary.LittleEndian.PutUint32(b[4:], uint32(ix.dim))
+// meta is the decoded meta key.
+type meta struct {
+	metric   Metric
+	m, dim   int
+	hasEntry bool
+	entry    uint32
+	top      int
+	graph    bool
+}
+
+func (ix *Index) meta() meta {
+	md := meta{metric: ix.o.Metric, m: ix.m, dim: ix.dim, graph: ix.graph}
 	if ix.entry >= 0 {
+		md.hasEntry, md.entry, md.top = true, ix.ids[ix.entry], ix.top
+	}
+	return md
+}
+
+func (md meta) encode() []byte {
+	b := make([]byte, metaLength)
+	b[0] = formatV2
+	b[1] = byte(md.metric)
+	binary.LittleEndian.PutUint16(b[2:], uint16(md.m))
+	binary.LittleEndian.PutUint32(b[4:], uint32(md.dim))
+	if md.hasEntry {
 		b[8] = 1
-		binary.LittleEndian.PutUint32(b[9:], ix.ids[ix.entry])
-		b[13] = byte(ix.top)
+		binary.LittleEndian.PutUint32(b[9:], md.entry)
+		b[13] = byte(md.top)
+	}
+	if md.graph {
+		b[14] = 1
 	}
 	return b
 }
@@ -73,24 +111,26 @@ func (ix *Index) encodeMeta() []byte {
 // neighbour list, and the meta key when it changed.
 func (ix *Index) flush(w kv.Writer, id uint32, v []float32) error {
 	if v != nil {
-		if err := w.Set(ix.vecKey(id), encodeVec(v)); err != nil {
+		if err := ix.setVec(w, id, v); err != nil {
 			return fmt.Errorf("hnsw: write vector %d: %w", id, err)
 		}
 	}
-	keys := make([]uint64, 0, len(ix.dirty))
-	for k := range ix.dirty {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys) // deterministic write order
-	clear(ix.dirty)
-	for _, k := range keys {
-		s, l := uint32(k>>8), int(k&0xFF)
-		if err := w.Set(ix.linkKey(ix.ids[s], l), ix.encodeLinks(s, l)); err != nil {
-			return fmt.Errorf("hnsw: write links %d/%d: %w", ix.ids[s], l, err)
+	if len(ix.dirty) > 0 {
+		keys := make([]uint64, 0, len(ix.dirty))
+		for k := range ix.dirty {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // deterministic write order
+		clear(ix.dirty)
+		for _, k := range keys {
+			s, l := uint32(k>>8), int(k&0xFF)
+			if err := w.Set(ix.linkKey(ix.ids[s], l), ix.encodeLinks(s, l)); err != nil {
+				return fmt.Errorf("hnsw: write links %d/%d: %w", ix.ids[s], l, err)
+			}
 		}
 	}
 	if !ix.metaOK {
-		if err := w.Set(ix.metaKey(), ix.encodeMeta()); err != nil {
+		if err := w.Set(ix.metaKey(), ix.meta().encode()); err != nil {
 			return fmt.Errorf("hnsw: write meta: %w", err)
 		}
 		ix.metaOK = true
@@ -98,20 +138,15 @@ func (ix *Index) flush(w kv.Writer, id uint32, v []float32) error {
 	return nil
 }
 
-type meta struct {
-	metric   Metric
-	m, dim   int
-	hasEntry bool
-	entry    uint32
-	top      int
-}
-
 func decodeMeta(b []byte) (meta, error) {
-	if len(b) >= 1 && b[0] > formatV1 {
-		return meta{}, fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, b[0], formatV1)
+	if len(b) >= 1 && b[0] > formatV2 {
+		return meta{}, fmt.Errorf("%w: version %d, this build reads %d", ErrFormat, b[0], formatV2)
 	}
-	if len(b) != metaLength || b[0] != formatV1 {
-		return meta{}, fmt.Errorf("%w: meta is %d bytes", ErrCorrupt, len(b))
+	switch {
+	case len(b) == metaLength && b[0] == formatV2 && b[14] <= 1:
+	case len(b) == metaLengthV1 && b[0] == formatV1:
+	default:
+		return meta{}, fmt.Errorf("%w: meta %x", ErrCorrupt, b)
 	}
 	md := meta{
 		metric:   Metric(b[1]),
@@ -120,17 +155,21 @@ func decodeMeta(b []byte) (meta, error) {
 		hasEntry: b[8] == 1,
 		entry:    binary.LittleEndian.Uint32(b[9:]),
 		top:      int(b[13]),
+		graph:    b[0] == formatV1 || b[14] == 1,
 	}
-	if md.metric > Dot || md.m < 2 || md.m > 255 || md.dim <= 0 || md.top >= maxLevels || b[8] > 1 {
+	if md.metric > Dot || md.m < 2 || md.m > 255 || md.dim <= 0 || md.top >= maxLevels || b[8] > 1 ||
+		!md.hasEntry && (md.entry != 0 || md.top != 0) || md.hasEntry && !md.graph {
 		return meta{}, fmt.Errorf("%w: bad meta %x", ErrCorrupt, b)
 	}
 	return md, nil
 }
 
-// Load reads the graph persisted under prefix. It decodes vectors and
+// Load reads the index persisted under prefix. It decodes vectors and
 // neighbour lists as stored and never recomputes a distance, so opening a
-// store costs one scan. The graph's shape (dimension, M, metric) comes from
-// the store; search options (EfSearch, ExactBelow, EfConstruction, Seed)
+// store costs one scan; an index persisted without its graph (under
+// [Options.GraphAt]) is loaded without one, and one with a graph with it,
+// whatever o says. The shape (dimension, M, metric) comes from the store;
+// the other options (EfSearch, ExactBelow, GraphAt, EfConstruction, Seed)
 // from o. With no index under prefix it fails with ErrNotFound.
 func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, error) {
 	ix := New(0, prefix, o)
@@ -147,7 +186,12 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	}
 	ix.dim = md.dim
 	ix.o.Metric = md.metric
+	ix.graph = md.graph
 	ix.setM(md.m)
+	var lv0 int8 = -1 // set from the link keys
+	if !ix.graph {
+		lv0 = 0
+	}
 
 	vp := append(slices.Clip(ix.prefix), tagVector)
 	err = r.Scan(ctx, vp, func(k, v []byte) error {
@@ -160,15 +204,17 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 			ix.vecs = append(ix.vecs, math.Float32frombits(binary.LittleEndian.Uint32(v[i:])))
 		}
 		ix.ids = append(ix.ids, id)
-		ix.levels = append(ix.levels, -1) // set from the link keys
-		ix.upper = append(ix.upper, nil)
+		ix.levels = append(ix.levels, lv0)
 		ix.slotOf[id] = s
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hnsw: load vectors: %w", err)
 	}
-	ix.links0 = make([]uint32, len(ix.ids)*(ix.m0+1))
+	if ix.graph {
+		ix.links0 = make([]uint32, len(ix.ids)*(ix.m0+1))
+		ix.upper = make([][]uint32, len(ix.ids))
+	}
 
 	lp := append(slices.Clip(ix.prefix), tagLinks)
 	var nb []uint32
@@ -178,6 +224,9 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		}
 		id := binary.BigEndian.Uint32(k[len(lp):])
 		l := int(k[len(k)-1])
+		if !ix.graph {
+			return fmt.Errorf("%w: links of %d in an index without a graph", ErrCorrupt, id)
+		}
 		s, ok := ix.slotOf[id]
 		if !ok {
 			return fmt.Errorf("%w: links of %d, which has no vector", ErrCorrupt, id)
@@ -216,10 +265,11 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 			return nil, fmt.Errorf("%w: entry point %d missing or not at level %d", ErrCorrupt, md.entry, md.top)
 		}
 		ix.entry, ix.top = int32(s), md.top
-	} else if len(ix.ids) > 0 {
+	} else if len(ix.ids) > 0 && ix.graph {
 		return nil, fmt.Errorf("%w: %d vectors but no entry point", ErrCorrupt, len(ix.ids))
 	}
-	ix.metaOK = true
+	// A version-1 meta is rewritten as version 2 by the next Add or Delete.
+	ix.metaOK = raw[0] == formatV2
 	// Continue the level sequence from a state fixed by the seed and size,
 	// so reloading and inserting the same vectors is reproducible.
 	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), uint64(len(ix.ids))))
@@ -229,11 +279,12 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 // maxFindings bounds how many problems Check reports.
 const maxFindings = 50
 
-// Check verifies the in-memory graph against the persisted one under r:
-// the same vectors, neighbour lists and meta key, no extra or missing keys,
-// and structural invariants (neighbours exist and reach the layer, no self
-// links or duplicates, lists within bounds, the entry point is on the top
-// layer). It returns the errors.Join of every finding (at most 50), each
+// Check verifies the in-memory index against the persisted one under r:
+// the same vectors, neighbour lists and meta key (including whether the
+// graph is built), no extra or missing keys, and structural invariants:
+// with a graph, neighbours exist and reach the layer, no self links or
+// duplicates, lists within bounds, the entry point is on the top layer;
+// without one, no links, levels or entry point at all. It returns the errors.Join of every finding (at most 50), each
 // wrapping ErrCheck.
 func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	ix.mu.RLock()
@@ -256,6 +307,9 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 			add("slot %d of id %d is not indexed", s, ix.ids[s])
 		}
 		top = max(top, lv)
+		if !ix.graph {
+			continue
+		}
 		for l := 0; l <= lv; l++ {
 			nb := ix.links(s, l)
 			if len(nb) > ix.maxLinks(l) {
@@ -275,7 +329,12 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 			}
 		}
 	}
-	if len(ix.slotOf) > 0 && (ix.entry < 0 || int(ix.levels[ix.entry]) != top || ix.top != top) {
+	switch {
+	case !ix.graph:
+		if top > 0 || ix.entry >= 0 || len(ix.links0) > 0 || len(ix.upper) > 0 || len(ix.dirty) > 0 {
+			add("index without a graph has links (top layer %d, entry slot %d)", top, ix.entry)
+		}
+	case len(ix.slotOf) > 0 && (ix.entry < 0 || int(ix.levels[ix.entry]) != top || ix.top != top):
 		add("entry point is not on the top layer %d", top)
 	}
 	if len(ix.slotOf) == 0 && ix.entry >= 0 {
@@ -289,15 +348,17 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	if len(ix.dirty) > 0 {
 		add("%d neighbour lists not yet written", len(ix.dirty))
 	}
-	wantMeta := ix.encodeMeta()
+	wantMeta := ix.meta()
 	seenMeta, seenVec, seenLinks := false, 0, 0
 	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
 		rest := k[len(ix.prefix):]
 		switch {
 		case len(rest) == 1 && rest[0] == tagMeta:
 			seenMeta = true
-			if !bytes.Equal(v, wantMeta) {
-				add("meta is %x, want %x", v, wantMeta)
+			// Compared decoded: a version-1 meta not yet rewritten is
+			// still correct.
+			if md, err := decodeMeta(v); err != nil || md != wantMeta {
+				add("meta is %x, want %x", v, wantMeta.encode())
 			}
 		case len(rest) == 5 && rest[0] == tagVector:
 			id := binary.BigEndian.Uint32(rest[1:])
@@ -314,7 +375,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 			id := binary.BigEndian.Uint32(rest[1:])
 			l := int(rest[5])
 			s, ok := ix.slotOf[id]
-			if !ok || l > int(ix.levels[s]) {
+			if !ok || l > int(ix.levels[s]) || !ix.graph {
 				add("persisted links %d/%d are not in the index", id, l)
 				return nil
 			}
@@ -332,7 +393,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	}
 	wantLinks := 0
 	for _, lv := range ix.levels {
-		if lv >= 0 {
+		if lv >= 0 && ix.graph {
 			wantLinks += int(lv) + 1
 		}
 	}
