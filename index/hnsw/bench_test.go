@@ -3,7 +3,10 @@ package hnsw
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
+	"time"
 )
 
 // countKV is a kv.Writer that keeps nothing and counts what it is given,
@@ -15,13 +18,28 @@ func (c *countKV) Delete([]byte) error   { return nil }
 
 const benchDim = 384
 
+// benchN is the index size of the benchmarks: 2000, or MEMOR_HNSW_BENCH_N
+// (e.g. 20000 to time the default GraphAt).
+func benchN(b *testing.B) int {
+	if s := os.Getenv("MEMOR_HNSW_BENCH_N"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 1 {
+			b.Fatalf("MEMOR_HNSW_BENCH_N=%q", s)
+		}
+		return n
+	}
+	return 2000
+}
+
 // BenchmarkAdd inserts n 384-d vectors (IDs 0..n-1) into a fresh index:
-// one tenant's import. state=default uses the default options; state=graph
-// forces the graph to be maintained from the first vector (ExactBelow < 0).
+// one tenant's import. state=default uses the default options (n is under
+// GraphAt: vectors only); state=graph maintains the graph from the first
+// vector (ExactBelow < 0); state=build-at-end has GraphAt = n, so the last
+// Add builds the whole graph (its time is reported as crossing-ms).
 //
 //	go test -p 1 -run '^$' -bench Add ./index/hnsw/
 func BenchmarkAdd(b *testing.B) {
-	const n = 2000
+	n := benchN(b)
 	vecs := clustered(3, n, benchDim, 20)
 	for _, st := range []struct {
 		name string
@@ -29,22 +47,31 @@ func BenchmarkAdd(b *testing.B) {
 	}{
 		{"default", Options{Seed: 1}},
 		{"graph", Options{Seed: 1, ExactBelow: -1}},
+		{"build-at-end", Options{Seed: 1, GraphAt: n}},
 	} {
 		b.Run(fmt.Sprintf("n=%d/state=%s", n, st.name), func(b *testing.B) {
 			b.ReportAllocs()
 			var w countKV
+			var crossing time.Duration
 			for b.Loop() {
 				w = countKV{}
 				ix := New(benchDim, []byte("p/"), st.o)
 				for i, v := range vecs {
+					t := time.Now()
 					if err := ix.Add(&w, uint32(i), v); err != nil {
 						b.Fatal(err)
 					}
+					if i == st.o.GraphAt-1 {
+						crossing += time.Since(t)
+					}
 				}
 			}
+			if crossing > 0 {
+				b.ReportMetric(float64(crossing.Milliseconds())/float64(b.N), "crossing-ms")
+			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/vector")
-			b.ReportMetric(float64(w.bytes)/n, "written-bytes/vector")
-			b.ReportMetric(float64(w.sets)/n, "sets/vector")
+			b.ReportMetric(float64(w.bytes)/float64(n), "written-bytes/vector")
+			b.ReportMetric(float64(w.sets)/float64(n), "sets/vector")
 		})
 	}
 }
@@ -52,7 +79,7 @@ func BenchmarkAdd(b *testing.B) {
 // BenchmarkSearch is a top-10 query against n 384-d vectors with the
 // default options (an exact scan at this size) and through the graph.
 func BenchmarkSearch(b *testing.B) {
-	const n = 2000
+	n := benchN(b)
 	vecs, queries := dataset(5, n, 100, benchDim, 20)
 	ctx := context.Background()
 	for _, st := range []struct {

@@ -3,7 +3,6 @@ package hnsw
 import (
 	"cmp"
 	"context"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -267,13 +266,29 @@ func (ix *Index) link(s uint32) {
 	}
 }
 
-// buildGraph turns the vector list into a graph: slots are renumbered in
-// ID order, levels drawn from a generator freshly seeded with Seed, and
-// the nodes linked one by one. The graph therefore depends only on the
-// set of vectors and the seed, not on the order they were added in or on
-// whether the index was reloaded meanwhile; added in ID order, it is the
-// graph an always-built index would have. Every list is left dirty.
-func (ix *Index) buildGraph() {
+// emptyGraph returns an index with ix's shape and options, empty, with a
+// graph: what buildFrom fills. Called under ix.mu.
+func (ix *Index) emptyGraph() *Index {
+	o := ix.o
+	o.GraphAt = -1
+	g := New(ix.dim, ix.prefix, o)
+	g.o.GraphAt = ix.o.GraphAt
+	g.setM(ix.m)
+	return g
+}
+
+// buildFrom builds into the empty graph g every vector of the list ix:
+// slots in ID order, levels from a generator freshly seeded with Seed,
+// nodes linked one by one. The graph therefore depends only on the set of
+// vectors and the seed, not on the order they were added in or on whether
+// the index was reloaded meanwhile; added in ID order, it is the graph an
+// always-built index would have. Every list is left dirty.
+//
+// ix is only read, without its lock: the caller holds ix.wmu, so nothing
+// changes it, and concurrent searches only read too. When ix's slots are
+// already in ID order g shares its vectors, IDs and ID map (neither side
+// writes them until install).
+func (g *Index) buildFrom(ix *Index) {
 	n := len(ix.slotOf)
 	order := make([]uint32, 0, n) // live slots by ID
 	for s, lv := range ix.levels {
@@ -286,28 +301,39 @@ func (ix *Index) buildGraph() {
 	for i, s := range order {
 		inPlace = inPlace && s == uint32(i)
 	}
-	if !inPlace {
-		vecs := make([]float32, n*ix.dim, cap(ix.vecs))
-		ids := make([]uint32, n, cap(ix.ids))
+	if inPlace {
+		g.vecs, g.ids, g.slotOf = ix.vecs, ix.ids, ix.slotOf
+	} else {
+		g.vecs = make([]float32, n*ix.dim, cap(ix.vecs))
+		g.ids = make([]uint32, n, cap(ix.ids))
+		g.slotOf = make(map[uint32]uint32, n)
 		for i, s := range order {
-			copy(vecs[i*ix.dim:], ix.vec(s))
-			ids[i] = ix.ids[s]
-			ix.slotOf[ids[i]] = uint32(i)
+			copy(g.vecs[i*ix.dim:], ix.vec(s))
+			g.ids[i] = ix.ids[s]
+			g.slotOf[g.ids[i]] = uint32(i)
 		}
-		ix.vecs, ix.ids, ix.levels, ix.free = vecs, ids, ix.levels[:n], nil
 	}
-	ix.links0 = make([]uint32, n*(ix.m0+1), cap(ix.ids)*(ix.m0+1))
-	ix.upper = make([][]uint32, n, cap(ix.ids))
-	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), 0))
-	ix.graph, ix.entry, ix.top, ix.metaOK = true, -1, 0, false
+	g.levels = make([]int8, n, cap(g.ids))
+	g.links0 = make([]uint32, n*(g.m0+1), cap(g.ids)*(g.m0+1))
+	g.upper = make([][]uint32, n, cap(g.ids))
 	for s := range uint32(n) {
-		level := ix.randomLevel()
-		ix.levels[s] = int8(level)
+		level := g.randomLevel()
+		g.levels[s] = int8(level)
 		if level > 0 {
-			ix.upper[s] = make([]uint32, level*(ix.m+1))
+			g.upper[s] = make([]uint32, level*(g.m+1))
 		}
-		ix.link(s)
+		g.link(s)
 	}
+}
+
+// install replaces ix's memory with the graph g built from it (after g
+// was flushed). Called under ix.mu.
+func (ix *Index) install(g *Index) {
+	ix.graph = true
+	ix.vecs, ix.ids, ix.levels, ix.slotOf, ix.free = g.vecs, g.ids, g.levels, g.slotOf, nil
+	ix.links0, ix.upper = g.links0, g.upper
+	ix.entry, ix.top, ix.rng = g.entry, g.top, g.rng
+	ix.dirty, ix.metaOK, ix.build = g.dirty, g.metaOK, g.build
 }
 
 // addLink adds the back link n → s (distance d) on layer l, shrinking n's

@@ -2,11 +2,14 @@ package hnsw
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -530,5 +533,59 @@ func TestLazyPebble(t *testing.T) {
 			sameSearches(t, ix, re, queries, randomAllow(1, i+1, 0.5))
 			b = db.NewBatch()
 		}
+	}
+}
+
+// Searches run while an Add builds the graph (the build does not hold the
+// read-exclusive lock): they must see either state whole. Run with -race.
+func TestSearchDuringBuild(t *testing.T) {
+	ctx := context.Background()
+	const at = 1500
+	vecs, queries := dataset(151, at+200, 50, 16, 6)
+	store := memKV{}
+	ix := build(t, store, vecs[:at-1], Options{Seed: 2, GraphAt: at})
+	done := make(chan struct{})
+	var during, total int
+	var building atomic.Bool // the crossing Add is running
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			q := queries[i%len(queries)]
+			got, err := ix.Search(ctx, q, 10, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if len(got) != 10 || !slices.IsSortedFunc(got, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) }) {
+				t.Errorf("search during build: %v", got)
+				return
+			}
+			total++
+			if building.Load() {
+				during++
+			}
+		}
+	})
+	var mu sync.Mutex // memKV is not safe for concurrent use
+	for i := at - 1; i < len(vecs); i++ {
+		mu.Lock()
+		building.Store(i == at-1)
+		err := ix.Add(store, uint32(i), vecs[i])
+		building.Store(false)
+		mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	t.Logf("%d searches, %d of them while the graph was being built", total, during)
+	if err := ix.Check(ctx, store); err != nil {
+		t.Fatal(err)
 	}
 }
