@@ -37,7 +37,7 @@ var (
 )
 
 // modelConfig is what the engine knows about the vocabulary's predicates:
-// its defaults plus what registerPredicates adds.
+// its defaults plus the harness's predicates.
 func modelConfig() Config {
 	return Config{
 		One: map[string]bool{"lives_in": true, "works_at": true, "rank": true},
@@ -46,9 +46,10 @@ func modelConfig() Config {
 	}
 }
 
-func registerPredicates(e *memor.Engine) {
-	e.RegisterPredicate("rank", memor.One, "standing")
-}
+// predicates are the harness's own predicates, registered through
+// Options.Predicates so that they apply before Open recovers pending
+// episodes.
+var predicates = []memor.Predicate{{Name: "rank", Cardinality: memor.One, Aliases: []string{"standing"}}}
 
 // validTime maps a byte to one of a few instants: whole days (colliding)
 // and one a nanosecond after a day (nearly colliding).

@@ -76,11 +76,11 @@ func newRunner(t testing.TB) *runner {
 }
 
 func (r *runner) open() {
-	e, err := memor.Open(r.dir, memor.Options{NoSync: true, Clock: r.clock.Now, Extractor: lineExtractor{}, Workers: 1})
+	e, err := memor.Open(r.dir, memor.Options{NoSync: true, Clock: r.clock.Now, Extractor: lineExtractor{},
+		Workers: 1, Predicates: predicates})
 	if err != nil {
 		r.fail("open: %v", err)
 	}
-	registerPredicates(e)
 	r.e, r.lastTx = e, time.Time{}
 }
 
@@ -325,14 +325,6 @@ func (r *runner) addEpisode(in *input, user string) {
 	}
 	text := strings.Join(lines, "\n")
 	mode := in.pick(3)
-	for _, op := range ops {
-		if mode == 2 && r.m.Canonical(op.Predicate) == "rank" {
-			// Known engine bug (TestRecoveryBeforeRegisterPredicate):
-			// Open applies pending episodes before RegisterPredicate can
-			// run. Keep fuzzing the rest.
-			mode = 1
-		}
-	}
 	if mode == 0 {
 		opts = append(opts, memor.Sync())
 	}

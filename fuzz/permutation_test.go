@@ -64,12 +64,12 @@ func runPermutation(t testing.TB, data []byte) {
 
 	ctx := context.Background()
 	clock := &testClock{t: clockBase}
-	e, err := memor.Open(t.TempDir(), memor.Options{NoSync: true, Clock: clock.Now, Extractor: lineExtractor{}, Workers: 1})
+	e, err := memor.Open(t.TempDir(), memor.Options{NoSync: true, Clock: clock.Now, Extractor: lineExtractor{},
+		Workers: 1, Predicates: predicates})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Close() }()
-	registerPredicates(e)
 	var log []string
 	fail := func(format string, args ...any) {
 		t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,22 +20,21 @@ func (stallExtractor) Extract(ctx context.Context, _ string, _ time.Time) ([]ext
 	return nil, ctx.Err()
 }
 
-// TestRecoveryBeforeRegisterPredicate: an episode still pending at Close
-// is applied by the next Open's ingestion workers, which start inside Open —
-// before the caller can call RegisterPredicate. The episode is resolved
-// under the default registry ("standing" stays an unknown Many predicate
-// instead of the alias of the One predicate "rank"), and Rebuild later
-// gives a different state. Found by FuzzOps (add-episode, then
-// close-and-reopen).
-func TestRecoveryBeforeRegisterPredicate(t *testing.T) {
+// TestRecoveryUsesRegisteredPredicates: an episode still pending at Close
+// is applied by the next Open's ingestion workers, which start inside Open.
+// It must be resolved with the store's predicates ("standing" is the alias
+// of the One predicate "rank"), so that Rebuild gives the same state.
+// Regression: FuzzOps found the workers resolving it before a
+// RegisterPredicate call right after Open could run; Options.Predicates is
+// the fix.
+func TestRecoveryUsesRegisteredPredicates(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	clock := newTestClock()
-	e, err := memor.Open(dir, memor.Options{Clock: clock.Now, Extractor: stallExtractor{}})
+	e, err := memor.Open(dir, memor.Options{Clock: clock.Now, Extractor: stallExtractor{}, Predicates: predicates})
 	if err != nil {
 		t.Fatal(err)
 	}
-	registerPredicates(e)
 	line := opLine("A", Op{Subject: "user", Predicate: "standing", Object: "gold", ValidFrom: validBase})
 	if _, err := e.Add(ctx, "u", line); err != nil {
 		t.Fatal(err)
@@ -42,11 +42,8 @@ func TestRecoveryBeforeRegisterPredicate(t *testing.T) {
 	if err := e.Close(); err != nil && !errors.Is(err, memor.ErrClosed) {
 		t.Fatal(err)
 	}
-	// Reopen. The workers Open started race the caller's RegisterPredicate
-	// (FuzzOps caught them winning under load); Flush before registering
-	// makes that interleaving deterministic. There is no way to register
-	// before Open recovers (an Options field would be one).
-	e, err = memor.Open(dir, memor.Options{Clock: clock.Now, Extractor: lineExtractor{}})
+	// Reopen; Flush first, as if the workers won any race with the caller.
+	e, err = memor.Open(dir, memor.Options{Clock: clock.Now, Extractor: lineExtractor{}, Predicates: predicates})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +51,6 @@ func TestRecoveryBeforeRegisterPredicate(t *testing.T) {
 	if err := e.Flush(ctx, "u"); err != nil {
 		t.Fatal(err)
 	}
-	registerPredicates(e)
 	render := func() string {
 		fs, err := e.State(ctx, "u")
 		if err != nil {
@@ -63,10 +59,13 @@ func TestRecoveryBeforeRegisterPredicate(t *testing.T) {
 		return fmt.Sprint(renderEngine(fs, view{}))
 	}
 	before := render()
+	if !strings.Contains(before, " rank gold") {
+		t.Fatalf("state %q: want the alias resolved to rank", before)
+	}
 	if err := e.Rebuild(ctx, "u"); err != nil {
 		t.Fatal(err)
 	}
 	if after := render(); before != after {
-		knownBug(t, "recovered episode resolved before RegisterPredicate: state %q, after Rebuild %q", before, after)
+		t.Fatalf("recovered episode resolved without the store's predicates: state %q, after Rebuild %q", before, after)
 	}
 }

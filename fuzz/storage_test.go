@@ -106,8 +106,9 @@ func largestTable(t *testing.T, dir string) string {
 	return best
 }
 
-// openNoPanic opens dir, turning a panic into a test failure (or, while
-// the bug is known, a skip).
+// openNoPanic opens dir, turning a panic into a test failure. (Regression:
+// Pebble's default DataCorruption listener called the logger's Fatalf,
+// which panicked.)
 func openNoPanic(t *testing.T, dir string) (e *memor.Engine, err error) {
 	t.Helper()
 	defer func() {
@@ -116,7 +117,7 @@ func openNoPanic(t *testing.T, dir string) (e *memor.Engine, err error) {
 			if i := strings.IndexByte(msg, '\n'); i > 0 {
 				msg = msg[:i]
 			}
-			knownBug(t, "Open panicked (kv.quietLogger.Fatalf called by Pebble's default DataCorruption listener): %s", msg)
+			t.Fatalf("Open panicked: %s", msg)
 		}
 	}()
 	return memor.Open(dir, memor.Options{})
@@ -191,7 +192,7 @@ func TestOpenBadStorage(t *testing.T) {
 			t.Error("no table data left")
 		}
 		if ch := changedFiles(before, dirSnapshot(t, dir)); len(ch) > 0 {
-			knownBug(t, "a failed Open of a newer store rewrote or removed files (kv invariant 3 says it writes nothing): %v", ch)
+			t.Errorf("a failed Open of a newer store rewrote or removed files (kv invariant 3 says it writes nothing): %v", ch)
 		}
 	})
 
@@ -292,16 +293,4 @@ func makeReadOnly(t *testing.T, dir string) {
 		_ = os.Remove(name)
 		t.Skip("cannot make the folder read-only here")
 	}
-}
-
-// knownBug reports an engine bug that is known and not fixed yet: the test
-// is skipped with the finding, or fails when MEMOR_KNOWN_BUGS=1. Once the
-// engine is fixed, the call site's condition stops holding and the test
-// simply passes; then the knownBug call can become t.Fatalf.
-func knownBug(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("MEMOR_KNOWN_BUGS") == "1" {
-		t.Fatalf("KNOWN BUG: "+format, args...)
-	}
-	t.Skipf("KNOWN BUG (MEMOR_KNOWN_BUGS=1 fails here): "+format, args...)
 }
