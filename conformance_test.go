@@ -84,10 +84,8 @@ func TestConformanceReport(t *testing.T) {
 		if row.Leaks != 0 || row.Errors != 0 {
 			t.Errorf("memor: %d leaks, %d errors", row.Leaks, row.Errors)
 		}
-		// Measured 2026-11-29: 97/98 correct, 1 stale. The miss is an
-		// extractor gap: a name carried over from an earlier episode ("Alex
-		// moved to Dallas"). A regression below this line is a bug.
-		if row.Passed < 97 || row.Stale > 1 {
+		// Measured 2026-11-29: 98/98 correct, 0 stale.
+		if row.Passed != row.Cases || row.Stale != 0 {
 			t.Errorf("memor regressed: %d/%d correct, %d stale", row.Passed, row.Cases, row.Stale)
 		}
 		for _, r := range row.Results {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -257,7 +258,7 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 			return err
 		}
 		ep.User = user
-		pre := e.extractEpisode(ctx, ep)
+		pre := e.extractEpisode(ctx, e.db, ep)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -275,12 +276,50 @@ type extracted struct {
 	err error
 }
 
-func (e *Engine) extractEpisode(ctx context.Context, ep Episode) *extracted {
+// extractEpisode runs the extractor over a text episode. r is where the
+// user's indexes are read from (the batch inside a Rebuild).
+func (e *Engine) extractEpisode(ctx context.Context, r kv.Reader, ep Episode) *extracted {
 	if ep.Kind != EpisodeText {
 		return nil
 	}
-	ops, err := e.ext.Extract(ctx, extract.StripFenced(ep.Text), ep.At)
+	text := extract.StripFenced(ep.Text)
+	if kx, ok := e.ext.(extract.KnownNamesExtractor); ok {
+		names, err := e.knownNames(ctx, r, ep.User)
+		if err != nil {
+			return &extracted{err: err}
+		}
+		ops, err := kx.ExtractKnown(ctx, text, ep.At, names)
+		return &extracted{ops: ops, err: err}
+	}
+	ops, err := e.ext.Extract(ctx, text, ep.At)
 	return &extracted{ops: ops, err: err}
+}
+
+// knownNames lists the people the user has named as relatives or friends
+// in any version of their memory, sorted.
+func (e *Engine) knownNames(ctx context.Context, r kv.Reader, user string) ([]string, error) {
+	ui, err := e.idx.get(ctx, r, user)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := ui.g.BFSLimit(ctx, []string{"user"}, 1, 1024, nil)
+	if err != nil {
+		return nil, err
+	}
+	relations := map[string]bool{}
+	for _, p := range relationWords {
+		relations[p] = true
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range paths {
+		if h := p.Hops[0]; !h.Inverse && relations[h.Label] && !seen[h.To] {
+			seen[h.To] = true
+			names = append(names, h.To)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // applyPending applies episode seq (extracted as pre) if it is still the
@@ -467,7 +506,7 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	}
 	still := 0
 	for _, f := range fails {
-		pre := e.extractEpisode(ctx, f.Episode)
+		pre := e.extractEpisode(ctx, e.db, f.Episode)
 		if pre == nil || pre.err != nil {
 			still++
 			continue

@@ -52,7 +52,8 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 	}
 	ep := Episode{Kind: EpisodeText, At: at, Text: text}
 	if cfg.sync {
-		pre := e.extractEpisode(ctx, ep)
+		ep.User = user
+		pre := e.extractEpisode(ctx, e.db, ep)
 		_, err = e.write(ctx, user, &ep, pre)
 		return ep, err
 	}
@@ -223,6 +224,9 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 		return nil, err
 	}
 	t.pre = pre
+	if t.caught > 0 {
+		t.pre = nil // queued episodes just applied may name people it needs
+	}
 	if err := t.applyEpisode(*ep); err != nil {
 		return nil, err
 	}
@@ -310,7 +314,7 @@ func (t *txn) applyEpisode(ep Episode) error {
 		pre := t.pre
 		t.pre = nil
 		if pre == nil {
-			pre = t.e.extractEpisode(t.ctx, ep)
+			pre = t.e.extractEpisode(t.ctx, t.b, ep)
 		}
 		if pre.err != nil {
 			if err := t.ctx.Err(); err != nil {

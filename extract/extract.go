@@ -66,6 +66,17 @@ type Extractor interface {
 	Extract(ctx context.Context, text string, at time.Time) ([]Op, error)
 }
 
+// KnownNamesExtractor is an Extractor that can be told the people already
+// known from earlier episodes (the objects of the user's relation facts), so
+// that a bare name in a later episode ("Alex moved to Dallas") resolves to
+// that person. The engine passes the names when the extractor has this
+// method; the names depend only on earlier episodes, so Rebuild stays
+// deterministic.
+type KnownNamesExtractor interface {
+	Extractor
+	ExtractKnown(ctx context.Context, text string, at time.Time, names []string) ([]Op, error)
+}
+
 // ExtractorFunc adapts a function to Extractor.
 type ExtractorFunc func(ctx context.Context, text string, at time.Time) ([]Op, error)
 

@@ -43,6 +43,13 @@ const hedgedIntentConfidence = 0.3
 // Extract proposes operations for text said at at. It fails only when ctx
 // is done.
 func (r *RuleExtractor) Extract(ctx context.Context, text string, at time.Time) ([]Op, error) {
+	return r.ExtractKnown(ctx, text, at, nil)
+}
+
+// ExtractKnown is Extract with the names of people already known from
+// earlier episodes ("my brother Alex" said last month), so that "Alex moved
+// to Dallas" is about Alex. It implements KnownNamesExtractor.
+func (r *RuleExtractor) ExtractKnown(ctx context.Context, text string, at time.Time, names []string) ([]Op, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("extract: %w", err)
 	}
@@ -52,6 +59,11 @@ func (r *RuleExtractor) Extract(ctx context.Context, text string, at time.Time) 
 		seen:    map[string]bool{},
 		names:   map[string]string{},
 		relName: map[string]string{},
+	}
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" && n != User {
+			st.addName(n)
+		}
 	}
 	for i, s := range sentences(tokenize(text)) {
 		if i%32 == 31 {

@@ -458,3 +458,19 @@ func BenchmarkRuleExtractor(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "sentences/s")
 }
+
+// TestExtractKnown: names known from earlier episodes make a bare name a
+// subject; without them the sentence is someone else's news and yields
+// nothing.
+func TestExtractKnown(t *testing.T) {
+	at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	x := NewRuleExtractor()
+	ops, err := x.ExtractKnown(context.Background(), "Alex moved to Dallas.", at, []string{"Alex"})
+	if err != nil || len(ops) != 1 || ops[0].Subject != "Alex" || ops[0].Predicate != "lives_in" || ops[0].Object != "Dallas" {
+		t.Fatalf("with known names: %+v %v", ops, err)
+	}
+	ops, err = x.Extract(context.Background(), "Alex moved to Dallas.", at)
+	if err != nil || len(ops) != 0 {
+		t.Fatalf("without known names: %+v %v", ops, err)
+	}
+}
