@@ -87,6 +87,9 @@
 // # Concurrency
 //
 // An [Index] is safe for concurrent use: searches run in parallel under a
-// read lock, Add and Delete take the write lock. If a batch fails to commit
-// the in-memory index is ahead of the store; discard it and [Load] again.
+// read lock; Add and Delete are serialised and take the write lock while
+// they change memory. The Add that builds the graph does the build without
+// it (into separate memory, swapped in at the end), so the user's searches
+// go on as exact scans meanwhile. If a batch fails to commit the in-memory
+// index is ahead of the store; discard it and [Load] again.
 package hnsw
