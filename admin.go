@@ -168,6 +168,9 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 		return err
 	}
 	defer t.b.Close()
+	if t.meta.Seq == 0 {
+		return nil // nothing to replay; write nothing
+	}
 	eps, err := e.episodes(ctx, t.b, user)
 	if err != nil {
 		return err

@@ -442,3 +442,35 @@ func TestLocked(t *testing.T) {
 		t.Fatalf("second open: %v", err)
 	}
 }
+
+// TestClockBackAcrossRestart: facts applied before a restart stay current
+// when the clock comes back behind their transaction time.
+func TestClockBackAcrossRestart(t *testing.T) {
+	clock := newClock()
+	clock.Set(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	dir := filepath.Join(t.TempDir(), "db")
+	e, err := memor.Open(dir, memor.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Oslo", ValidFrom: day(1)}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	clock.Advance(-time.Hour)
+	e, err = memor.Open(dir, memor.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if fs, _ := e.State(ctx, "u"); len(fs) != 1 {
+		t.Fatalf("state after the clock went back: %v", fs)
+	}
+	if err := e.Rebuild(ctx, "nobody"); err != nil {
+		t.Fatal(err)
+	}
+	if us, _ := e.Users(ctx); len(us) != 1 {
+		t.Fatalf("Rebuild of an unknown user created %v", us)
+	}
+}

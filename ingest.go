@@ -206,6 +206,11 @@ func (e *Engine) recoverPending(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// Current reads never precede a stored transaction time, even if
+		// the clock went back across the restart.
+		if m.Txn > e.lastTick.Load() {
+			e.lastTick.Store(m.Txn)
+		}
 		if m.Applied < m.Seq {
 			e.ing.schedule(u)
 		}
@@ -274,6 +279,9 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 type extracted struct {
 	ops []extract.Op
 	err error
+	// rec identifies the episode extracted (a Forget and a new Add can
+	// reuse its sequence number).
+	rec int64
 }
 
 // extractEpisode runs the extractor over a text episode. r is where the
@@ -286,13 +294,13 @@ func (e *Engine) extractEpisode(ctx context.Context, r kv.Reader, ep Episode) *e
 	if kx, ok := e.ext.(extract.KnownNamesExtractor); ok {
 		names, err := e.knownNames(ctx, r, ep.User)
 		if err != nil {
-			return &extracted{err: err}
+			return &extracted{err: err, rec: nanos(ep.RecordedAt)}
 		}
 		ops, err := kx.ExtractKnown(ctx, text, ep.At, names)
-		return &extracted{ops: ops, err: err}
+		return &extracted{ops: ops, err: err, rec: nanos(ep.RecordedAt)}
 	}
 	ops, err := e.ext.Extract(ctx, text, ep.At)
-	return &extracted{ops: ops, err: err}
+	return &extracted{ops: ops, err: err, rec: nanos(ep.RecordedAt)}
 }
 
 // knownNames lists the people the user has named as relatives or friends
@@ -345,6 +353,9 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 	}
 	ep.User = user
 	t.pre = pre
+	if pre != nil && pre.rec != nanos(ep.RecordedAt) {
+		t.pre = nil // another episode now has this number: extract it afresh
+	}
 	t.now = nanos(ep.RecordedAt)
 	if err := t.applyEpisode(ep); err != nil {
 		return 0, err

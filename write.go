@@ -54,6 +54,7 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 	if cfg.sync {
 		ep.User = user
 		pre := e.extractEpisode(ctx, e.db, ep)
+		pre.rec = 0 // the episode gets its transaction time when committed
 		_, err = e.write(ctx, user, &ep, pre)
 		return ep, err
 	}

@@ -22,8 +22,10 @@ var queryShapes = []struct {
 var queryWords = []string{"coffee", "hiking", "jazz", "chess", "sushi", "tennis", "python", "painting", "cycling", "poetry",
 	"Berlin", "Lisbon", "Seattle", "Austin", "Kyoto", "Oslo", "Nairobi", "Lima", "Pune", "Denver"}
 
-// loadShape bulk-loads users × facts: likes of numbered hobbies, a
-// lives_in history with moves, and a job.
+// loadShape bulk-loads users × facts: per subject, likes of numbered
+// hobbies, a lives_in history with moves, and a job. A tenant's facts are
+// about 100 subjects each (the user, or for a big tenant the entities of a
+// knowledge base), so that slots stay the size real ones have.
 func loadShape(b *testing.B, e *memor.Engine, users, facts int) {
 	ctx := context.Background()
 	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -32,7 +34,11 @@ func loadShape(b *testing.B, e *memor.Engine, users, facts int) {
 		user := fmt.Sprintf("user-%d", u)
 		batch := make([]memor.FactInput, 0, 1000)
 		for i := range facts {
-			f := memor.FactInput{Subject: "user", ValidFrom: base.Add(time.Duration(i) * time.Hour)}
+			subject := "user"
+			if i >= 100 {
+				subject = fmt.Sprintf("entity %d", i/100)
+			}
+			f := memor.FactInput{Subject: subject, ValidFrom: base.Add(time.Duration(i) * time.Hour)}
 			switch {
 			case i%10 == 0:
 				f.Predicate, f.Object = "lives_in", queryWords[10+r.IntN(10)]
