@@ -124,7 +124,7 @@ func HTTPHandler(b Backend) http.Handler {
 			return
 		}
 		if err := b.Add(r.Context(), req.User, req.Text, req.At); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, err.Error(), errStatus(err))
 			return
 		}
 		writeJSON(w, struct{}{})
@@ -136,7 +136,7 @@ func HTTPHandler(b Backend) http.Handler {
 		}
 		res, err := b.Query(r.Context(), req.User, req.Q, req.K)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, err.Error(), errStatus(err))
 			return
 		}
 		if res == nil {
@@ -150,12 +150,20 @@ func HTTPHandler(b Backend) http.Handler {
 			return
 		}
 		if err := b.Reset(r.Context(), req.User); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, err.Error(), errStatus(err))
 			return
 		}
 		writeJSON(w, struct{}{})
 	})
 	return mux
+}
+
+// errStatus is 400 for input the backend refused, 500 otherwise.
+func errStatus(err error) int {
+	if errors.Is(err, ErrInvalidInput) {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {

@@ -52,6 +52,10 @@ var (
 	ErrBackend = errors.New("memortest: backend error")
 	// ErrHTTP reports an HTTP backend that answered outside the contract.
 	ErrHTTP = errors.New("memortest: http contract")
+	// ErrInvalidInput is for backends to wrap when they refuse a request
+	// as malformed (an empty user ID, invalid text): HTTPHandler answers
+	// 400 instead of 500.
+	ErrInvalidInput = errors.New("memortest: invalid input")
 )
 
 // DefaultK is how many results a case asks for when it does not say.

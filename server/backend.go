@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/memor-db/memor"
@@ -20,13 +22,24 @@ type engineBackend struct{ e *memor.Engine }
 
 func (b engineBackend) Add(ctx context.Context, user, text string, at time.Time) error {
 	_, err := b.e.Add(ctx, user, text, memor.At(at), memor.Sync())
+	return invalid(err)
+}
+
+// invalid marks memor's input errors for memortest, which answers them
+// with 400.
+func invalid(err error) error {
+	for _, s := range []error{memor.ErrInvalidUser, memor.ErrInvalidText, memor.ErrInvalidTime, memor.ErrInvalidFact, memor.ErrTooLarge} {
+		if errors.Is(err, s) {
+			return fmt.Errorf("%w: %w", memortest.ErrInvalidInput, err)
+		}
+	}
 	return err
 }
 
 func (b engineBackend) Query(ctx context.Context, user, q string, k int) ([]string, error) {
 	res, err := b.e.Query(ctx, user, q, memor.QueryOptions{K: k, TimeFromText: true})
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	out := make([]string, 0, len(res))
 	for _, r := range res {
@@ -36,7 +49,7 @@ func (b engineBackend) Query(ctx context.Context, user, q string, k int) ([]stri
 }
 
 func (b engineBackend) Reset(ctx context.Context, user string) error {
-	return b.e.Forget(ctx, user)
+	return invalid(b.e.Forget(ctx, user))
 }
 
 // Current lists the facts believed true now (memortest.Stater).
