@@ -342,3 +342,66 @@ func TestRebuildProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// countingJudge answers replace for every predicate and counts its calls.
+type countingJudge struct{ calls atomic.Int64 }
+
+func (j *countingJudge) Judge(_ context.Context, predicate string, _ []string) (extract.Verdict, error) {
+	j.calls.Add(1)
+	if predicate == "hobby" {
+		return extract.Append, nil
+	}
+	return extract.Replace, nil
+}
+
+// TestJudge: an unknown predicate's cardinality comes from the Judge once;
+// the verdict is cached durably, so Rebuild and a reopen never ask again
+// and give the same state.
+func TestJudge(t *testing.T) {
+	j := &countingJudge{}
+	dir := t.TempDir()
+	e, err := memor.Open(dir, memor.Options{Judge: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, f := range []memor.FactInput{
+		{Subject: "user", Predicate: "team", Object: "Red", ValidFrom: day(1)},
+		{Subject: "user", Predicate: "team", Object: "Blue", ValidFrom: day(2)},
+		{Subject: "user", Predicate: "hobby", Object: "chess", ValidFrom: day(1)},
+		{Subject: "user", Predicate: "hobby", Object: "go", ValidFrom: day(2)},
+	} {
+		if _, err := e.Assert(ctx, "u", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "[hobby=chess hobby=go team=Blue]"
+	if got := fmt.Sprint(objects(t, e, "u")); got != want {
+		t.Fatalf("state %s, want %s", got, want)
+	}
+	log, _ := e.Log(ctx, "u")
+	if log[0].Rule != memor.RuleJudge {
+		t.Fatalf("first decision %s, want judge", log[0].Rule)
+	}
+	if n := j.calls.Load(); n != 2 {
+		t.Fatalf("judge called %d times, want 2 (once per predicate)", n)
+	}
+	if err := e.Rebuild(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = memor.Open(dir, memor.Options{Judge: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Rebuild(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != want || j.calls.Load() != 2 {
+		t.Fatalf("after rebuild and reopen: %s, %d judge calls", got, j.calls.Load())
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
