@@ -35,6 +35,15 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	root := kv.UserRoot(user)
 	b := e.db.NewBatch()
 	defer b.Close()
+	// The store's clock floor keeps the forgotten user's last transaction
+	// time: current reads after a restart never precede it.
+	m, err := loadMeta(b, user)
+	if err != nil {
+		return err
+	}
+	if err := raiseTxnFloor(b, m.Txn); err != nil {
+		return err
+	}
 	if err := b.DeleteRange(root, kv.PrefixEnd(root)); err != nil {
 		return err
 	}

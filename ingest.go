@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -195,8 +196,28 @@ func (in *ingester) forget(user string) {
 	in.applied(user, n)
 }
 
-// recover schedules every user with committed but unapplied episodes.
+// txnFloorKey holds the latest transaction time of users since forgotten.
+var txnFloorKey = []byte{kv.TagMeta, 't', 'x', 'n'}
+
+func raiseTxnFloor(b *kv.Batch, t int64) error {
+	v, err := b.Get(txnFloorKey)
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) >= t {
+		return nil
+	}
+	return b.Set(txnFloorKey, binary.BigEndian.AppendUint64(nil, uint64(t)))
+}
+
+// recoverPending restores the clock floor and schedules every user with
+// committed but unapplied episodes.
 func (e *Engine) recoverPending(ctx context.Context) error {
+	if v, err := e.db.Get(txnFloorKey); err == nil && len(v) == 8 {
+		e.lastTick.Store(int64(binary.BigEndian.Uint64(v)))
+	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
 	users, err := e.users(ctx)
 	if err != nil {
 		return err
