@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,6 +71,11 @@ func BenchmarkQuery(b *testing.B) {
 		users, facts := s.users, s.facts
 		if testing.Short() {
 			users, facts = max(users/100, 1), min(facts, 10_000)
+		}
+		// MEMOR_BENCH_TENANT_FACTS sizes the one-tenant shape (building a
+		// 1M-vector graph in one tenant takes many minutes on 2 cores).
+		if v, err := strconv.Atoi(os.Getenv("MEMOR_BENCH_TENANT_FACTS")); err == nil && s.users == 1 && v > 0 {
+			facts = v
 		}
 		b.Run("shape="+s.name, func(b *testing.B) {
 			e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true})
