@@ -22,10 +22,7 @@ var derivedSubs = []kv.Sub{kv.SubClaim, kv.SubFactIndex, kv.SubLive, kv.SubHisto
 // archive, resolution log and index entries, then compacts the range so
 // that the bytes leave the table files (GDPR erasure).
 func (e *Engine) Forget(ctx context.Context, user string) error {
-	if err := e.validUser(user); err != nil {
-		return err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return err
 	}
@@ -161,10 +158,7 @@ func (e *Engine) pruneBatch(ctx context.Context, user string, olderThan time.Tim
 // deterministic extractor the result is byte-identical: each episode's
 // facts carry the episode's own transaction time.
 func (e *Engine) Rebuild(ctx context.Context, user string) error {
-	if err := e.validUser(user); err != nil {
-		return err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return err
 	}

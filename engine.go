@@ -198,6 +198,15 @@ func (e *Engine) enter(ctx context.Context) (func(), error) {
 	return e.gate.RUnlock, nil
 }
 
+// admit validates user and enters the gate: the start of every
+// user-scoped operation.
+func (e *Engine) admit(ctx context.Context, user string) (func(), error) {
+	if err := e.validUser(user); err != nil {
+		return nil, err
+	}
+	return e.enter(ctx)
+}
+
 // lockUser serialises the writes of one user.
 func (e *Engine) lockUser(user string) func() {
 	h := fnv.New32a()

@@ -415,10 +415,7 @@ func (t *txn) catchUp() error {
 
 // Freshness reports the ingestion watermark of user.
 func (e *Engine) Freshness(ctx context.Context, user string) (Freshness, error) {
-	if err := e.validUser(user); err != nil {
-		return Freshness{}, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return Freshness{}, err
 	}
@@ -435,10 +432,7 @@ func (e *Engine) Freshness(ctx context.Context, user string) (Freshness, error) 
 // WaitFor returns once episode seq of user is applied (or failed), or when
 // ctx is done.
 func (e *Engine) WaitFor(ctx context.Context, user string, seq uint64) error {
-	if err := e.validUser(user); err != nil {
-		return err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return err
 	}
@@ -488,10 +482,7 @@ type FailedEpisode struct {
 
 // Failed lists user's episodes whose extraction failed.
 func (e *Engine) Failed(ctx context.Context, user string) ([]FailedEpisode, error) {
-	if err := e.validUser(user); err != nil {
-		return nil, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -524,10 +515,7 @@ func (e *Engine) failed(ctx context.Context, user string) ([]FailedEpisode, erro
 // that now succeed. It returns how many still fail. Retried facts are
 // recorded at the time of the retry (memor learned them then).
 func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
-	if err := e.validUser(user); err != nil {
-		return 0, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return 0, err
 	}

@@ -28,10 +28,7 @@ func (e *Engine) AsOf(ctx context.Context, user string, validAt, knownAt time.Ti
 }
 
 func (e *Engine) visible(ctx context.Context, user string, validAt, knownAt time.Time, liveOnly bool) ([]Fact, error) {
-	if err := e.validUser(user); err != nil {
-		return nil, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -64,10 +61,7 @@ func (e *Engine) visible(ctx context.Context, user string, validAt, knownAt time
 // every context: both intervals, status and the rule that made each
 // version, ordered by context, valid time and recording time.
 func (e *Engine) History(ctx context.Context, user, subject, predicate string) ([]Fact, error) {
-	if err := e.validUser(user); err != nil {
-		return nil, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +85,7 @@ func (e *Engine) History(ctx context.Context, user, subject, predicate string) (
 // Conflicts returns the contested facts memor holds for review: stored,
 // visible in History, never served as state.
 func (e *Engine) Conflicts(ctx context.Context, user string) ([]Fact, error) {
-	if err := e.validUser(user); err != nil {
-		return nil, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -113,10 +104,7 @@ func (e *Engine) Conflicts(ctx context.Context, user string) ([]Fact, error) {
 
 // Log returns user's resolution log: every rule decision, oldest first.
 func (e *Engine) Log(ctx context.Context, user string) ([]Decision, error) {
-	if err := e.validUser(user); err != nil {
-		return nil, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -132,10 +120,7 @@ func (e *Engine) Log(ctx context.Context, user string) ([]Decision, error) {
 
 // Episodes returns user's episode log, oldest first.
 func (e *Engine) Episodes(ctx context.Context, user string) ([]Episode, error) {
-	if err := e.validUser(user); err != nil {
-		return nil, err
-	}
-	release, err := e.enter(ctx)
+	release, err := e.admit(ctx, user)
 	if err != nil {
 		return nil, err
 	}
