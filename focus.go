@@ -221,6 +221,12 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	return false
 }
 
+// admitsSubject is the subject half of admits, for rejecting a fact before
+// it is read: it keeps anything admits might keep.
+func (f focus) admitsSubject(subjKey string) bool {
+	return f.about == nil || f.about[subjKey] || (subjKey == "user" && f.relation != "")
+}
+
 // pathScore is how many of the question's words a graph path explains, per
 // hop.
 func pathScore(p graph.Path, words map[string]bool) float64 {

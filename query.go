@@ -313,8 +313,8 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		if len(loaded) >= want && !opts.Forgetting && c.score*maxBoost < kth {
 			break
 		}
-		if err := e.loadDoc(user, c); err != nil {
-			if errors.Is(err, kv.ErrNotFound) {
+		if err := e.loadDoc(user, c, foc.admitsSubject); err != nil {
+			if errors.Is(err, kv.ErrNotFound) || errors.Is(err, errSkip) {
 				continue
 			}
 			return nil, err
@@ -438,8 +438,13 @@ func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text str
 	return nil
 }
 
-// loadDoc fills in the fact version or episode a document names.
-func (e *Engine) loadDoc(user string, c *candidate) error {
+// errSkip: a document the caller's filter rejected before loading.
+var errSkip = errors.New("skip")
+
+// loadDoc fills in the fact version or episode a document names. keep,
+// if not nil, sees a version's normalised subject first (it is in the
+// document map) and can reject it without the version being read.
+func (e *Engine) loadDoc(user string, c *candidate, keep func(subjKey string) bool) error {
 	v, err := e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), c.doc))
 	if err != nil {
 		return err
@@ -462,6 +467,9 @@ func (e *Engine) loadDoc(user string, c *candidate) error {
 		suf := v[9:]
 		if len(suf) < 8 {
 			return fmt.Errorf("%w: document %d", ErrCorrupt, c.doc)
+		}
+		if keep != nil && !keep(kv.NewDecoder(suf).String()) {
+			return errSkip
 		}
 		claimSuf, rec := suf[:len(suf)-8], kv.NewDecoder(suf[len(suf)-8:]).Int64()
 		fv, err := e.db.Get(userKey(user, kv.SubLive, claimSuf))
