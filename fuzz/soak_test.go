@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,12 +29,6 @@ func soakDuration(t *testing.T) time.Duration {
 		return time.Second
 	}
 	return 4 * time.Second
-}
-
-// queryNotWired reports the one error Query may return until it is
-// implemented.
-func queryNotWired(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "not wired yet")
 }
 
 // TestSoak: goroutines mix Add, Assert, Query, State, AsOf, Correct and
@@ -72,9 +65,6 @@ func TestSoak(t *testing.T) {
 						ValidFrom: time.Date(2026, 1, 1+rng.IntN(30), 0, 0, 0, 0, time.UTC), Confidence: []float64{1, 0.85, 0.5}[rng.IntN(3)]})
 				case k < 11:
 					_, err = e.Query(ctx, u, "where do I live", memor.QueryOptions{})
-					if queryNotWired(err) {
-						err = nil
-					}
 				case k < 13:
 					_, err = e.State(ctx, u)
 				case k < 15:
