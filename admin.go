@@ -369,12 +369,7 @@ func (e *Engine) checkSlot(ctx context.Context, user string, slot []byte, claims
 		return []error{err}
 	}
 	out := resolve.Fold(!many, toResolve(claims))
-	live := map[string]Fact{}
-	err = e.db.Scan(ctx, userKey(user, kv.SubLive, slot), func(_, v []byte) error {
-		f, err := decodeFact(user, v)
-		live[f.ID] = f
-		return err
-	})
+	live, err := liveVersions(ctx, e.db, user, slot)
 	if err != nil {
 		return []error{err}
 	}

@@ -128,13 +128,9 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 				ui.addFactOf(seq, fmt.Sprintf("%x", v[len(v)-8-idLen:len(v)-8]), subj, ctxKey, doc)
 			}
 		case docEpisode:
-			ev, err := r.Get(seqKey(user, kv.SubEpisode, seq))
+			ep, err := getEpisode(r, user, seq)
 			if err != nil {
 				return fmt.Errorf("%w: episode %d of document %d: %v", ErrCorrupt, seq, doc, err)
-			}
-			ep, err := decodeJSON[Episode](ev, "episode")
-			if err != nil {
-				return err
 			}
 			ui.episodes[doc] = &episodeDoc{seq: seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: len(v) > 9 && v[9] == 1}
 		}

@@ -272,18 +272,13 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 			return nil
 		}
 		seq := m.Applied + 1
-		v, err := e.db.Get(seqKey(user, kv.SubEpisode, seq))
+		ep, err := getEpisode(e.db, user, seq)
 		if errors.Is(err, kv.ErrNotFound) {
 			return nil // forgotten meanwhile
 		}
 		if err != nil {
 			return err
 		}
-		ep, err := decodeJSON[Episode](v, "episode")
-		if err != nil {
-			return err
-		}
-		ep.User = user
 		pre := e.extractEpisode(ctx, e.db, ep)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -364,15 +359,10 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 	if t.meta.Applied+1 != seq {
 		return 0, nil // applied inline meanwhile
 	}
-	v, err := t.b.Get(seqKey(user, kv.SubEpisode, seq))
+	ep, err := getEpisode(t.b, user, seq)
 	if err != nil {
 		return 0, err
 	}
-	ep, err := decodeJSON[Episode](v, "episode")
-	if err != nil {
-		return 0, err
-	}
-	ep.User = user
 	t.pre = pre
 	if pre != nil && pre.rec != nanos(ep.RecordedAt) {
 		t.pre = nil // another episode now has this number: extract it afresh
@@ -393,15 +383,10 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 // about to write (the inline path must not overtake the queue).
 func (t *txn) catchUp() error {
 	for seq := t.meta.Applied + 1; seq <= t.meta.Seq; seq++ {
-		v, err := t.b.Get(seqKey(t.user, kv.SubEpisode, seq))
+		ep, err := getEpisode(t.b, t.user, seq)
 		if err != nil {
 			return err
 		}
-		ep, err := decodeJSON[Episode](v, "episode")
-		if err != nil {
-			return err
-		}
-		ep.User = t.user
 		t.pre = nil
 		t.now = nanos(ep.RecordedAt)
 		if err := t.applyEpisode(ep); err != nil {
@@ -499,12 +484,7 @@ func (e *Engine) failed(ctx context.Context, user string) ([]FailedEpisode, erro
 			return err
 		}
 		seq := kv.NewDecoder(k[len(p):]).Uint64()
-		ev, err := e.db.Get(seqKey(user, kv.SubEpisode, seq))
-		if err != nil {
-			return err
-		}
-		ep, err := decodeJSON[Episode](ev, "episode")
-		ep.User = user
+		ep, err := getEpisode(e.db, user, seq)
 		out = append(out, FailedEpisode{Episode: ep, Error: st.Error, FailedAt: fromNanos(st.Failed)})
 		return err
 	})

@@ -455,14 +455,12 @@ func (e *Engine) loadDoc(user string, c *candidate, keep func(subjKey string) bo
 	seq := kv.NewDecoder(v[1:9]).Uint64()
 	switch v[0] {
 	case docEpisode:
-		ev, err := e.db.Get(seqKey(user, kv.SubEpisode, seq))
+		ep, err := getEpisode(e.db, user, seq)
 		if err != nil {
 			return err
 		}
-		ep, err := decodeJSON[Episode](ev, "episode")
-		ep.User = user
 		c.episode = &ep
-		return err
+		return nil
 	case docVersion:
 		suf := v[9:]
 		if len(suf) < 8 {

@@ -128,6 +128,28 @@ func (e *Engine) Episodes(ctx context.Context, user string) ([]Episode, error) {
 	return e.episodes(ctx, e.db, user)
 }
 
+// getEpisode reads episode seq of user; kv.ErrNotFound if there is none.
+func getEpisode(r kv.Reader, user string, seq uint64) (Episode, error) {
+	v, err := r.Get(seqKey(user, kv.SubEpisode, seq))
+	if err != nil {
+		return Episode{}, err
+	}
+	ep, err := decodeJSON[Episode](v, "episode")
+	ep.User = user
+	return ep, err
+}
+
+// liveVersions returns the current versions of a slot by fact ID.
+func liveVersions(ctx context.Context, r kv.Reader, user string, slot []byte) (map[string]Fact, error) {
+	live := map[string]Fact{}
+	err := r.Scan(ctx, userKey(user, kv.SubLive, slot), func(_, v []byte) error {
+		f, err := decodeFact(user, v)
+		live[f.ID] = f
+		return err
+	})
+	return live, err
+}
+
 func (e *Engine) episodes(ctx context.Context, r kv.Reader, user string) ([]Episode, error) {
 	var out []Episode
 	err := r.Scan(ctx, kv.UserKey(user, kv.SubEpisode), func(_, v []byte) error {

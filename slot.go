@@ -95,12 +95,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	out := resolve.Fold(w.one, toResolve(claims))
 	applied := map[string]bool{}
 
-	live := map[string]Fact{}
-	err = t.b.Scan(t.ctx, userKey(t.user, kv.SubLive, w.slot), func(_, v []byte) error {
-		f, err := decodeFact(t.user, v)
-		live[f.ID] = f
-		return err
-	})
+	live, err := liveVersions(t.ctx, t.b, t.user, w.slot)
 	if err != nil {
 		return nil, err
 	}
