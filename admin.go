@@ -50,7 +50,7 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	if err := b.Commit(); err != nil {
 		return err
 	}
-	e.dropIndexes(user)
+	e.idx.dropUser(user)
 	e.ing.forget(user)
 	if err := e.db.Compact(ctx, root, kv.PrefixEnd(root)); err != nil {
 		return err
@@ -170,7 +170,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 	if err != nil {
 		return err
 	}
-	defer t.b.Close()
+	defer t.close()
 	if t.meta.Seq == 0 {
 		return nil // nothing to replay; write nothing
 	}
@@ -185,6 +185,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 		}
 	}
 	e.idx.dropUser(user)
+	t.indexed = true // what the replay loads into the cache is the batch's
 	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
 	for i, ep := range eps {
 		if err := ctx.Err(); err != nil {
@@ -200,7 +201,6 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 		}
 	}
 	if err := t.commit(); err != nil {
-		e.idx.dropUser(user)
 		return err
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -472,5 +473,68 @@ func TestClockBackAcrossRestart(t *testing.T) {
 	}
 	if us, _ := e.Users(ctx); len(us) != 1 {
 		t.Fatalf("Rebuild of an unknown user created %v", us)
+	}
+}
+
+// failingEmbedder fails on any text containing poison.
+type failingEmbedder struct {
+	embed.Embedder
+	poison string
+}
+
+func (f failingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	for _, s := range texts {
+		if strings.Contains(s, f.poison) {
+			return nil, errors.New("embedder down")
+		}
+	}
+	return f.Embedder.Embed(ctx, texts)
+}
+
+// TestFailedWriteLeavesNoIndexState: a batch that fails halfway, after
+// its first facts went into the cached indexes, commits nothing; the
+// writes after it must not build on the indexes it touched.
+func TestFailedWriteLeavesNoIndexState(t *testing.T) {
+	e, _ := openTest(t, memor.Options{NoSync: true, Embedder: failingEmbedder{embed.NewHash(64), "Atlantis"}})
+	ctx := context.Background()
+	firstFact := func(q string) string {
+		t.Helper()
+		rs, err := e.Query(ctx, "u", q, memor.QueryOptions{K: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Fact != nil {
+				return r.Fact.Object
+			}
+		}
+		return ""
+	}
+	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Paris", ValidFrom: day(0)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.AssertBatch(ctx, "u", []memor.FactInput{
+		{Subject: "user", Predicate: "lives_in", Object: "Oslo", ValidFrom: day(1)},
+		{Subject: "user", Predicate: "likes", Object: "jazz", ValidFrom: day(1)},
+		{Subject: "Sam", Predicate: "lives_in", Object: "Atlantis", ValidFrom: day(1)},
+	})
+	if err == nil {
+		t.Fatal("batch with a failing embedding succeeded")
+	}
+	// Query reads the cached indexes: it must serve what was committed.
+	if got := firstFact("where do I live"); got != "Paris" {
+		t.Errorf("after the failed batch, where do I live = %q, want Paris", got)
+	}
+	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "likes", Object: "tea", ValidFrom: day(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := firstFact("what do I like"); got != "tea" {
+		t.Errorf("what do I like = %q, want tea", got)
+	}
+	if got := firstFact("where do I live"); got != "Paris" {
+		t.Errorf("where do I live = %q, want Paris", got)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -49,6 +49,10 @@ type episodeDoc struct {
 }
 
 // indexSet is the engine's indexer: per-user indexes behind a cache.
+//
+// A user's indexes are loaded and changed only under the user's lock
+// (Engine.lockUser): a load then never interleaves with a commit, so the
+// cache never holds a state from before a write that later writes build on.
 type indexSet struct {
 	e     *Engine
 	emb   embed.Embedder
@@ -56,31 +60,23 @@ type indexSet struct {
 	bmO   bm25.Options
 	mu    sync.Mutex
 	users map[string]*userIndex
-	// loading serialises loads of one user.
-	loading sync.Map
 }
 
 func newIndexSet(e *Engine, emb embed.Embedder) *indexSet {
 	return &indexSet{e: e, emb: emb, users: map[string]*userIndex{}}
 }
 
-// get returns user's indexes, loading them through r (the batch of a
-// write, so that a Rebuild's range deletions are seen).
+func (s *indexSet) cached(user string) *userIndex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.users[user]
+}
+
+// get returns user's indexes for a caller that holds the user's lock,
+// loading them through r on a miss (a write's batch, so that a Rebuild's
+// range deletions are seen).
 func (s *indexSet) get(ctx context.Context, r kv.Reader, user string) (*userIndex, error) {
-	s.mu.Lock()
-	ui := s.users[user]
-	s.mu.Unlock()
-	if ui != nil {
-		return ui, nil
-	}
-	lk, _ := s.loading.LoadOrStore(user, &sync.Mutex{})
-	m := lk.(*sync.Mutex)
-	m.Lock()
-	defer m.Unlock()
-	s.mu.Lock()
-	ui = s.users[user]
-	s.mu.Unlock()
-	if ui != nil {
+	if ui := s.cached(user); ui != nil {
 		return ui, nil
 	}
 	ui, err := s.load(ctx, r, user)
@@ -91,6 +87,17 @@ func (s *indexSet) get(ctx context.Context, r kv.Reader, user string) (*userInde
 	s.users[user] = ui
 	s.mu.Unlock()
 	return ui, nil
+}
+
+// view returns user's indexes for a reader that does not hold the user's
+// lock; a miss takes the lock to load.
+func (s *indexSet) view(ctx context.Context, user string) (*userIndex, error) {
+	if ui := s.cached(user); ui != nil {
+		return ui, nil
+	}
+	unlock := s.e.lockUser(user)
+	defer unlock()
+	return s.get(ctx, s.e.db, user)
 }
 
 func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userIndex, error) {
@@ -230,7 +237,7 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if f.Status != Active {
 		return nil
 	}
-	ui, err := s.get(t.ctx, t.b, t.user)
+	ui, err := t.indexes()
 	if err != nil {
 		return err
 	}
@@ -261,7 +268,7 @@ func (s *indexSet) expireVersion(t *txn, f *Fact) error {
 	if f.Status != Active {
 		return nil
 	}
-	ui, err := s.get(t.ctx, t.b, t.user)
+	ui, err := t.indexes()
 	if err != nil {
 		return err
 	}
@@ -270,7 +277,7 @@ func (s *indexSet) expireVersion(t *txn, f *Fact) error {
 
 // putEpisode indexes the text of a text episode.
 func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasClaims bool) error {
-	ui, err := s.get(t.ctx, t.b, t.user)
+	ui, err := t.indexes()
 	if err != nil {
 		return err
 	}

@@ -247,7 +247,7 @@ func (e *Engine) commitEpisode(ctx context.Context, user string, ep *Episode) er
 	if err != nil {
 		return err
 	}
-	defer t.b.Close()
+	defer t.close()
 	if err := t.appendEpisode(ep); err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 		if err != nil {
 			return err
 		}
-		pre := e.extractEpisode(ctx, e.db, ep)
+		pre := e.extractEpisode(ctx, nil, ep)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -300,15 +300,15 @@ type extracted struct {
 	rec int64
 }
 
-// extractEpisode runs the extractor over a text episode. r is where the
-// user's indexes are read from (the batch inside a Rebuild).
-func (e *Engine) extractEpisode(ctx context.Context, r kv.Reader, ep Episode) *extracted {
+// extractEpisode runs the extractor over a text episode, inside write t or,
+// when t is nil, outside the user's lock.
+func (e *Engine) extractEpisode(ctx context.Context, t *txn, ep Episode) *extracted {
 	if ep.Kind != EpisodeText {
 		return nil
 	}
 	text := extract.StripFenced(ep.Text)
 	if kx, ok := e.ext.(extract.KnownNamesExtractor); ok {
-		names, err := e.knownNames(ctx, r, ep.User)
+		names, err := e.knownNames(ctx, t, ep.User)
 		if err != nil {
 			return &extracted{err: err, rec: nanos(ep.RecordedAt)}
 		}
@@ -321,8 +321,14 @@ func (e *Engine) extractEpisode(ctx context.Context, r kv.Reader, ep Episode) *e
 
 // knownNames lists the people the user has named as relatives or friends
 // in any version of their memory, sorted.
-func (e *Engine) knownNames(ctx context.Context, r kv.Reader, user string) ([]string, error) {
-	ui, err := e.idx.get(ctx, r, user)
+func (e *Engine) knownNames(ctx context.Context, t *txn, user string) ([]string, error) {
+	var ui *userIndex
+	var err error
+	if t != nil {
+		ui, err = t.indexes()
+	} else {
+		ui, err = e.idx.view(ctx, user)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +361,7 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 	if err != nil {
 		return 0, err
 	}
-	defer t.b.Close()
+	defer t.close()
 	if t.meta.Applied+1 != seq {
 		return 0, nil // applied inline meanwhile
 	}
@@ -373,7 +379,6 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 	}
 	t.meta.Applied = seq
 	if err := t.commit(); err != nil {
-		e.dropIndexes(user)
 		return 0, err
 	}
 	return 1, nil
@@ -506,7 +511,7 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	}
 	still := 0
 	for _, f := range fails {
-		pre := e.extractEpisode(ctx, e.db, f.Episode)
+		pre := e.extractEpisode(ctx, nil, f.Episode)
 		if pre == nil || pre.err != nil {
 			still++
 			continue
@@ -525,7 +530,7 @@ func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *ext
 	if err != nil {
 		return err
 	}
-	defer t.b.Close()
+	defer t.close()
 	if _, err := t.b.Get(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
 		return nil // retried or forgotten meanwhile
 	}
@@ -537,7 +542,6 @@ func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *ext
 		return err
 	}
 	if err := t.commit(); err != nil {
-		e.dropIndexes(user)
 		return err
 	}
 	return nil

@@ -219,7 +219,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		return nil, err
 	}
 	defer release()
-	ui, err := e.idx.get(ctx, e.db, user)
+	ui, err := e.idx.view(ctx, user)
 	if err != nil {
 		return nil, err
 	}

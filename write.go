@@ -53,7 +53,7 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 	ep := Episode{Kind: EpisodeText, At: at, Text: text}
 	if cfg.sync {
 		ep.User = user
-		pre := e.extractEpisode(ctx, e.db, ep)
+		pre := e.extractEpisode(ctx, nil, ep)
 		pre.rec = 0 // the episode gets its transaction time when committed
 		_, err = e.write(ctx, user, &ep, pre)
 		return ep, err
@@ -214,7 +214,7 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 	if err != nil {
 		return nil, err
 	}
-	defer t.b.Close()
+	defer t.close()
 	now := t.now
 	if err := t.catchUp(); err != nil {
 		return nil, err
@@ -233,7 +233,6 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 	}
 	t.meta.Applied = ep.Seq
 	if err := t.commit(); err != nil {
-		e.dropIndexes(user)
 		return nil, err
 	}
 	if t.caught > 0 {
@@ -253,10 +252,6 @@ func (t *txn) appendEpisode(ep *Episode) error {
 		}
 	}
 	return t.b.Set(seqKey(t.user, kv.SubEpisode, ep.Seq), episodeBytes(*ep))
-}
-
-func (e *Engine) dropIndexes(user string) {
-	e.idx.dropUser(user)
 }
 
 func episodeBytes(ep Episode) []byte {
@@ -280,6 +275,26 @@ type txn struct {
 	ends     map[string][]claimRec // see slotClaims
 	contexts map[string]bool       // (subject, predicate, context) → other contexts exist
 	caught   int                   // queued episodes applied by catchUp
+	// indexed: the write changed the user's cached indexes, which must be
+	// dropped unless it commits.
+	indexed, committed bool
+}
+
+// indexes returns the user's indexes for this write.
+func (t *txn) indexes() (*userIndex, error) {
+	t.indexed = true
+	return t.e.idx.get(t.ctx, t.b, t.user)
+}
+
+// close releases the batch. A write that changed the cached indexes and did
+// not commit (an error, a cancelled context) drops them, so that the next
+// use reloads what was committed instead of building on changes that never
+// were.
+func (t *txn) close() {
+	t.b.Close()
+	if t.indexed && !t.committed {
+		t.e.idx.dropUser(t.user)
+	}
 }
 
 func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
@@ -302,6 +317,7 @@ func (t *txn) commit() error {
 	if err := t.b.Commit(); err != nil {
 		return err
 	}
+	t.committed = true
 	return nil
 }
 
@@ -315,7 +331,7 @@ func (t *txn) applyEpisode(ep Episode) error {
 		pre := t.pre
 		t.pre = nil
 		if pre == nil {
-			pre = t.e.extractEpisode(t.ctx, t.b, ep)
+			pre = t.e.extractEpisode(t.ctx, t, ep)
 		}
 		if pre.err != nil {
 			if err := t.ctx.Err(); err != nil {
