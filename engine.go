@@ -252,6 +252,29 @@ func (e *Engine) RegisterPredicate(name string, c Cardinality, aliases ...string
 	e.preds.register(name, c, aliases)
 }
 
+// Stats are counters of the engine's work since Open.
+type Stats struct {
+	// WALSyncs are the syncs of the write-ahead log: what durable writes
+	// wait for. A durable Assert or Add costs one, shared by the writes
+	// that commit together; applying an added episode costs none (the
+	// episode is already durable, and recovery re-applies it).
+	WALSyncs uint64
+	// FileSyncs are the syncs of every other file (table flushes,
+	// compactions, the manifest).
+	FileSyncs uint64
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats(ctx context.Context) (Stats, error) {
+	release, err := e.enter(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer release()
+	s := e.db.Syncs()
+	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other}, nil
+}
+
 // Sync makes every acknowledged write durable (for NoSync stores).
 func (e *Engine) Sync(ctx context.Context) error {
 	release, err := e.enter(ctx)

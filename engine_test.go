@@ -538,3 +538,54 @@ func TestFailedWriteLeavesNoIndexState(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDurableWriteSyncs counts the write-ahead log syncs of durable
+// writes: one per Assert, one per Add (its episode), none for applying an
+// added episode (recovery re-applies it from the durable log).
+func TestDurableWriteSyncs(t *testing.T) {
+	e, _ := openTest(t, memor.Options{})
+	ctx := context.Background()
+	walSyncs := func() uint64 {
+		t.Helper()
+		s, err := e.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.WALSyncs
+	}
+	// Warm up: the first write of a user registers it.
+	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "likes", Object: "tea"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		before := walSyncs()
+		if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("thing %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := walSyncs() - before; got != 1 {
+			t.Errorf("Assert %d: %d log syncs, want 1", i, got)
+		}
+	}
+	for i := range 5 {
+		before := walSyncs()
+		if _, err := e.Add(ctx, "u", fmt.Sprintf("I live in city %d.", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Flush(ctx, "u"); err != nil {
+			t.Fatal(err)
+		}
+		if got := walSyncs() - before; got != 1 {
+			t.Errorf("Add+Flush %d: %d log syncs, want 1", i, got)
+		}
+	}
+	nosync, _ := openTest(t, memor.Options{NoSync: true})
+	before, _ := nosync.Stats(ctx) // Open writes the format version durably
+	for i := range 5 {
+		if _, err := nosync.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("thing %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, err := nosync.Stats(ctx); err != nil || s.WALSyncs != before.WALSyncs {
+		t.Errorf("NoSync store: %+v after %+v, %v; want no log syncs", s, before, err)
+	}
+}

@@ -362,6 +362,7 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 		return 0, err
 	}
 	defer t.close()
+	t.derived = true
 	if t.meta.Applied+1 != seq {
 		return 0, nil // applied inline meanwhile
 	}

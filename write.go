@@ -278,6 +278,9 @@ type txn struct {
 	// indexed: the write changed the user's cached indexes, which must be
 	// dropped unless it commits.
 	indexed, committed bool
+	// derived: the write only applies an episode already durable in the
+	// log, so its commit need not wait for a sync (recovery re-applies it).
+	derived bool
 }
 
 // indexes returns the user's indexes for this write.
@@ -314,7 +317,11 @@ func (t *txn) commit() error {
 	if err := t.b.Set(kv.UserKey(t.user, kv.SubMeta), mustJSON(t.meta)); err != nil {
 		return err
 	}
-	if err := t.b.Commit(); err != nil {
+	commit := t.b.Commit
+	if t.derived {
+		commit = t.b.CommitNoSync
+	}
+	if err := commit(); err != nil {
 		return err
 	}
 	t.committed = true

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -46,6 +47,7 @@ type Options struct {
 type DB struct {
 	p      *pebble.DB
 	noSync bool
+	syncs  *syncCounts
 }
 
 // Open opens (creating if needed) the store in dir and checks its format.
@@ -57,11 +59,12 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	lg := quietLogger{o.Logger}
+	counts := &syncCounts{}
 	po := &pebble.Options{
 		Logger: lg,
 		// Write-ahead logs are never recycled: a recycled log keeps the
 		// bytes of deleted users until it is overwritten (see Scrub).
-		FS: noRecycleFS{vfs.Default},
+		FS: noRecycleFS{syncCountingFS{vfs.Default, counts}},
 		EventListener: &pebble.EventListener{
 			// Pebble's default listener calls Fatalf; a corrupt table is an
 			// error for the read that found it, not a crash.
@@ -85,7 +88,7 @@ func Open(dir string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{p: p, noSync: o.NoSync}
+	db := &DB{p: p, noSync: o.NoSync, syncs: counts}
 	if err := db.checkFormat(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -402,6 +405,17 @@ func (b *Batch) Commit() error {
 	return nil
 }
 
+// CommitNoSync applies the batch without waiting for the log sync, whatever
+// the store's durability: for writes derived from data already durable
+// (applying a committed episode), which recovery re-derives if a crash
+// loses them. A later syncing commit makes them durable too.
+func (b *Batch) CommitNoSync() error {
+	if err := b.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("kv: commit: %w", err)
+	}
+	return nil
+}
+
 // Close releases the batch; uncommitted writes are discarded.
 func (b *Batch) Close() error { return b.b.Close() }
 
@@ -423,4 +437,72 @@ func (q quietLogger) Errorf(format string, args ...any) {
 func (q quietLogger) Fatalf(format string, args ...any) {
 	q.Errorf(format, args...)
 	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// Syncs are the file syncs the store has asked the operating system for
+// since Open: what a durable write costs, counted rather than inferred from
+// latency.
+type Syncs struct {
+	// WAL: syncs of write-ahead log files (one per durable commit, shared
+	// by commits that arrive together).
+	WAL uint64
+	// Other: syncs of table, manifest and other files (flushes,
+	// compactions).
+	Other uint64
+}
+
+// Syncs returns the file syncs since Open.
+func (db *DB) Syncs() Syncs {
+	return Syncs{WAL: db.syncs.wal.Load(), Other: db.syncs.other.Load()}
+}
+
+type syncCounts struct{ wal, other atomic.Uint64 }
+
+// syncCountingFS counts the syncs of the files it creates.
+type syncCountingFS struct {
+	vfs.FS
+	counts *syncCounts
+}
+
+func (fs syncCountingFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, category)
+	if err != nil {
+		return nil, err
+	}
+	c := &fs.counts.other
+	if strings.HasSuffix(name, ".log") {
+		c = &fs.counts.wal
+	}
+	return syncCountingFile{f, c}, nil
+}
+
+func (fs syncCountingFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	if err != nil {
+		return nil, err
+	}
+	return syncCountingFile{f, &fs.counts.wal}, nil
+}
+
+type syncCountingFile struct {
+	vfs.File
+	n *atomic.Uint64
+}
+
+func (f syncCountingFile) Sync() error {
+	f.n.Add(1)
+	return f.File.Sync()
+}
+
+func (f syncCountingFile) SyncData() error {
+	f.n.Add(1)
+	return f.File.SyncData()
+}
+
+func (f syncCountingFile) SyncTo(length int64) (bool, error) {
+	full, err := f.File.SyncTo(length)
+	if full {
+		f.n.Add(1)
+	}
+	return full, err
 }
