@@ -80,6 +80,7 @@ type searcher struct {
 	sel2    []cand
 	nb      []uint32  // a neighbour list being written (setLinks copies it)
 	q       []float32 // the prepared query
+	qc      []int8    // its codes
 }
 
 func (sc *searcher) reset(n int) {
@@ -97,14 +98,23 @@ func (sc *searcher) newGen() {
 	}
 }
 
-func (ix *Index) dist(q []float32, s uint32) float32 { return -dot(q, ix.vec(s)) }
+// dist is the distance the graph is built and walked with: q against the
+// int8 codes of s (see quant.go). exactDist uses the float32 vector.
+func (ix *Index) dist(q qvec, s uint32) float32 {
+	return -float32(dot8(q.c, ix.code(s))) * (q.s * ix.scales[s])
+}
+
+// qv is the quantised vector of slot s.
+func (ix *Index) qv(s uint32) qvec { return qvec{ix.code(s), ix.scales[s]} }
+
+func (ix *Index) exactDist(q []float32, s uint32) float32 { return -dot(q, ix.vec(s)) }
 
 func (ix *Index) allowed(s uint32, allow *roaring.Bitmap) bool {
 	return allow == nil || allow.Contains(ix.ids[s])
 }
 
 // greedy walks layer l from ep to a local minimum (ef = 1).
-func (ix *Index) greedy(q []float32, ep cand, l int) cand {
+func (ix *Index) greedy(q qvec, ep cand, l int) cand {
 	for changed := true; changed; {
 		changed = false
 		for _, nb := range ix.links(ep.s, l) {
@@ -120,7 +130,7 @@ func (ix *Index) greedy(q []float32, ep cand, l int) cand {
 // l, leaving the ef best allowed nodes in sc.out, closest first. Nodes
 // outside allow are still walked through (the graph's connectivity is that
 // of all nodes), they just never enter the results.
-func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q []float32, eps []cand, ef, l int, allow *roaring.Bitmap) error {
+func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []cand, ef, l int, allow *roaring.Bitmap) error {
 	sc.newGen()
 	sc.cands, sc.res = sc.cands[:0], sc.res[:0]
 	for _, e := range eps {
@@ -130,10 +140,7 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q []float32, eps
 		sc.visited[e.s] = sc.gen
 		sc.cands.push(e)
 		if ix.allowed(e.s, allow) {
-			sc.res.push(cand{-e.d, e.s})
-			if len(sc.res) > ef {
-				sc.res.pop()
-			}
+			sc.keep(cand{-e.d, e.s}, ef)
 		}
 	}
 	steps := 0
@@ -156,16 +163,24 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q []float32, eps
 			if len(sc.res) < ef || d < -sc.res[0].d {
 				sc.cands.push(cand{d, nb})
 				if ix.allowed(nb, allow) {
-					sc.res.push(cand{-d, nb})
-					if len(sc.res) > ef {
-						sc.res.pop()
-					}
+					sc.keep(cand{-d, nb}, ef)
 				}
 			}
 		}
 	}
 	sc.drain()
 	return nil
+}
+
+// keep adds c (negated distance) to the ef best results, replacing the
+// worst in place when full rather than pushing and popping.
+func (sc *searcher) keep(c cand, ef int) {
+	if len(sc.res) < ef {
+		sc.res.push(c)
+	} else if c.d > sc.res[0].d {
+		sc.res[0] = c
+		sc.res.fix0()
+	}
 }
 
 // drain empties sc.res into sc.out, closest first.
@@ -196,9 +211,9 @@ func (ix *Index) selectNeighbors(dst, cands []cand, m int) []cand {
 }
 
 func (ix *Index) diverse(c cand, kept []cand) bool {
-	v := ix.vec(c.s)
+	v := ix.qv(c.s)
 	for _, r := range kept {
-		if -dot(v, ix.vec(r.s)) < c.d {
+		if ix.dist(v, r.s) < c.d {
 			return false
 		}
 	}
@@ -216,11 +231,11 @@ func byDist(a, b cand) int {
 // are empty, into the graph (algorithm 1 of the paper).
 func (ix *Index) link(s uint32) {
 	level := int(ix.levels[s])
-	v := ix.vec(s)
+	v := ix.qv(s)
 	if ix.entry < 0 {
 		ix.entry, ix.top, ix.metaOK = int32(s), level, false
 		for l := 0; l <= level; l++ {
-			ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+			ix.markDirty(s, l)
 		}
 		return
 	}
@@ -259,7 +274,7 @@ func (ix *Index) link(s uint32) {
 	// Layers above the old top have only this node: empty lists, persisted
 	// so that the node's level survives a reload.
 	for l := ix.top + 1; l <= level; l++ {
-		ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+		ix.markDirty(s, l)
 	}
 	if level > ix.top {
 		ix.entry, ix.top, ix.metaOK = int32(s), level, false
@@ -313,6 +328,7 @@ func (g *Index) buildFrom(ix *Index) {
 			g.slotOf[g.ids[i]] = uint32(i)
 		}
 	}
+	g.encodeAll()
 	g.levels = make([]int8, n, cap(g.ids))
 	g.links0 = make([]uint32, n*(g.m0+1), cap(g.ids)*(g.m0+1))
 	g.upper = make([][]uint32, n, cap(g.ids))
@@ -332,6 +348,7 @@ func (ix *Index) install(g *Index) {
 	ix.graph = true
 	ix.vecs, ix.ids, ix.levels, ix.slotOf, ix.free = g.vecs, g.ids, g.levels, g.slotOf, nil
 	ix.links0, ix.upper = g.links0, g.upper
+	ix.codes, ix.scales = g.codes, g.scales
 	ix.entry, ix.top, ix.rng = g.entry, g.top, g.rng
 	ix.dirty, ix.metaOK, ix.build = g.dirty, g.metaOK, g.build
 }
@@ -345,10 +362,10 @@ func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 		ix.appendLink(n, l, s)
 		return
 	}
-	v := ix.vec(n)
+	v := ix.qv(n)
 	sc.tmp = append(sc.tmp[:0], cand{d, s})
 	for _, x := range cur {
-		sc.tmp = append(sc.tmp, cand{-dot(v, ix.vec(x)), x})
+		sc.tmp = append(sc.tmp, cand{ix.dist(v, x), x})
 	}
 	slices.SortFunc(sc.tmp, byDist)
 	sc.sel2 = ix.selectNeighbors(sc.sel2, sc.tmp, mx)
@@ -384,9 +401,7 @@ func (ix *Index) remove(s uint32) {
 			}
 		}
 	}
-	for l := 0; l <= level; l++ {
-		delete(ix.dirty, uint64(s)<<8|uint64(l))
-	}
+	ix.dirty = slices.DeleteFunc(ix.dirty, func(k uint64) bool { return uint32(k>>8) == s })
 	delete(ix.slotOf, ix.ids[s])
 	ix.levels[s] = -1
 	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
@@ -406,18 +421,18 @@ func (ix *Index) remove(s uint32) {
 // the closest of s's neighbours that pass the diversity heuristic. p keeps
 // every other link it had, so a delete never thins the graph.
 func (ix *Index) repair(sc *searcher, p, s uint32, l int) {
-	v := ix.vec(p)
+	v := ix.qv(p)
 	cur := ix.links(p, l)
 	sc.sel2 = sc.sel2[:0]
 	for _, x := range cur {
 		if x != s {
-			sc.sel2 = append(sc.sel2, cand{-dot(v, ix.vec(x)), x})
+			sc.sel2 = append(sc.sel2, cand{ix.dist(v, x), x})
 		}
 	}
 	sc.tmp = sc.tmp[:0]
 	for _, x := range ix.links(s, l) {
 		if x != p && !slices.Contains(cur, x) {
-			sc.tmp = append(sc.tmp, cand{-dot(v, ix.vec(x)), x})
+			sc.tmp = append(sc.tmp, cand{ix.dist(v, x), x})
 		}
 	}
 	slices.SortFunc(sc.tmp, byDist)
@@ -441,15 +456,23 @@ func (ix *Index) repair(sc *searcher, p, s uint32, l int) {
 // graphSearch descends the upper layers greedily, then beam-searches layer
 // 0 with the filter inside the walk.
 func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, ef int, allow *roaring.Bitmap) ([]Hit, error) {
+	sc.qc = slices.Grow(sc.qc[:0], len(q))[:len(q)]
+	qq := qvec{sc.qc, quantize(sc.qc, q)}
 	e := uint32(ix.entry)
-	ep := cand{ix.dist(q, e), e}
+	ep := cand{ix.dist(qq, e), e}
 	for l := ix.top; l > 0; l-- {
-		ep = ix.greedy(q, ep, l)
+		ep = ix.greedy(qq, ep, l)
 	}
 	sc.eps = append(sc.eps[:0], ep)
-	if err := ix.searchLayer(ctx, sc, q, sc.eps, ef, 0, allow); err != nil {
+	if err := ix.searchLayer(ctx, sc, qq, sc.eps, ef, 0, allow); err != nil {
 		return nil, err
 	}
+	// The walk ranked by the quantised distance; re-score the beam with
+	// the float32 vectors so that the order and the scores are exact.
+	for i, c := range sc.out {
+		sc.out[i].d = ix.exactDist(q, c.s)
+	}
+	slices.SortFunc(sc.out, byDist)
 	return ix.hits(sc.out, k), nil
 }
 
@@ -457,7 +480,7 @@ func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, 
 func (ix *Index) exact(ctx context.Context, sc *searcher, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
 	sc.res = sc.res[:0]
 	consider := func(s uint32) {
-		d := ix.dist(q, s)
+		d := ix.exactDist(q, s)
 		if len(sc.res) < k {
 			sc.res.push(cand{-d, s})
 		} else if d < -sc.res[0].d {

@@ -173,18 +173,20 @@ type Index struct {
 	graph bool
 
 	// Nodes live in dense slots; neighbour lists hold slots, not IDs.
-	vecs   []float32           // slot*dim ..: the (normalised) vector
-	ids    []uint32            // slot → ID
-	levels []int8              // slot → top layer; -1 marks a free slot
-	links0 []uint32            // slot*(m0+1): count, then up to m0 slots
-	upper  [][]uint32          // slot → layers 1..level, (m+1) words each
-	slotOf map[uint32]uint32   // ID → slot
-	free   []uint32            // free slots, reused by Add
-	entry  int32               // entry-point slot, -1 when empty
-	top    int                 // level of the entry point
-	pool   sync.Pool           // *searcher
-	dirty  map[uint64]struct{} // (slot<<8 | layer) lists to persist
-	metaOK bool                // the meta key is written and current
+	vecs   []float32         // slot*dim ..: the (normalised) vector
+	codes  []int8            // slot*dim ..: its int8 codes (graph only, see quant.go)
+	scales []float32         // slot → scale of its codes (graph only)
+	ids    []uint32          // slot → ID
+	levels []int8            // slot → top layer; -1 marks a free slot
+	links0 []uint32          // slot*(m0+1): count, then up to m0 slots
+	upper  [][]uint32        // slot → layers 1..level, (m+1) words each
+	slotOf map[uint32]uint32 // ID → slot
+	free   []uint32          // free slots, reused by Add
+	entry  int32             // entry-point slot, -1 when empty
+	top    int               // level of the entry point
+	pool   sync.Pool         // *searcher
+	dirty  []uint64          // (slot<<8 | layer) lists to persist, may repeat
+	metaOK bool              // the meta key is written and current
 	build  *searcher
 }
 
@@ -198,7 +200,6 @@ func New(dim int, prefix []byte, o Options) *Index {
 		o:      o,
 		slotOf: make(map[uint32]uint32),
 		entry:  -1,
-		dirty:  make(map[uint64]struct{}),
 		graph:  o.GraphAt <= 0,
 	}
 	ix.setM(o.M)
@@ -280,6 +281,26 @@ func (ix *Index) vec(s uint32) []float32 {
 	return ix.vecs[o : o+ix.dim : o+ix.dim]
 }
 
+func (ix *Index) code(s uint32) []int8 {
+	o := int(s) * ix.dim
+	return ix.codes[o : o+ix.dim : o+ix.dim]
+}
+
+// encode (re)computes the codes of slot s from its vector.
+func (ix *Index) encode(s uint32) {
+	ix.scales[s] = quantize(ix.code(s), ix.vec(s))
+}
+
+// encodeAll sizes the code arrays to the slots and encodes every slot.
+func (ix *Index) encodeAll() {
+	n := len(ix.ids)
+	ix.codes = make([]int8, n*ix.dim, cap(ix.ids)*ix.dim)
+	ix.scales = make([]float32, n, cap(ix.ids))
+	for s := range uint32(n) {
+		ix.encode(s)
+	}
+}
+
 // links returns the neighbour list of slot s on layer l (a view).
 func (ix *Index) links(s uint32, l int) []uint32 {
 	if l == 0 {
@@ -304,7 +325,7 @@ func (ix *Index) setLinks(s uint32, l int, nb []uint32) {
 		dst = ix.upper[s][o : o+1+ix.m]
 	}
 	dst[0] = uint32(copy(dst[1:], nb))
-	ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+	ix.markDirty(s, l)
 }
 
 // appendLink adds x to the list of slot s on layer l, which has room.
@@ -317,7 +338,13 @@ func (ix *Index) appendLink(s uint32, l int, x uint32) {
 	}
 	dst[1+dst[0]] = x
 	dst[0]++
-	ix.dirty[uint64(s)<<8|uint64(l)] = struct{}{}
+	ix.markDirty(s, l)
+}
+
+// markDirty notes that the list of slot s on layer l must be written.
+// Repeats are dropped by flush.
+func (ix *Index) markDirty(s uint32, l int) {
+	ix.dirty = append(ix.dirty, uint64(s)<<8|uint64(l))
 }
 
 func (ix *Index) maxLinks(l int) int {
@@ -357,10 +384,14 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) uint32 
 			ix.links0 = grow(ix.links0, ix.m0+1)
 			ix.links0 = ix.links0[:len(ix.links0)+ix.m0+1]
 			ix.upper = append(ix.upper, nil)
+			ix.codes = grow(ix.codes, ix.dim)
+			ix.codes = ix.codes[:len(ix.codes)+ix.dim]
+			ix.scales = append(ix.scales, 0)
 		}
 	}
 	put(ix.vec(s), v, scale)
 	if ix.graph {
+		ix.encode(s)
 		clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
 		if level > 0 {
 			ix.upper[s] = make([]uint32, level*(ix.m+1))

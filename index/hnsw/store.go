@@ -116,15 +116,27 @@ func (ix *Index) flush(w kv.Writer, id uint32, v []float32) error {
 		}
 	}
 	if len(ix.dirty) > 0 {
-		keys := make([]uint64, 0, len(ix.dirty))
-		for k := range ix.dirty {
-			keys = append(keys, k)
+		slices.Sort(ix.dirty) // deterministic write order
+		keys := slices.Compact(ix.dirty)
+		ix.dirty = ix.dirty[:0]
+		// Every key and value of this flush in one allocation (the writer
+		// may keep them, so they are not reused).
+		kl := len(ix.prefix) + 6
+		size := 0
+		for _, k := range keys {
+			size += kl + 4*len(ix.links(uint32(k>>8), int(k&0xFF)))
 		}
-		slices.Sort(keys) // deterministic write order
-		clear(ix.dirty)
+		buf := make([]byte, 0, size)
 		for _, k := range keys {
 			s, l := uint32(k>>8), int(k&0xFF)
-			if err := w.Set(ix.linkKey(ix.ids[s], l), ix.encodeLinks(s, l)); err != nil {
+			o := len(buf)
+			buf = append(append(append(buf, ix.prefix...), tagLinks), 0, 0, 0, 0, byte(l))
+			binary.BigEndian.PutUint32(buf[o+kl-5:], ix.ids[s])
+			key := buf[o : o+kl : o+kl]
+			for _, x := range ix.links(s, l) {
+				buf = binary.LittleEndian.AppendUint32(buf, ix.ids[x])
+			}
+			if err := w.Set(key, buf[o+kl:len(buf):len(buf)]); err != nil {
 				return fmt.Errorf("hnsw: write links %d/%d: %w", ix.ids[s], l, err)
 			}
 		}
@@ -214,6 +226,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	if ix.graph {
 		ix.links0 = make([]uint32, len(ix.ids)*(ix.m0+1))
 		ix.upper = make([][]uint32, len(ix.ids))
+		ix.encodeAll()
 	}
 
 	lp := append(slices.Clip(ix.prefix), tagLinks)
@@ -253,7 +266,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	if err != nil {
 		return nil, fmt.Errorf("hnsw: load links: %w", err)
 	}
-	clear(ix.dirty)
+	ix.dirty = ix.dirty[:0]
 	for s, l := range ix.levels {
 		if l < 0 {
 			return nil, fmt.Errorf("%w: vector %d has no links", ErrCorrupt, ix.ids[s])
@@ -310,6 +323,9 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 		if !ix.graph {
 			continue
 		}
+		if code := make([]int8, ix.dim); quantize(code, ix.vec(s)) != ix.scales[s] || !slices.Equal(code, ix.code(s)) {
+			add("codes of node %d do not match its vector", ix.ids[s])
+		}
 		for l := 0; l <= lv; l++ {
 			nb := ix.links(s, l)
 			if len(nb) > ix.maxLinks(l) {
@@ -331,7 +347,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	}
 	switch {
 	case !ix.graph:
-		if top > 0 || ix.entry >= 0 || len(ix.links0) > 0 || len(ix.upper) > 0 || len(ix.dirty) > 0 {
+		if top > 0 || ix.entry >= 0 || len(ix.links0) > 0 || len(ix.upper) > 0 || len(ix.dirty) > 0 || len(ix.codes) > 0 {
 			add("index without a graph has links (top layer %d, entry slot %d)", top, ix.entry)
 		}
 	case len(ix.slotOf) > 0 && (ix.entry < 0 || int(ix.levels[ix.entry]) != top || ix.top != top):

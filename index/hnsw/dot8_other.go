@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package hnsw
+
+// No assembly kernels off amd64 (the flags exist for the tests).
+var useVNNI, useAVX2 = false, false
+
+// dot8 is Σ a[i]·b[i] over len(a) == len(b) elements.
+func dot8(a, b []int8) int32 { return dot8Go(a, b) }

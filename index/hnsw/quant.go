@@ -1,0 +1,57 @@
+package hnsw
+
+import "math"
+
+// The graph is built and walked on a scalar-quantised copy of the
+// vectors: one int8 per dimension and a float32 scale per vector. Profiled
+// on the 384-d benchmark, a build was half distance computations, and a
+// float32 dot product (vek, AVX2/FMA) costs ≈ 34 ns at 384-d on the 2.1 GHz
+// benchmark machine, compute-bound once the vectors are in cache and about
+// 90 ns when they are not. The int8 dot product is one AVX-512 VNNI
+// instruction per 64 dimensions (≈ 8 ns at 384-d) and reads a quarter of
+// the bytes. Both sides are quantised (the query once per search). The
+// rounding only steers the walk: Search re-scores its final beam with the
+// float32 vectors, so the returned order and scores are exact. The codes
+// exist only while there is a graph (small indexes are scanned exactly
+// and pay no memory for them); they are derived from the stored vectors,
+// never persisted, and recomputed by Load.
+
+// quantize writes the int8 codes of v into dst and returns the scale that
+// maps a code back: v[i] ≈ dst[i]·scale. The scale is per vector,
+// max|v[i]|/127, so the largest component uses the full range.
+func quantize(dst []int8, v []float32) float32 {
+	var mx float32
+	for _, x := range v {
+		mx = max(mx, x, -x)
+	}
+	if mx == 0 {
+		clear(dst)
+		return 0
+	}
+	inv := 127 / mx
+	for i, x := range v {
+		dst[i] = int8(math.Round(float64(x * inv)))
+	}
+	return mx / 127
+}
+
+// dot8Go is the portable kernel (and the tail of the assembly ones).
+func dot8Go(a, b []int8) int32 {
+	b = b[:len(a)]
+	var s0, s1 int32
+	i := 0
+	for ; i+2 <= len(a); i += 2 {
+		s0 += int32(a[i]) * int32(b[i])
+		s1 += int32(a[i+1]) * int32(b[i+1])
+	}
+	if i < len(a) {
+		s0 += int32(a[i]) * int32(b[i])
+	}
+	return s0 + s1
+}
+
+// qvec is a quantised vector: v ≈ c·s.
+type qvec struct {
+	c []int8
+	s float32
+}
