@@ -319,11 +319,11 @@ func (g *Index) buildFrom(ix *Index) {
 	if inPlace {
 		g.vecs, g.ids, g.slotOf = ix.vecs, ix.ids, ix.slotOf
 	} else {
-		g.vecs = make([]float32, n*ix.dim, cap(ix.vecs))
+		g.vecs = newSlab[float32](ix.dim)
 		g.ids = make([]uint32, n, cap(ix.ids))
 		g.slotOf = make(map[uint32]uint32, n)
 		for i, s := range order {
-			copy(g.vecs[i*ix.dim:], ix.vec(s))
+			copy(g.vecs.add(), ix.vec(s))
 			g.ids[i] = ix.ids[s]
 			g.slotOf[g.ids[i]] = uint32(i)
 		}

@@ -173,8 +173,8 @@ type Index struct {
 	graph bool
 
 	// Nodes live in dense slots; neighbour lists hold slots, not IDs.
-	vecs   []float32         // slot*dim ..: the (normalised) vector
-	codes  []int8            // slot*dim ..: its int8 codes (graph only, see quant.go)
+	vecs   slab[float32]     // slot → the (normalised) vector
+	codes  slab[int8]        // slot → its int8 codes (graph only, see quant.go)
 	scales []float32         // slot → scale of its codes (graph only)
 	ids    []uint32          // slot → ID
 	levels []int8            // slot → top layer; -1 marks a free slot
@@ -200,6 +200,8 @@ func New(dim int, prefix []byte, o Options) *Index {
 		o:      o,
 		slotOf: make(map[uint32]uint32),
 		entry:  -1,
+		vecs:   newSlab[float32](dim),
+		codes:  newSlab[int8](dim),
 		graph:  o.GraphAt <= 0,
 	}
 	ix.setM(o.M)
@@ -276,15 +278,9 @@ func put(dst, v []float32, scale float32) {
 	vek32.MulNumber_Into(dst, v, scale)
 }
 
-func (ix *Index) vec(s uint32) []float32 {
-	o := int(s) * ix.dim
-	return ix.vecs[o : o+ix.dim : o+ix.dim]
-}
+func (ix *Index) vec(s uint32) []float32 { return ix.vecs.at(s) }
 
-func (ix *Index) code(s uint32) []int8 {
-	o := int(s) * ix.dim
-	return ix.codes[o : o+ix.dim : o+ix.dim]
-}
+func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }
 
 // encode (re)computes the codes of slot s from its vector.
 func (ix *Index) encode(s uint32) {
@@ -294,9 +290,10 @@ func (ix *Index) encode(s uint32) {
 // encodeAll sizes the code arrays to the slots and encodes every slot.
 func (ix *Index) encodeAll() {
 	n := len(ix.ids)
-	ix.codes = make([]int8, n*ix.dim, cap(ix.ids)*ix.dim)
+	ix.codes = newSlab[int8](ix.dim)
 	ix.scales = make([]float32, n, cap(ix.ids))
 	for s := range uint32(n) {
+		ix.codes.add()
 		ix.encode(s)
 	}
 }
@@ -374,18 +371,14 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) uint32 
 		ix.levels[s] = int8(level)
 	} else {
 		s = uint32(len(ix.ids))
-		// Grow the flat arrays by doubling: append's growth factor for
-		// large slices (1.25×) copies the vectors far more often.
-		ix.vecs = grow(ix.vecs, ix.dim)
-		ix.vecs = ix.vecs[:len(ix.vecs)+ix.dim]
+		ix.vecs.add()
 		ix.ids = append(ix.ids, id)
 		ix.levels = append(ix.levels, int8(level))
 		if ix.graph {
 			ix.links0 = grow(ix.links0, ix.m0+1)
 			ix.links0 = ix.links0[:len(ix.links0)+ix.m0+1]
 			ix.upper = append(ix.upper, nil)
-			ix.codes = grow(ix.codes, ix.dim)
-			ix.codes = ix.codes[:len(ix.codes)+ix.dim]
+			ix.codes.add()
 			ix.scales = append(ix.scales, 0)
 		}
 	}

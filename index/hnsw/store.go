@@ -197,6 +197,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		return nil, err
 	}
 	ix.dim = md.dim
+	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
 	ix.o.Metric = md.metric
 	ix.graph = md.graph
 	ix.setM(md.m)
@@ -212,8 +213,9 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		}
 		id := binary.BigEndian.Uint32(k[len(vp):])
 		s := uint32(len(ix.ids))
-		for i := 0; i < len(v); i += 4 {
-			ix.vecs = append(ix.vecs, math.Float32frombits(binary.LittleEndian.Uint32(v[i:])))
+		dst := ix.vecs.add()
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
 		}
 		ix.ids = append(ix.ids, id)
 		ix.levels = append(ix.levels, lv0)
@@ -347,7 +349,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	}
 	switch {
 	case !ix.graph:
-		if top > 0 || ix.entry >= 0 || len(ix.links0) > 0 || len(ix.upper) > 0 || len(ix.dirty) > 0 || len(ix.codes) > 0 {
+		if top > 0 || ix.entry >= 0 || len(ix.links0) > 0 || len(ix.upper) > 0 || len(ix.dirty) > 0 || ix.codes.n > 0 {
 			add("index without a graph has links (top layer %d, entry slot %d)", top, ix.entry)
 		}
 	case len(ix.slotOf) > 0 && (ix.entry < 0 || int(ix.levels[ix.entry]) != top || ix.top != top):

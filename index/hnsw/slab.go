@@ -1,0 +1,51 @@
+package hnsw
+
+import "slices"
+
+// slabBits sets the slots per chunk of a slab (1024: 1.5 MB of 384-d
+// float32 vectors).
+const (
+	slabBits  = 10
+	slabSlots = 1 << slabBits
+)
+
+// slab holds a fixed-width record per slot in chunks of slabSlots slots,
+// so that growing a large index allocates one more chunk instead of
+// copying (and first touching twice the memory of) every vector: a flat
+// array grown by doubling was a sixth of the build's CPU time at 20k
+// 384-d vectors. The first chunk grows by doubling, so a small index
+// costs no more than a flat array.
+type slab[T any] struct {
+	chunks [][]T
+	width  int // elements per slot
+	n      int // slots
+}
+
+func newSlab[T any](width int) slab[T] { return slab[T]{width: width} }
+
+// at returns slot s's record (a view; s < n).
+func (b *slab[T]) at(s uint32) []T {
+	c := b.chunks[s>>slabBits]
+	o := int(s&(slabSlots-1)) * b.width
+	return c[o : o+b.width : o+b.width]
+}
+
+// add appends a slot (its record is whatever the memory held: callers
+// overwrite it) and returns its record.
+func (b *slab[T]) add() []T {
+	ci := b.n >> slabBits
+	if ci == len(b.chunks) {
+		var c []T
+		if ci > 0 {
+			c = make([]T, 0, slabSlots*b.width)
+		}
+		b.chunks = append(b.chunks, c)
+	}
+	c := b.chunks[ci]
+	if cap(c)-len(c) < b.width {
+		c = slices.Grow(c, max(b.width, min(len(c), slabSlots*b.width-len(c))))
+	}
+	b.chunks[ci] = c[:len(c)+b.width]
+	b.n++
+	return b.at(uint32(b.n - 1))
+}
