@@ -88,17 +88,26 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 // resolveSub resolves one slot and returns the ends that closed something.
 // logEnds is false when the caller logs the ends itself.
 func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool, error) {
-	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends)
+	var claims []claimRec
+	var live map[string]Fact
+	var out map[string]*resolve.Outcome
+	ap, err := t.appended(w)
 	if err != nil {
 		return nil, err
 	}
-	out := resolve.Fold(w.one, toResolve(claims))
+	if ap != nil {
+		claims, live = ap.claims, ap.live
+		out = resolve.FoldFrom(w.one, ap.seed, ap.seedOutcome, toResolve(claims[1:]))
+	} else {
+		if claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends); err != nil {
+			return nil, err
+		}
+		out = resolve.Fold(w.one, toResolve(claims))
+		if live, err = liveVersions(t.ctx, t.b, t.user, w.slot); err != nil {
+			return nil, err
+		}
+	}
 	applied := map[string]bool{}
-
-	live, err := liveVersions(t.ctx, t.b, t.user, w.slot)
-	if err != nil {
-		return nil, err
-	}
 
 	// What the fresh claims found on arrival.
 	var latestOld int64
@@ -376,4 +385,101 @@ func (t *txn) otherContexts(slot []byte) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// appendFastPath enables resolveSub's append path (tests turn it off to
+// compare it with the full fold).
+var appendFastPath = true
+
+// appendedClaims is what resolving new values appended to a One slot's
+// history needs: the fact in force and the new claims (claims[0] is the
+// fact in force), and the live version of the fact in force.
+type appendedClaims struct {
+	claims      []claimRec
+	live        map[string]Fact
+	seed        *resolve.Claim
+	seedOutcome resolve.Outcome
+}
+
+// maxStepsBack bounds how far appended looks back through the live
+// versions for the fact in force (past contested and corrected ones).
+const maxStepsBack = 16
+
+// appended returns the fresh claims of w with the fact in force when they
+// are assertions of a One slot later than every earlier claim, and a fact
+// is in force: the common "a new value" write. resolve.FoldFrom then
+// resolves them from the fact in force alone, without reading the slot's
+// history, which Fold would read whole (a value changed daily for years
+// must not make each change slower). It returns nil when the full fold is
+// needed.
+func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
+	if !appendFastPath || !w.one || w.allObjects || len(w.fresh) == 0 {
+		return nil, nil
+	}
+	var fresh []claimRec
+	latestOld, hasOld, ok := int64(0), false, true
+	err := t.b.ScanReverse(t.ctx, userKey(t.user, kv.SubClaim, w.slot), func(_, v []byte) error {
+		c, err := decodeJSON[claimRec](v, "claim")
+		if err != nil {
+			return err
+		}
+		if !w.fresh[c.ID] {
+			latestOld, hasOld = c.ValidFrom, true
+			return errStop
+		}
+		if resolve.Kind(c.Kind) != resolve.Assert || c.Retracted {
+			ok = false
+			return errStop
+		}
+		fresh = append(fresh, c)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	if !ok || !hasOld || len(fresh) != len(w.fresh) || fresh[len(fresh)-1].ValidFrom <= latestOld {
+		return nil, nil // fresh claims among the old ones, or nothing old
+	}
+	var seedVersion *Fact
+	steps := 0
+	err = t.b.ScanReverse(t.ctx, userKey(t.user, kv.SubLive, w.slot), func(_, v []byte) error {
+		if steps++; steps > maxStepsBack {
+			return errStop
+		}
+		f, err := decodeFact(t.user, v)
+		if err != nil {
+			return err
+		}
+		if f.Status != Active {
+			return nil // contested or corrected: never in force
+		}
+		if f.ValidTo.IsZero() {
+			seedVersion = &f
+		}
+		return errStop // the latest active fact: in force if open
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	if seedVersion == nil {
+		return nil, nil
+	}
+	v, err := t.b.Get(userKey(t.user, kv.SubClaim, claimSuffix(w.slot, nanos(seedVersion.ValidFrom), mustID(seedVersion.ID))))
+	if err != nil {
+		return nil, fmt.Errorf("%w: claim of live version %s: %v", ErrCorrupt, seedVersion.ID, err)
+	}
+	seedRec, err := decodeJSON[claimRec](v, "claim")
+	if err != nil {
+		return nil, err
+	}
+	ap := &appendedClaims{claims: append(make([]claimRec, 0, len(fresh)+1), seedRec), live: map[string]Fact{seedRec.ID: *seedVersion}}
+	for i := len(fresh) - 1; i >= 0; i-- { // back to key order
+		ap.claims = append(ap.claims, fresh[i])
+	}
+	ap.seed = &toResolve(ap.claims[:1])[0]
+	// The fold's outcome for the fact in force is what its version holds
+	// (Opened is not read for a fact already stored).
+	ap.seedOutcome = resolve.Outcome{Status: resolve.Active, Opened: resolve.CauseAdd, Reinforced: seedVersion.Reinforced,
+		LastSeen: nanos(seedVersion.LastSeen), Confidence: seedVersion.Confidence}
+	return ap, nil
 }

@@ -116,6 +116,43 @@ func fsyncP50(b *testing.B, n int) float64 {
 	return percentile(lat, 0.5)
 }
 
+// BenchmarkAssertHistory is the latency of a new value of a One slot
+// whose history already holds n versions (a location or a current task
+// that changes daily): the new value resolves from the fact in force, so
+// the cost must not grow with n.
+func BenchmarkAssertHistory(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("versions=%d", n), func(b *testing.B) {
+			e := openEngine(b, memor.Options{NoSync: true})
+			ctx := context.Background()
+			t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+			value := func(i int) memor.FactInput {
+				return memor.FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprintf("city %d", i),
+					ValidFrom: t0.Add(time.Duration(i) * time.Hour)}
+			}
+			history := make([]memor.FactInput, n)
+			for i := range history {
+				history[i] = value(i)
+			}
+			if _, err := e.AssertBatch(ctx, "user", history); err != nil {
+				b.Fatal(err)
+			}
+			var lat []time.Duration
+			i := n
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				if _, err := e.Assert(ctx, "user", value(i)); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+				i++
+			}
+			b.ReportMetric(percentile(lat, 0.5), "p50-ns")
+		})
+	}
+}
+
 // BenchmarkAssertConcurrent: durable asserts from several goroutines (one
 // user each). Pebble's commit pipeline shares fsyncs between concurrent
 // commits, so facts/s should grow with writers.

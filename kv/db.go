@@ -380,6 +380,40 @@ func (b *Batch) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) er
 	return scan(ctx, b.b.NewIter, prefix, PrefixEnd(prefix), fn)
 }
 
+// ScanReverse calls fn for every key with prefix, through the batch, last
+// key first; fn returning an error (such as a sentinel to stop) ends the
+// scan with that error. For reading the end of a long range without
+// reading the range.
+func (b *Batch) ScanReverse(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
+	if err != nil {
+		return wrapErr("iter", err)
+	}
+	n := 0
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if n++; n&255 == 0 {
+			if err := ctx.Err(); err != nil {
+				_ = it.Close()
+				return err
+			}
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return wrapErr("value", err)
+		}
+		if err := fn(it.Key(), v); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return wrapErr("iter", err)
+	}
+	return it.Close()
+}
+
 // ScanRange is DB.ScanRange through the batch.
 func (b *Batch) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte) error) error {
 	return scan(ctx, b.b.NewIter, lo, hi, fn)

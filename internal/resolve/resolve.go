@@ -130,9 +130,28 @@ func Sort(cs []Claim) {
 // Fold computes the outcome of every claim of one slot. one selects
 // cardinality One; otherwise the slot is Many. The input is sorted in place.
 func Fold(one bool, claims []Claim) map[string]*Outcome {
+	return FoldFrom(one, nil, Outcome{}, claims)
+}
+
+// FoldFrom continues a fold: seed (if not nil) is the fact in force after
+// the slot's earlier claims, with the outcome the fold gave it, and every
+// claim is later than every earlier claim. It returns the outcomes of
+// claims and of seed; the earlier claims' outcomes are what they were, as
+// nothing later reaches back past the fact in force. This is how a new
+// value of a long history resolves without rereading the history.
+func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[string]*Outcome {
 	Sort(claims)
-	out := make(map[string]*Outcome, len(claims))
+	out := make(map[string]*Outcome, len(claims)+1)
 	inForce := map[string]*Claim{} // ObjKey → open fact (One uses key "")
+	if seed != nil {
+		o := seedOutcome
+		out[seed.ID] = &o
+		key := seed.ObjKey
+		if one {
+			key = ""
+		}
+		inForce[key] = seed
+	}
 	for i := 0; i < len(claims); {
 		j := i
 		for j < len(claims) && claims[j].ValidFrom == claims[i].ValidFrom {
