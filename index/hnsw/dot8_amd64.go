@@ -33,3 +33,8 @@ func dot8(a, b []int8) int32 {
 	}
 	return s
 }
+
+// prefetch asks for the n > 0 bytes at p to be brought into the cache.
+//
+//go:noescape
+func prefetch(p *int8, n int)

@@ -79,6 +79,7 @@ type searcher struct {
 	tmp     []cand
 	sel2    []cand
 	nb      []uint32  // a neighbour list being written (setLinks copies it)
+	batch   []uint32  // unvisited neighbours of the node being expanded
 	q       []float32 // the prepared query
 	qc      []int8    // its codes
 }
@@ -154,11 +155,20 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []ca
 				return err
 			}
 		}
+		// Collect the unvisited neighbours first and have their codes
+		// fetched while the earlier ones are compared: at 100k vectors
+		// the codes no longer fit in the cache and each comparison would
+		// otherwise wait for memory.
+		sc.batch = sc.batch[:0]
 		for _, nb := range ix.links(c.s, l) {
 			if sc.visited[nb] == sc.gen {
 				continue
 			}
 			sc.visited[nb] = sc.gen
+			sc.batch = append(sc.batch, nb)
+			prefetch(&ix.code(nb)[0], ix.dim)
+		}
+		for _, nb := range sc.batch {
 			d := ix.dist(q, nb)
 			if len(sc.res) < ef || d < -sc.res[0].d {
 				sc.cands.push(cand{d, nb})

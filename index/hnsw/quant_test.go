@@ -1,6 +1,8 @@
 package hnsw
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 )
@@ -83,4 +85,26 @@ func BenchmarkDotFloat32(b *testing.B) {
 		s += dot(x, y)
 	}
 	_ = s
+}
+
+// TestCheckFindsStaleCodes: the int8 copy is derived state; Check must
+// notice when it no longer matches the vector, and Load must rebuild it.
+func TestCheckFindsStaleCodes(t *testing.T) {
+	ctx := context.Background()
+	store := memKV{}
+	ix := build(t, store, clustered(52, 200, 64, 3), Options{Seed: 1, ExactBelow: -1})
+	if err := ix.Check(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(ctx, store, []byte("p/"), Options{ExactBelow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Check(ctx, store); err != nil {
+		t.Fatalf("loaded index: %v", err)
+	}
+	ix.code(7)[3] ^= 1
+	if err := ix.Check(ctx, store); !errors.Is(err, ErrCheck) {
+		t.Errorf("Check missed stale codes: %v", err)
+	}
 }

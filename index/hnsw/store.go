@@ -313,6 +313,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 
 	// Structure.
 	top := -1
+	code := make([]int8, ix.dim)
 	for s := range uint32(len(ix.ids)) {
 		lv := int(ix.levels[s])
 		if lv < 0 {
@@ -325,7 +326,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 		if !ix.graph {
 			continue
 		}
-		if code := make([]int8, ix.dim); quantize(code, ix.vec(s)) != ix.scales[s] || !slices.Equal(code, ix.code(s)) {
+		if quantize(code, ix.vec(s)) != ix.scales[s] || !slices.Equal(code, ix.code(s)) {
 			add("codes of node %d do not match its vector", ix.ids[s])
 		}
 		for l := 0; l <= lv; l++ {
