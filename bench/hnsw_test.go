@@ -283,7 +283,7 @@ var searchEfs = []int{10, 16, 24, 32, 48, 64, 96, 128, 192, 256}
 
 // coderEfs are tried for coder/hnsw only, which needs a far wider beam
 // than memor for the same recall on this data.
-var coderEfs = []int{512, 1024, 2048}
+var coderEfs = []int{512, 1024}
 
 func BenchmarkHNSWSearch(b *testing.B) {
 	n := hnswN(b)

@@ -1,6 +1,10 @@
 package hnsw
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // The int8 kernels, picked once: AVX-512 VNNI (VPDPBUSD, 64 products per
 // instruction) where the CPU has it, else AVX2, else portable Go.
@@ -37,4 +41,4 @@ func dot8(a, b []int8) int32 {
 // prefetch asks for the n > 0 bytes at p to be brought into the cache.
 //
 //go:noescape
-func prefetch(p *int8, n int)
+func prefetch(p unsafe.Pointer, n int)

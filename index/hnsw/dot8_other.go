@@ -2,6 +2,8 @@
 
 package hnsw
 
+import "unsafe"
+
 // No assembly kernels off amd64 (the flags exist for the tests).
 var useVNNI, useAVX2 = false, false
 
@@ -9,4 +11,4 @@ var useVNNI, useAVX2 = false, false
 func dot8(a, b []int8) int32 { return dot8Go(a, b) }
 
 // prefetch is a no-op off amd64.
-func prefetch(p *int8, n int) {}
+func prefetch(p unsafe.Pointer, n int) {}

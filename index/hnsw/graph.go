@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/viterin/vek/vek32"
@@ -150,6 +151,10 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []ca
 		if len(sc.res) >= ef && c.d > -sc.res[0].d {
 			break
 		}
+		if len(sc.cands) > 0 && l == 0 {
+			// The next node expanded is likely the new frontier top.
+			prefetch(unsafe.Pointer(&ix.links0[int(sc.cands[0].s)*(ix.m0+1)]), 4*(ix.m0+1))
+		}
 		if steps++; steps&63 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -166,7 +171,7 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []ca
 			}
 			sc.visited[nb] = sc.gen
 			sc.batch = append(sc.batch, nb)
-			prefetch(&ix.code(nb)[0], ix.dim)
+			prefetch(unsafe.Pointer(&ix.code(nb)[0]), ix.dim)
 		}
 		for _, nb := range sc.batch {
 			d := ix.dist(q, nb)
@@ -374,6 +379,9 @@ func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 	}
 	v := ix.qv(n)
 	sc.tmp = append(sc.tmp[:0], cand{d, s})
+	for _, x := range cur {
+		prefetch(unsafe.Pointer(&ix.code(x)[0]), ix.dim)
+	}
 	for _, x := range cur {
 		sc.tmp = append(sc.tmp, cand{ix.dist(v, x), x})
 	}
