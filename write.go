@@ -307,6 +307,12 @@ func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
 		b.Close()
 		return nil, err
 	}
+	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 {
+		// A user's first write: nothing of theirs is stored (Forget
+		// deletes the counters with the rest), so its reads of the user's
+		// keys need not look past the batch.
+		b.SetLocal(kv.UserRoot(user))
+	}
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{}}
 	t.now = e.tick(m.Txn)
 	return t, nil

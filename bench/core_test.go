@@ -182,44 +182,55 @@ func BenchmarkAssertConcurrent(b *testing.B) {
 	}
 }
 
-// BenchmarkBulk is the import path: AssertBatch in chunks of 1,000 facts
-// with NoSync and one Sync at the end. n=1000000 is skipped under -short.
+// BenchmarkBulk is the import path: AssertBatch of 1,000 facts per user
+// with NoSync and one Sync at the end, from one writer or from two
+// (different users import in parallel). n=1000000 is skipped under -short.
 func BenchmarkBulk(b *testing.B) {
 	sizes := []int{10_000, 1_000_000}
 	if testing.Short() {
 		sizes = sizes[:1]
 	}
+	const perUser = 1000
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				const chunk = 1000
-				batch := make([]memor.FactInput, 0, chunk)
-				for i := range n {
-					batch = append(batch, fact(i))
-					if len(batch) == chunk || i == n-1 {
-						// 100 facts per user: the 10k-users shape.
-						if _, err := e.AssertBatch(ctx, fmt.Sprintf("user-%d", i/100), batch); err != nil {
-							b.Fatal(err)
-						}
-						batch = batch[:0]
+		for _, writers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("n=%d/writers=%d", n, writers), func(b *testing.B) {
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true})
+					if err != nil {
+						b.Fatal(err)
 					}
+					b.StartTimer()
+					var wg sync.WaitGroup
+					for w := range writers {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							batch := make([]memor.FactInput, 0, perUser)
+							for u := w; u*perUser < n; u += writers {
+								batch = batch[:0]
+								for i := u * perUser; i < min(n, (u+1)*perUser); i++ {
+									batch = append(batch, fact(i))
+								}
+								if _, err := e.AssertBatch(ctx, fmt.Sprintf("user-%d", u), batch); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						}()
+					}
+					wg.Wait()
+					if err := e.Sync(ctx); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					e.Close()
+					b.StartTimer()
 				}
-				if err := e.Sync(ctx); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				e.Close()
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "facts/s")
-		})
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "facts/s")
+			})
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -351,6 +352,30 @@ type Writer interface {
 type Batch struct {
 	b  *pebble.Batch
 	db *DB
+	// local: the store holds no key under this prefix (see SetLocal).
+	local []byte
+}
+
+// SetLocal declares that the store holds no key under prefix (a user with
+// no data yet): reads under it then see the batch alone, which spares a
+// merge with every level of the store for ranges known to be empty there.
+func (b *Batch) SetLocal(prefix []byte) { b.local = prefix }
+
+// isLocal reports whether [lo, hi) lies under the local prefix.
+func (b *Batch) isLocal(lo, hi []byte) bool {
+	if b.local == nil || !bytes.HasPrefix(lo, b.local) {
+		return false
+	}
+	end := PrefixEnd(b.local)
+	return hi != nil && (end == nil || bytes.Compare(hi, end) <= 0)
+}
+
+// iter returns an iterator over [lo, hi) through the batch.
+func (b *Batch) iter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	if b.isLocal(o.LowerBound, o.UpperBound) {
+		return b.b.NewBatchOnlyIter(context.Background(), o)
+	}
+	return b.b.NewIter(o)
 }
 
 // Set writes key = value (both are copied).
@@ -364,6 +389,21 @@ func (b *Batch) DeleteRange(lo, hi []byte) error { return b.b.DeleteRange(lo, hi
 
 // Get reads key through the batch.
 func (b *Batch) Get(key []byte) ([]byte, error) {
+	if b.isLocal(key, append(key[:len(key):len(key)], 0)) {
+		var out []byte
+		found := false
+		err := scan(context.Background(), b.iter, key, append(key[:len(key):len(key)], 0), func(_, v []byte) error {
+			out, found = append([]byte{}, v...), true
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, ErrNotFound
+		}
+		return out, nil
+	}
 	v, c, err := b.b.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
@@ -377,7 +417,7 @@ func (b *Batch) Get(key []byte) ([]byte, error) {
 
 // Scan is DB.Scan through the batch.
 func (b *Batch) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	return scan(ctx, b.b.NewIter, prefix, PrefixEnd(prefix), fn)
+	return scan(ctx, b.iter, prefix, PrefixEnd(prefix), fn)
 }
 
 // ScanReverse calls fn for every key with prefix, through the batch, last
@@ -385,7 +425,7 @@ func (b *Batch) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) er
 // scan with that error. For reading the end of a long range without
 // reading the range.
 func (b *Batch) ScanReverse(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
+	it, err := b.iter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
 	if err != nil {
 		return wrapErr("iter", err)
 	}
@@ -416,7 +456,7 @@ func (b *Batch) ScanReverse(ctx context.Context, prefix []byte, fn func(k, v []b
 
 // ScanRange is DB.ScanRange through the batch.
 func (b *Batch) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte) error) error {
-	return scan(ctx, b.b.NewIter, lo, hi, fn)
+	return scan(ctx, b.iter, lo, hi, fn)
 }
 
 // Len is the number of bytes the batch holds.
