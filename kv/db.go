@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -73,6 +74,13 @@ func Open(dir string, o Options) (*DB, error) {
 				lg.Errorf("data corruption in %s: %v", info.Path, info.Details)
 			},
 		},
+	}
+	// Bloom filters on every level: most reads are point lookups (a
+	// user's counters, a document's version, a claim) whose key is in one
+	// level, and without a filter each Get searches every level's index
+	// for it.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	if o.CacheSize <= 0 {
 		o.CacheSize = 64 << 20
