@@ -228,13 +228,24 @@ func (f focus) admitsSubject(subjKey string) bool {
 }
 
 // pathScore is how many of the question's words a graph path explains, per
-// hop.
-func pathScore(p graph.Path, words map[string]bool) float64 {
+// hop. tokens memoises the tokens of labels and entities: the paths of one
+// query share most of them.
+func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) float64 {
 	matched := map[string]bool{}
+	tok := func(s string) []string {
+		ts, ok := tokens[s]
+		if !ok {
+			ts = bm25.Tokenize(s)
+			tokens[s] = ts
+		}
+		return ts
+	}
 	for _, h := range p.Hops {
-		for _, t := range bm25.Tokenize(h.Label + " " + predicateGloss[h.Label] + " " + h.To) {
-			if words[t] {
-				matched[t] = true
+		for _, part := range [...]string{h.Label, predicateGloss[h.Label], h.To} {
+			for _, t := range tok(part) {
+				if words[t] {
+					matched[t] = true
+				}
 			}
 		}
 	}

@@ -391,8 +391,9 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 	for _, t := range bm25.Tokenize(text) {
 		words[t] = true
 	}
+	tokens := map[string][]string{}
 	for _, p := range paths {
-		score := pathScore(p, words)
+		score := pathScore(p, words, tokens)
 		if score == 0 {
 			continue
 		}
