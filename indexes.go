@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,6 +41,41 @@ type userIndex struct {
 	// subjectsOf and contextsOf: episode seq → normalised subjects and
 	// contexts of its facts.
 	subjectsOf, contextsOf map[uint64]map[string]bool
+	// The document map (what each document names), held so that Query
+	// reads a candidate's version without first reading the map from the
+	// store; pointer-free, so a large tenant costs the collector nothing.
+	// docAt[doc] is 1 + the offset in docArena of the value (uvarint
+	// length, bytes); 0 means not held. Values are never rewritten.
+	docArena []byte
+	docAt    []uint32
+}
+
+// setDoc holds document doc's map value v.
+func (ui *userIndex) setDoc(doc uint32, v []byte) {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	for int(doc) >= len(ui.docAt) {
+		ui.docAt = append(ui.docAt, 0)
+	}
+	ui.docAt[doc] = uint32(len(ui.docArena)) + 1
+	ui.docArena = binary.AppendUvarint(ui.docArena, uint64(len(v)))
+	ui.docArena = append(ui.docArena, v...)
+}
+
+// docValue returns document doc's map value, if held. The bytes are
+// shared: callers must not modify them.
+func (ui *userIndex) docValue(doc uint32) ([]byte, bool) {
+	ui.mu.RLock()
+	defer ui.mu.RUnlock()
+	if int(doc) >= len(ui.docAt) || ui.docAt[doc] == 0 {
+		return nil, false
+	}
+	b := ui.docArena[ui.docAt[doc]-1:]
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, false
+	}
+	return b[w : w+int(n) : w+int(n)], true
 }
 
 type episodeDoc struct {
@@ -126,6 +162,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 		if len(v) < 9 {
 			return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
 		}
+		ui.setDoc(doc, v)
 		seq := kv.NewDecoder(v[1:9]).Uint64()
 		switch v[0] {
 		case docVersion:

@@ -313,7 +313,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		if len(loaded) >= want && !opts.Forgetting && c.score*maxBoost < kth {
 			break
 		}
-		if err := e.loadDoc(user, c, foc.admitsSubject); err != nil {
+		if err := e.loadDoc(ui, user, c, foc.admitsSubject); err != nil {
 			if errors.Is(err, kv.ErrNotFound) || errors.Is(err, errSkip) {
 				continue
 			}
@@ -445,10 +445,13 @@ var errSkip = errors.New("skip")
 // loadDoc fills in the fact version or episode a document names. keep,
 // if not nil, sees a version's normalised subject first (it is in the
 // document map) and can reject it without the version being read.
-func (e *Engine) loadDoc(user string, c *candidate, keep func(subjKey string) bool) error {
-	v, err := e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), c.doc))
-	if err != nil {
-		return err
+func (e *Engine) loadDoc(ui *userIndex, user string, c *candidate, keep func(subjKey string) bool) error {
+	v, ok := ui.docValue(c.doc)
+	if !ok {
+		var err error
+		if v, err = e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), c.doc)); err != nil {
+			return err
+		}
 	}
 	if len(v) < 9 {
 		return fmt.Errorf("%w: document %d", ErrCorrupt, c.doc)

@@ -312,7 +312,7 @@ func (t *txn) put(slot []byte, f Fact) error {
 		return err
 	}
 	t.sawContext(slot)
-	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), f.Doc), versionDoc(f.Episode, suf, nanos(f.RecordedAt))); err != nil {
+	if err := t.setDoc(f.Doc, versionDoc(f.Episode, suf, nanos(f.RecordedAt))); err != nil {
 		return err
 	}
 	return t.e.idx.putVersion(t, &f)

@@ -283,6 +283,20 @@ type txn struct {
 	derived bool
 }
 
+// setDoc writes document doc's map value, in the store and in the cached
+// indexes.
+func (t *txn) setDoc(doc uint32, v []byte) error {
+	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), doc), v); err != nil {
+		return err
+	}
+	ui, err := t.indexes()
+	if err != nil {
+		return err
+	}
+	ui.setDoc(doc, v)
+	return nil
+}
+
 // indexes returns the user's indexes for this write.
 func (t *txn) indexes() (*userIndex, error) {
 	t.indexed = true
@@ -520,7 +534,7 @@ func (t *txn) indexEpisode(ep Episode, text string, hasClaims bool) error {
 	} else {
 		v = append(v, 0)
 	}
-	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), doc), v); err != nil {
+	if err := t.setDoc(doc, v); err != nil {
 		return err
 	}
 	return t.e.idx.putEpisode(t, &ep, doc, text, hasClaims)
