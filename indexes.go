@@ -141,7 +141,13 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 	if err != nil {
 		return nil, err
 	}
-	vec, err := hnsw.Load(ctx, r, kv.UserKey(user, kv.SubVector), s.hnswO)
+	m, err := loadMeta(r, user)
+	if err != nil {
+		return nil, err
+	}
+	ho := s.hnswO
+	ho.Capacity = int(m.Doc) // every document but a contested version has a vector
+	vec, err := hnsw.Load(ctx, r, kv.UserKey(user, kv.SubVector), ho)
 	if errors.Is(err, hnsw.ErrNotFound) {
 		vec = hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO)
 	} else if err != nil {

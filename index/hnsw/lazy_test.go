@@ -273,8 +273,10 @@ func TestReloadBothStates(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Reload with other options: the state comes from the store.
-			for _, lo := range []Options{c.o, {ExactBelow: -1}, {GraphAt: 10}} {
+			// Reload with other options: the state comes from the store. A
+			// capacity hint below, at and above the size changes nothing.
+			hinted := func(n int) Options { o := c.o; o.Capacity = n; return o }
+			for _, lo := range []Options{c.o, {ExactBelow: -1}, {GraphAt: 10}, hinted(7), hinted(len(vecs)), hinted(100_000)} {
 				re, err := Load(ctx, store, []byte("p/"), lo)
 				if err != nil {
 					t.Fatal(err)

@@ -30,6 +30,15 @@ func (b *slab[T]) at(s uint32) []T {
 	return c[o : o+b.width : o+b.width]
 }
 
+// reserve makes room for n slots in the first chunk (at most a chunk's
+// worth), so that filling an empty slab of known size allocates once.
+func (b *slab[T]) reserve(n int) {
+	if b.n > 0 || n <= 0 {
+		return
+	}
+	b.chunks = [][]T{make([]T, 0, min(n, slabSlots)*b.width)}
+}
+
 // add appends a slot (its record is whatever the memory held: callers
 // overwrite it) and returns its record.
 func (b *slab[T]) add() []T {

@@ -198,6 +198,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	}
 	ix.dim = md.dim
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
+	ix.vecs.reserve(o.Capacity)
 	ix.o.Metric = md.metric
 	ix.graph = md.graph
 	ix.setM(md.m)
