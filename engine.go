@@ -73,6 +73,13 @@ type Options struct {
 	MaxTextBytes int
 	// CacheSize is the storage block cache in bytes (default 64 MiB).
 	CacheSize int64
+	// IndexCacheBytes bounds the memory of the per-user retrieval indexes
+	// kept loaded, as estimated from their documents (each costs its
+	// vector plus about 1.5 KB). Past it, loading a user's indexes evicts
+	// the least recently used users', which are reloaded from the store
+	// when next read (about 2 ms for a 100-fact user). 0: no bound, every
+	// user stays loaded once read (about 4 KB per fact).
+	IndexCacheBytes int64
 	// Ungoverned turns resolution off: every predicate is treated as Many,
 	// so contradicting values all stand (ends and restatements still
 	// apply). It exists to measure what resolution buys (memortest's
@@ -155,7 +162,7 @@ func Open(dir string, o Options) (*Engine, error) {
 	if emb == nil {
 		emb = embed.NewHash(0)
 	}
-	e.idx = newIndexSet(e, emb)
+	e.idx = newIndexSet(e, emb, o.IndexCacheBytes)
 	e.ing = newIngester(e, o.Workers, o.QueueSize)
 	if err := e.recoverPending(context.Background()); err != nil {
 		e.Close()
@@ -262,6 +269,10 @@ type Stats struct {
 	// FileSyncs are the syncs of every other file (table flushes,
 	// compactions, the manifest).
 	FileSyncs uint64
+	// IndexedUsers is how many users' retrieval indexes are loaded, and
+	// IndexBytes their estimated memory (see Options.IndexCacheBytes).
+	IndexedUsers int
+	IndexBytes   int64
 }
 
 // Stats returns the engine's counters.
@@ -272,7 +283,8 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	}
 	defer release()
 	s := e.db.Syncs()
-	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other}, nil
+	users, bytes := e.idx.size()
+	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other, IndexedUsers: users, IndexBytes: bytes}, nil
 }
 
 // Sync makes every acknowledged write durable (for NoSync stores).

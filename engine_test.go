@@ -589,3 +589,104 @@ func TestDurableWriteSyncs(t *testing.T) {
 		t.Errorf("NoSync store: %+v after %+v, %v; want no log syncs", s, before, err)
 	}
 }
+
+// TestIndexCacheBudget: with Options.IndexCacheBytes the loaded indexes
+// stay within the budget, evicted users are reloaded on their next read
+// and answer exactly as before, and writes, reads, corrections and
+// forgetting racing with evictions leave a store that checks clean.
+func TestIndexCacheBudget(t *testing.T) {
+	const budget = 400 << 10 // about three 40-fact users
+	e, _ := openTest(t, memor.Options{NoSync: true, IndexCacheBytes: budget})
+	ctx := context.Background()
+	users := 12
+	answers := map[string]string{}
+	render := func(rs []memor.Result) string {
+		var b strings.Builder
+		for _, r := range rs {
+			fmt.Fprintf(&b, "%s %.9f|", r.Text(), r.Score)
+		}
+		return b.String()
+	}
+	for u := range users {
+		user := fmt.Sprintf("user-%d", u)
+		var batch []memor.FactInput
+		for i := range 40 {
+			in := memor.FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("hobby %d-%d", u, i), ValidFrom: day(i)}
+			if i%10 == 0 {
+				in.Predicate, in.Object = "lives_in", fmt.Sprintf("city %d-%d", u, i)
+			}
+			batch = append(batch, in)
+		}
+		if _, err := e.AssertBatch(ctx, user, batch); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := e.Query(ctx, user, "where do I live and what do I like?", memor.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers[user] = render(rs)
+	}
+	for u := range users {
+		user := fmt.Sprintf("user-%d", u)
+		rs, err := e.Query(ctx, user, "where do I live and what do I like?", memor.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(rs); got != answers[user] {
+			t.Fatalf("%s after eviction and reload:\n%s\nwant\n%s", user, got, answers[user])
+		}
+		s, err := e.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.IndexBytes > budget || s.IndexedUsers >= users || s.IndexedUsers < 1 {
+			t.Fatalf("after reading %s: %d users, %d bytes loaded; budget %d", user, s.IndexedUsers, s.IndexBytes, budget)
+		}
+	}
+
+	// Racing evictions: a budget below one user keeps every read a load.
+	tiny, _ := openTest(t, memor.Options{NoSync: true, IndexCacheBytes: 1})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 5))
+			for i := range 60 {
+				u := fmt.Sprintf("user-%d", r.IntN(5))
+				var err error
+				switch k := r.IntN(10); {
+				case k < 4:
+					_, err = tiny.Assert(ctx, u, memor.FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprintf("city %d", r.IntN(4)), ValidFrom: day(r.IntN(20))})
+				case k < 8:
+					_, err = tiny.Query(ctx, u, "where do I live", memor.QueryOptions{})
+				case k < 9:
+					var fs []memor.Fact
+					if fs, err = tiny.History(ctx, u, "user", "lives_in"); err == nil && len(fs) > 0 {
+						err = tiny.Correct(ctx, u, fs[r.IntN(len(fs))].ID)
+					}
+				default:
+					if i%15 == 0 {
+						err = tiny.Forget(ctx, u)
+					}
+				}
+				if errors.Is(err, memor.ErrNotFound) {
+					err = nil // forgotten meanwhile
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := tiny.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

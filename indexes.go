@@ -1,12 +1,14 @@
 package memor
 
 import (
+	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/embed"
@@ -48,7 +50,16 @@ type userIndex struct {
 	// length, bytes); 0 means not held. Values are never rewritten.
 	docArena []byte
 	docAt    []uint32
+	// bytes estimates the memory these indexes hold (see docBytes), for
+	// the cache's budget.
+	bytes atomic.Int64
+	dim   int
 }
+
+// perDocOverhead is roughly what a document costs the in-memory indexes
+// besides its vector: postings, graph edge, interval, maps (measured: 1.5
+// KB per fact of a 100-fact user).
+const perDocOverhead = 1536
 
 // setDoc holds document doc's map value v.
 func (ui *userIndex) setDoc(doc uint32, v []byte) {
@@ -60,6 +71,7 @@ func (ui *userIndex) setDoc(doc uint32, v []byte) {
 	ui.docAt[doc] = uint32(len(ui.docArena)) + 1
 	ui.docArena = binary.AppendUvarint(ui.docArena, uint64(len(v)))
 	ui.docArena = append(ui.docArena, v...)
+	ui.bytes.Add(int64(len(v) + 8 + 4*ui.dim + perDocOverhead))
 }
 
 // docValue returns document doc's map value, if held. The bytes are
@@ -89,23 +101,83 @@ type episodeDoc struct {
 // A user's indexes are loaded and changed only under the user's lock
 // (Engine.lockUser): a load then never interleaves with a commit, so the
 // cache never holds a state from before a write that later writes build on.
+//
+// With a budget (Options.IndexCacheBytes), loading a user evicts the least
+// recently used others until the cache's estimated size fits. Eviction
+// only forgets the pointer: a write holding an evicted user's indexes
+// finishes on them and commits, and the next use reloads what was
+// committed (under the user's lock, so after that write).
 type indexSet struct {
 	e     *Engine
 	emb   embed.Embedder
 	hnswO hnsw.Options
 	bmO   bm25.Options
 	mu    sync.Mutex
-	users map[string]*userIndex
+	users map[string]*list.Element // of *cachedIndex
+	lru   *list.List               // front: most recently used
+	// budget bounds the estimated bytes of the cached indexes; 0: none.
+	budget int64
 }
 
-func newIndexSet(e *Engine, emb embed.Embedder) *indexSet {
-	return &indexSet{e: e, emb: emb, users: map[string]*userIndex{}}
+type cachedIndex struct {
+	user string
+	ui   *userIndex
+}
+
+func newIndexSet(e *Engine, emb embed.Embedder, budget int64) *indexSet {
+	return &indexSet{e: e, emb: emb, users: map[string]*list.Element{}, lru: list.New(), budget: budget}
 }
 
 func (s *indexSet) cached(user string) *userIndex {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.users[user]
+	el := s.users[user]
+	if el == nil {
+		return nil
+	}
+	s.lru.MoveToFront(el)
+	return el.Value.(*cachedIndex).ui
+}
+
+// put caches user's freshly loaded indexes and evicts the least recently
+// used others while the estimated total exceeds the budget.
+func (s *indexSet) put(user string, ui *userIndex) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el := s.users[user]; el != nil {
+		s.lru.Remove(el)
+	}
+	keep := s.lru.PushFront(&cachedIndex{user, ui})
+	s.users[user] = keep
+	if s.budget <= 0 {
+		return
+	}
+	total := int64(0)
+	for el := s.lru.Front(); el != nil; el = el.Next() {
+		total += el.Value.(*cachedIndex).ui.bytes.Load()
+	}
+	for el := s.lru.Back(); el != nil && total > s.budget; {
+		prev := el.Prev()
+		if el != keep {
+			c := el.Value.(*cachedIndex)
+			total -= c.ui.bytes.Load()
+			s.lru.Remove(el)
+			delete(s.users, c.user)
+		}
+		el = prev
+	}
+}
+
+// size returns how many users' indexes are cached and their estimated
+// bytes.
+func (s *indexSet) size() (int, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := int64(0)
+	for el := s.lru.Front(); el != nil; el = el.Next() {
+		total += el.Value.(*cachedIndex).ui.bytes.Load()
+	}
+	return s.lru.Len(), total
 }
 
 // get returns user's indexes for a caller that holds the user's lock,
@@ -119,9 +191,7 @@ func (s *indexSet) get(ctx context.Context, r kv.Reader, user string) (*userInde
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.users[user] = ui
-	s.mu.Unlock()
+	s.put(user, ui)
 	return ui, nil
 }
 
@@ -161,7 +231,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 	if err != nil {
 		return nil, err
 	}
-	ui := &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{}, contextsOf: map[uint64]map[string]bool{}}
+	ui := &userIndex{dim: vec.Dim(), bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{}, contextsOf: map[uint64]map[string]bool{}}
 	docs := kv.UserKey(user, kv.SubDoc)
 	err = r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
@@ -221,7 +291,10 @@ func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint3
 
 func (s *indexSet) dropUser(user string) {
 	s.mu.Lock()
-	delete(s.users, user)
+	if el := s.users[user]; el != nil {
+		s.lru.Remove(el)
+		delete(s.users, user)
+	}
 	s.mu.Unlock()
 }
 

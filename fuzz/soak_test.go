@@ -37,7 +37,9 @@ func soakDuration(t *testing.T) time.Duration {
 func TestSoak(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	dir := t.TempDir()
-	e, err := memor.Open(dir, memor.Options{NoSync: true, Workers: 2, QueueSize: 64})
+	// A small index cache budget: users' indexes are evicted and reloaded
+	// while writes race with them.
+	e, err := memor.Open(dir, memor.Options{NoSync: true, Workers: 2, QueueSize: 64, IndexCacheBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
