@@ -15,10 +15,14 @@ import (
 
 var queryShapes = []struct {
 	name         string
-	users, facts int // facts per user
+	users, facts int   // facts per user
+	cacheBytes   int64 // Options.IndexCacheBytes (0: every user stays loaded)
 }{
-	{"10k-users", 10_000, 100},
-	{"1-tenant", 1, 1_000_000},
+	{"10k-users", 10_000, 100, 0},
+	// A 1 GiB index cache holds about a quarter of the users: most
+	// queries load the user's indexes first.
+	{"10k-users-1GiB-cache", 10_000, 100, 1 << 30},
+	{"1-tenant", 1, 1_000_000, 0},
 }
 
 var queryWords = []string{"coffee", "hiking", "jazz", "chess", "sushi", "tennis", "python", "painting", "cycling", "poetry",
@@ -68,9 +72,9 @@ func loadShape(b *testing.B, e *memor.Engine, users, facts int) {
 // Reports p50-ns and p99-ns.
 func BenchmarkQuery(b *testing.B) {
 	for _, s := range queryShapes {
-		users, facts := s.users, s.facts
+		users, facts, cacheBytes := s.users, s.facts, s.cacheBytes
 		if testing.Short() {
-			users, facts = max(users/100, 1), min(facts, 10_000)
+			users, facts, cacheBytes = max(users/100, 1), min(facts, 10_000), cacheBytes/100
 		}
 		// MEMOR_BENCH_TENANT_FACTS sizes the one-tenant shape (building a
 		// 1M-vector graph in one tenant takes many minutes on 2 cores).
@@ -78,7 +82,7 @@ func BenchmarkQuery(b *testing.B) {
 			facts = v
 		}
 		b.Run("shape="+s.name, func(b *testing.B) {
-			e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true})
+			e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true, IndexCacheBytes: cacheBytes})
 			if err != nil {
 				b.Fatal(err)
 			}
