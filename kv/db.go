@@ -252,12 +252,22 @@ func (db *DB) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte)
 }
 
 func scan(ctx context.Context, newIter func(*pebble.IterOptions) (*pebble.Iterator, error), lo, hi []byte, fn func(k, v []byte) error) error {
+	return scanDir(ctx, newIter, lo, hi, false, fn)
+}
+
+// scanDir calls fn for every key in [lo, hi), first key first or, reverse,
+// last key first.
+func scanDir(ctx context.Context, newIter func(*pebble.IterOptions) (*pebble.Iterator, error), lo, hi []byte, reverse bool, fn func(k, v []byte) error) error {
 	it, err := newIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return wrapErr("iter", err)
 	}
+	first, next := it.First, it.Next
+	if reverse {
+		first, next = it.Last, it.Prev
+	}
 	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
+	for ok := first(); ok; ok = next() {
 		if n++; n&255 == 0 {
 			if err := ctx.Err(); err != nil {
 				_ = it.Close()
@@ -433,33 +443,7 @@ func (b *Batch) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) er
 // scan with that error. For reading the end of a long range without
 // reading the range.
 func (b *Batch) ScanReverse(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	it, err := b.iter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
-	if err != nil {
-		return wrapErr("iter", err)
-	}
-	n := 0
-	for ok := it.Last(); ok; ok = it.Prev() {
-		if n++; n&255 == 0 {
-			if err := ctx.Err(); err != nil {
-				_ = it.Close()
-				return err
-			}
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			_ = it.Close()
-			return wrapErr("value", err)
-		}
-		if err := fn(it.Key(), v); err != nil {
-			_ = it.Close()
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		_ = it.Close()
-		return wrapErr("iter", err)
-	}
-	return it.Close()
+	return scanDir(ctx, b.iter, prefix, PrefixEnd(prefix), true, fn)
 }
 
 // ScanRange is DB.ScanRange through the batch.

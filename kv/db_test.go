@@ -7,27 +7,34 @@ import (
 	"testing"
 )
 
-// TestScanReverse: a reverse scan through a batch sees the committed keys
-// and the batch's own writes and deletes, last first, within the prefix,
-// and stops when fn says so.
-func TestScanReverse(t *testing.T) {
+// storeWith opens a store holding kvs, closed when the test ends.
+func storeWith(t *testing.T, kvs map[string]string) *DB {
+	t.Helper()
 	db, err := Open(t.TempDir(), Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	ctx := context.Background()
+	t.Cleanup(func() { db.Close() })
 	b := db.NewBatch()
-	for _, k := range []string{"p/a", "p/c", "p/e", "q/a", "o/z"} {
-		if err := b.Set([]byte(k), []byte(k)); err != nil {
+	defer b.Close()
+	for k, v := range kvs {
+		if err := b.Set([]byte(k), []byte(v)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	b.Close()
-	b = db.NewBatch()
+	return db
+}
+
+// TestScanReverse: a reverse scan through a batch sees the committed keys
+// and the batch's own writes and deletes, last first, within the prefix,
+// and stops when fn says so.
+func TestScanReverse(t *testing.T) {
+	db := storeWith(t, map[string]string{"p/a": "p/a", "p/c": "p/c", "p/e": "p/e", "q/a": "q/a", "o/z": "o/z"})
+	ctx := context.Background()
+	b := db.NewBatch()
 	defer b.Close()
 	if err := b.Set([]byte("p/d"), []byte("p/d")); err != nil {
 		t.Fatal(err)
@@ -47,7 +54,7 @@ func TestScanReverse(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	got = nil
-	err = b.ScanReverse(ctx, []byte("p/"), func(k, _ []byte) error {
+	err := b.ScanReverse(ctx, []byte("p/"), func(k, _ []byte) error {
 		got = append(got, string(k))
 		return stop
 	})
@@ -60,23 +67,9 @@ func TestScanReverse(t *testing.T) {
 // (including empty values and its deletes); elsewhere it reads through to
 // the store.
 func TestSetLocal(t *testing.T) {
-	db, err := Open(t.TempDir(), Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storeWith(t, map[string]string{"g/1": "stored", "q/x": "stored"})
 	ctx := context.Background()
 	b := db.NewBatch()
-	for _, k := range []string{"g/1", "q/x"} {
-		if err := b.Set([]byte(k), []byte("stored")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	b = db.NewBatch()
 	defer b.Close()
 	b.SetLocal([]byte("p/"))
 	for k, v := range map[string]string{"p/a": "A", "p/empty": "", "p/gone": "G"} {
