@@ -50,8 +50,8 @@ type userIndex struct {
 	// length, bytes); 0 means not held. Values are never rewritten.
 	docArena []byte
 	docAt    []uint32
-	// bytes estimates the memory these indexes hold (see docBytes), for
-	// the cache's budget.
+	// bytes estimates the memory these indexes hold (each document adds
+	// its vector and perDocOverhead in setDoc), for the cache's budget.
 	bytes atomic.Int64
 	dim   int
 }
@@ -65,13 +65,16 @@ const perDocOverhead = 1536
 func (ui *userIndex) setDoc(doc uint32, v []byte) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	for int(doc) >= len(ui.docAt) {
-		ui.docAt = append(ui.docAt, 0)
+	ui.bytes.Add(int64(len(v) + 8 + 4*ui.dim + perDocOverhead))
+	if n := int(doc) + 1; n > len(ui.docAt) {
+		if n > 2*len(ui.docAt)+1024 {
+			return // not the next documents (a damaged key?): read from the store
+		}
+		ui.docAt = append(ui.docAt, make([]uint32, n-len(ui.docAt))...)
 	}
 	ui.docAt[doc] = uint32(len(ui.docArena)) + 1
 	ui.docArena = binary.AppendUvarint(ui.docArena, uint64(len(v)))
 	ui.docArena = append(ui.docArena, v...)
-	ui.bytes.Add(int64(len(v) + 8 + 4*ui.dim + perDocOverhead))
 }
 
 // docValue returns document doc's map value, if held. The bytes are
