@@ -406,15 +406,30 @@ type appendedClaims struct {
 const maxStepsBack = 16
 
 // appended returns the fresh claims of w with the fact in force when they
-// are assertions of a One slot later than every earlier claim, and a fact
-// is in force: the common "a new value" write. resolve.FoldFrom then
-// resolves them from the fact in force alone, without reading the slot's
-// history, which Fold would read whole (a value changed daily for years
-// must not make each change slower). It returns nil when the full fold is
-// needed.
+// are assertions later than every earlier claim of the slot, and a fact is
+// in force: the common write of a new value of a One slot, or a restated
+// value of a Many slot. resolve.FoldFrom then resolves them from the fact
+// in force alone, without reading the slot's history, which Fold would read
+// whole (a value changed daily for years, or a like restated in every
+// conversation, must not make each write slower). It returns nil when the
+// full fold is needed.
 func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
-	if !appendFastPath || !w.one || w.allObjects || len(w.fresh) == 0 {
+	if !appendFastPath || w.allObjects || len(w.fresh) == 0 {
 		return nil, nil
+	}
+	if !w.one {
+		// A Many object's fold also reads the predicate's ends without
+		// object, which this path does not. A stored one cannot reach the
+		// new claims: one after the fact in force would have closed it.
+		// One in this batch can (it is resolved after or before this
+		// slot), so the full fold takes those.
+		_, _, _, obj, many, err := slotParts(w.slot)
+		if err != nil {
+			return nil, err
+		}
+		if !many || obj == "" || w.endsTouched {
+			return nil, nil
+		}
 	}
 	var fresh []claimRec
 	latestOld, hasOld, ok := int64(0), false, true

@@ -8,13 +8,16 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/extract"
 )
 
 // TestAppendPathEqualsFullFold: resolving new values from the fact in
 // force (appended + FoldFrom) writes exactly the bytes the full fold of
-// the slot writes, over random histories with supersessions, restated
-// values, low confidence, same-instant disagreement, late values, ends and
-// corrections.
+// the slot writes, over random histories of a One slot and of a Many
+// predicate's values with supersessions, restated values, low confidence,
+// same-instant disagreement, late values, ends (with and without object)
+// and corrections.
 func TestAppendPathEqualsFullFold(t *testing.T) {
 	for seed := range uint64(6) {
 		var dumps [2][]byte
@@ -44,7 +47,7 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 9))
 	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	step := 0
-	for range 120 {
+	for range 160 {
 		step += r.IntN(3) // sometimes the same instant as the last value
 		at := t0.Add(time.Duration(step) * time.Hour)
 		if r.IntN(8) == 0 {
@@ -52,15 +55,35 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 		}
 		in := FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprint("city ", r.IntN(5)),
 			ValidFrom: at, Confidence: []float64{1, 1, 0.95, 0.8, 0.4}[r.IntN(5)]}
+		if r.IntN(2) == 0 { // a Many slot: likes restated, added and ended
+			in.Predicate, in.Object = "likes", fmt.Sprint("tea ", r.IntN(2))
+		}
 		var err error
 		switch k := r.IntN(12); {
 		case k == 0:
-			_, err = e.End(ctx, "u", EndInput{Subject: "user", Predicate: "lives_in", At: at})
+			end := EndInput{Subject: "user", Predicate: in.Predicate, At: at}
+			if in.Predicate == "likes" && r.IntN(2) == 0 {
+				end.Object = in.Object
+			}
+			_, err = e.End(ctx, "u", end)
 		case k == 1:
 			var fs []Fact
-			if fs, err = e.History(ctx, "u", "user", "lives_in"); err == nil && len(fs) > 0 {
+			if fs, err = e.History(ctx, "u", "user", in.Predicate); err == nil && len(fs) > 0 {
 				err = e.Correct(ctx, "u", fs[r.IntN(len(fs))].ID)
 			}
+		case k == 3 && in.Predicate == "likes":
+			// One episode restating a like and ending every like, before
+			// or after it (an extractor may propose both).
+			endAt := at.Add(time.Duration(r.IntN(3)-1) * time.Hour)
+			ops := []extract.Op{
+				{Kind: extract.Assert, Subject: "user", Predicate: "likes", Object: in.Object, ValidFrom: at, Confidence: 1},
+				{Kind: extract.End, Subject: "user", Predicate: "likes", ValidFrom: endAt},
+			}
+			if r.IntN(2) == 0 {
+				ops[0], ops[1] = ops[1], ops[0]
+			}
+			ep := Episode{Kind: EpisodeFacts, At: at, Ops: ops, Text: renderOp(ops[0]) + "\n" + renderOp(ops[1])}
+			_, err = e.write(ctx, "u", &ep, nil)
 		case k == 2:
 			in2 := in
 			in2.Object = "city 9"

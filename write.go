@@ -391,6 +391,9 @@ type slotWork struct {
 	// allObjects: an end without object of a Many predicate, which
 	// re-resolves every object sub-slot.
 	allObjects bool
+	// endsTouched: an object sub-slot of a Many predicate whose ends
+	// without object also got a claim in this batch.
+	endsTouched bool
 }
 
 func validOp(op extract.Op) error {
@@ -510,6 +513,13 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		if err := t.b.Set(userKey(t.user, kv.SubFactIndex, id[:]), suf); err != nil {
 			return err
+		}
+	}
+	for _, w := range touched {
+		if !w.one && !w.allObjects {
+			// An end without object of the same predicate in this batch
+			// reaches this object's slot (see appended).
+			w.endsTouched = touched[string(slotKey(w.subjKey, w.pred, w.ctxKey, false, ""))] != nil
 		}
 	}
 	for _, sk := range order {
