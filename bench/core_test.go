@@ -151,39 +151,52 @@ func rotatingFact(i int) memor.FactInput {
 
 // BenchmarkAssertHistory is the latency of a new value of a One slot
 // whose history already holds n versions (a location or a current task
-// that changes daily): the new value resolves from the fact in force, so
-// the cost must not grow with n.
+// that changes daily), and of a like restated for the (n+1)th time: the
+// new claim resolves from the fact in force, so the cost must not grow
+// with n.
 func BenchmarkAssertHistory(b *testing.B) {
-	for _, n := range []int{10, 100, 1000} {
-		b.Run(fmt.Sprintf("versions=%d", n), func(b *testing.B) {
-			e := openEngine(b, memor.Options{NoSync: true})
-			ctx := context.Background()
-			t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-			value := func(i int) memor.FactInput {
-				return memor.FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprintf("city %d", i),
-					ValidFrom: t0.Add(time.Duration(i) * time.Hour)}
-			}
-			history := make([]memor.FactInput, n)
-			for i := range history {
-				history[i] = value(i)
-			}
-			if _, err := e.AssertBatch(ctx, "user", history); err != nil {
-				b.Fatal(err)
-			}
-			var lat []time.Duration
-			i := n
-			b.ReportAllocs()
-			for b.Loop() {
-				start := time.Now()
-				if _, err := e.Assert(ctx, "user", value(i)); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-				i++
-			}
-			b.ReportMetric(percentile(lat, 0.5), "p50-ns")
-		})
+	for _, slot := range []string{"one", "many"} {
+		for _, n := range []int{10, 100, 1000} {
+			b.Run(fmt.Sprintf("slot=%s/versions=%d", slot, n), func(b *testing.B) {
+				benchmarkAssertHistory(b, slot == "many", n)
+			})
+		}
 	}
+}
+
+// benchmarkAssertHistory: the history is n values of lives_in (a One
+// slot) or, with many, one like restated n times (a Many slot).
+func benchmarkAssertHistory(b *testing.B, many bool, n int) {
+	e := openEngine(b, memor.Options{NoSync: true})
+	ctx := context.Background()
+	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	value := func(i int) memor.FactInput {
+		f := memor.FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprintf("city %d", i),
+			ValidFrom: t0.Add(time.Duration(i) * time.Hour)}
+		if many {
+			f.Predicate, f.Object = "likes", "green tea"
+		}
+		return f
+	}
+	history := make([]memor.FactInput, n)
+	for i := range history {
+		history[i] = value(i)
+	}
+	if _, err := e.AssertBatch(ctx, "user", history); err != nil {
+		b.Fatal(err)
+	}
+	var lat []time.Duration
+	i := n
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := e.Assert(ctx, "user", value(i)); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		i++
+	}
+	b.ReportMetric(percentile(lat, 0.5), "p50-ns")
 }
 
 // BenchmarkAssertConcurrent: durable asserts from several goroutines (one
