@@ -386,39 +386,49 @@ func TestFormatVersion(t *testing.T) {
 func TestConcurrency(t *testing.T) {
 	e, _ := openTest(t, memor.Options{NoSync: true})
 	ctx := context.Background()
+	raceOps(t, e, 8, 60, 1, func(r *rand.Rand, i int) error {
+		u := fmt.Sprintf("user-%d", r.IntN(12))
+		var err error
+		switch r.IntN(10) {
+		case 0:
+			_, err = e.State(ctx, u)
+		case 1:
+			_, err = e.AsOf(ctx, u, day(r.IntN(9)), time.Now())
+		case 2:
+			var fs []memor.Fact
+			fs, err = e.History(ctx, u, "user", "lives_in")
+			if err == nil && len(fs) > 0 {
+				err = e.Correct(ctx, u, fs[r.IntN(len(fs))].ID)
+				if errors.Is(err, memor.ErrNotFound) {
+					err = nil // forgotten meanwhile
+				}
+			}
+		case 3:
+			if i%20 == 0 {
+				err = e.Forget(ctx, u)
+			}
+		default:
+			o := genOps(r, 1)[0]
+			err = o.apply(ctx, e, u)
+		}
+		return err
+	})
+}
+
+// raceOps runs op steps times in each of n goroutines (rand seeded by
+// the goroutine and seed), fails the test on any error, and then requires
+// Check to pass.
+func raceOps(t *testing.T, e *memor.Engine, n, steps int, seed uint64, op func(r *rand.Rand, i int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for g := range 8 {
+	errs := make(chan error, n)
+	for g := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(g), 1))
-			for i := range 60 {
-				u := fmt.Sprintf("user-%d", r.IntN(12))
-				var err error
-				switch r.IntN(10) {
-				case 0:
-					_, err = e.State(ctx, u)
-				case 1:
-					_, err = e.AsOf(ctx, u, day(r.IntN(9)), time.Now())
-				case 2:
-					var fs []memor.Fact
-					fs, err = e.History(ctx, u, "user", "lives_in")
-					if err == nil && len(fs) > 0 {
-						err = e.Correct(ctx, u, fs[r.IntN(len(fs))].ID)
-						if errors.Is(err, memor.ErrNotFound) {
-							err = nil // forgotten meanwhile
-						}
-					}
-				case 3:
-					if i%20 == 0 {
-						err = e.Forget(ctx, u)
-					}
-				default:
-					o := genOps(r, 1)[0]
-					err = o.apply(ctx, e, u)
-				}
-				if err != nil {
+			r := rand.New(rand.NewPCG(uint64(g), seed))
+			for i := range steps {
+				if err := op(r, i); err != nil {
 					errs <- err
 					return
 				}
@@ -430,7 +440,7 @@ func TestConcurrency(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if err := e.Check(ctx); err != nil {
+	if err := e.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -646,47 +656,27 @@ func TestIndexCacheBudget(t *testing.T) {
 
 	// Racing evictions: a budget below one user keeps every read a load.
 	tiny, _ := openTest(t, memor.Options{NoSync: true, IndexCacheBytes: 1})
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(g), 5))
-			for i := range 60 {
-				u := fmt.Sprintf("user-%d", r.IntN(5))
-				var err error
-				switch k := r.IntN(10); {
-				case k < 4:
-					_, err = tiny.Assert(ctx, u, memor.FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprintf("city %d", r.IntN(4)), ValidFrom: day(r.IntN(20))})
-				case k < 8:
-					_, err = tiny.Query(ctx, u, "where do I live", memor.QueryOptions{})
-				case k < 9:
-					var fs []memor.Fact
-					if fs, err = tiny.History(ctx, u, "user", "lives_in"); err == nil && len(fs) > 0 {
-						err = tiny.Correct(ctx, u, fs[r.IntN(len(fs))].ID)
-					}
-				default:
-					if i%15 == 0 {
-						err = tiny.Forget(ctx, u)
-					}
-				}
-				if errors.Is(err, memor.ErrNotFound) {
-					err = nil // forgotten meanwhile
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+	raceOps(t, tiny, 4, 60, 5, func(r *rand.Rand, i int) error {
+		u := fmt.Sprintf("user-%d", r.IntN(5))
+		var err error
+		switch k := r.IntN(10); {
+		case k < 4:
+			_, err = tiny.Assert(ctx, u, memor.FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprintf("city %d", r.IntN(4)), ValidFrom: day(r.IntN(20))})
+		case k < 8:
+			_, err = tiny.Query(ctx, u, "where do I live", memor.QueryOptions{})
+		case k < 9:
+			var fs []memor.Fact
+			if fs, err = tiny.History(ctx, u, "user", "lives_in"); err == nil && len(fs) > 0 {
+				err = tiny.Correct(ctx, u, fs[r.IntN(len(fs))].ID)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if err := tiny.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+		default:
+			if i%15 == 0 {
+				err = tiny.Forget(ctx, u)
+			}
+		}
+		if errors.Is(err, memor.ErrNotFound) {
+			err = nil // forgotten meanwhile
+		}
+		return err
+	})
 }
