@@ -185,7 +185,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 		}
 	}
 	e.idx.dropUser(user)
-	t.indexed = true // what the replay loads into the cache is the batch's
+	t.ui, t.indexed = nil, true // the replay loads the indexes from the batch
 	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
 	for i, ep := range eps {
 		if err := ctx.Err(); err != nil {

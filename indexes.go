@@ -155,10 +155,7 @@ func (s *indexSet) put(user string, ui *userIndex) {
 	if s.budget <= 0 {
 		return
 	}
-	total := int64(0)
-	for el := s.lru.Front(); el != nil; el = el.Next() {
-		total += el.Value.(*cachedIndex).ui.bytes.Load()
-	}
+	total := s.bytesLocked()
 	for el := s.lru.Back(); el != nil && total > s.budget; {
 		prev := el.Prev()
 		if el != keep {
@@ -176,11 +173,17 @@ func (s *indexSet) put(user string, ui *userIndex) {
 func (s *indexSet) size() (int, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.lru.Len(), s.bytesLocked()
+}
+
+// bytesLocked sums the cached indexes' estimates (s.mu held). Writes grow
+// an index without telling the set, so the sum is taken afresh.
+func (s *indexSet) bytesLocked() int64 {
 	total := int64(0)
 	for el := s.lru.Front(); el != nil; el = el.Next() {
 		total += el.Value.(*cachedIndex).ui.bytes.Load()
 	}
-	return s.lru.Len(), total
+	return total
 }
 
 // get returns user's indexes for a caller that holds the user's lock,

@@ -275,8 +275,10 @@ type txn struct {
 	ends     map[string][]claimRec // see slotClaims
 	contexts map[string]bool       // (subject, predicate, context) → other contexts exist
 	caught   int                   // queued episodes applied by catchUp
-	// indexed: the write changed the user's cached indexes, which must be
-	// dropped unless it commits.
+	// ui: the user's indexes, once this write needs them. indexed: the
+	// write changed them, so they must be dropped from the cache unless
+	// it commits.
+	ui                 *userIndex
 	indexed, committed bool
 	// derived: the write only applies an episode already durable in the
 	// log, so its commit need not wait for a sync (recovery re-applies it).
@@ -297,10 +299,19 @@ func (t *txn) setDoc(doc uint32, v []byte) error {
 	return nil
 }
 
-// indexes returns the user's indexes for this write.
+// indexes returns the user's indexes for this write, looked up once: if
+// the cache evicts them meanwhile, the write finishes on them (see
+// indexSet).
 func (t *txn) indexes() (*userIndex, error) {
 	t.indexed = true
-	return t.e.idx.get(t.ctx, t.b, t.user)
+	if t.ui == nil {
+		ui, err := t.e.idx.get(t.ctx, t.b, t.user)
+		if err != nil {
+			return nil, err
+		}
+		t.ui = ui
+	}
+	return t.ui, nil
 }
 
 // close releases the batch. A write that changed the cached indexes and did
