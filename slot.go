@@ -391,9 +391,9 @@ func (t *txn) otherContexts(slot []byte) (bool, error) {
 // compare it with the full fold).
 var appendFastPath = true
 
-// appendedClaims is what resolving new values appended to a One slot's
-// history needs: the fact in force and the new claims (claims[0] is the
-// fact in force), and the live version of the fact in force.
+// appendedClaims is what resolving claims appended to a slot's history
+// needs: the fact in force and the new claims (claims[0] is the fact in
+// force), and the live version of the fact in force.
 type appendedClaims struct {
 	claims      []claimRec
 	live        map[string]Fact
@@ -414,22 +414,14 @@ const maxStepsBack = 16
 // conversation, must not make each write slower). It returns nil when the
 // full fold is needed.
 func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
-	if !appendFastPath || w.allObjects || len(w.fresh) == 0 {
+	// A Many object's fold also reads the predicate's ends without object,
+	// which this path does not. A stored one cannot reach the new claims:
+	// one after the fact in force would have closed it. One in this batch
+	// can (it is resolved after or before this slot), so the full fold
+	// takes those. (The ends' own slot holds no assertion, so the scan
+	// below sends it to the full fold too.)
+	if !appendFastPath || w.allObjects || w.endsTouched || len(w.fresh) == 0 {
 		return nil, nil
-	}
-	if !w.one {
-		// A Many object's fold also reads the predicate's ends without
-		// object, which this path does not. A stored one cannot reach the
-		// new claims: one after the fact in force would have closed it.
-		// One in this batch can (it is resolved after or before this
-		// slot), so the full fold takes those.
-		_, _, _, obj, many, err := slotParts(w.slot)
-		if err != nil {
-			return nil, err
-		}
-		if !many || obj == "" || w.endsTouched {
-			return nil, nil
-		}
 	}
 	var fresh []claimRec
 	latestOld, hasOld, ok := int64(0), false, true
