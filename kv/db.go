@@ -407,10 +407,10 @@ func (b *Batch) DeleteRange(lo, hi []byte) error { return b.b.DeleteRange(lo, hi
 
 // Get reads key through the batch.
 func (b *Batch) Get(key []byte) ([]byte, error) {
-	if b.isLocal(key, append(key[:len(key):len(key)], 0)) {
+	if next := append(key[:len(key):len(key)], 0); b.isLocal(key, next) {
 		var out []byte
 		found := false
-		err := scan(context.Background(), b.iter, key, append(key[:len(key):len(key)], 0), func(_, v []byte) error {
+		err := scan(context.Background(), b.iter, key, next, func(_, v []byte) error {
 			out, found = append([]byte{}, v...), true
 			return nil
 		})
@@ -461,10 +461,13 @@ func (b *Batch) Empty() bool { return b.b.Empty() }
 // opened with NoSync. Concurrent syncing commits share one fsync (Pebble's
 // commit pipeline groups them).
 func (b *Batch) Commit() error {
-	wo := pebble.Sync
 	if b.db.noSync {
-		wo = pebble.NoSync
+		return b.commit(pebble.NoSync)
 	}
+	return b.commit(pebble.Sync)
+}
+
+func (b *Batch) commit(wo *pebble.WriteOptions) error {
 	if err := b.b.Commit(wo); err != nil {
 		return fmt.Errorf("kv: commit: %w", err)
 	}
@@ -475,12 +478,7 @@ func (b *Batch) Commit() error {
 // the store's durability: for writes derived from data already durable
 // (applying a committed episode), which recovery re-derives if a crash
 // loses them. A later syncing commit makes them durable too.
-func (b *Batch) CommitNoSync() error {
-	if err := b.b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("kv: commit: %w", err)
-	}
-	return nil
-}
+func (b *Batch) CommitNoSync() error { return b.commit(pebble.NoSync) }
 
 // Close releases the batch; uncommitted writes are discarded.
 func (b *Batch) Close() error { return b.b.Close() }
