@@ -41,6 +41,8 @@ func (h *heap) push(c cand) {
 	}
 }
 
+// pop repeats fix0's sift-down inline: calling fix0 made a 100k-vector
+// search 10–30% slower (HNSWSearch, ef 64).
 func (h *heap) pop() cand {
 	a := *h
 	top := a[0]
