@@ -264,7 +264,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 	claimP := kv.UserKey(user, kv.SubClaim)
 	var slots [][]byte
 	err = e.db.Scan(ctx, claimP, func(k, v []byte) error {
-		c, err := decodeJSON[claimRec](v, "claim")
+		c, err := decodeClaim(v)
 		if err != nil {
 			bad("%v", err)
 			return nil

@@ -111,7 +111,7 @@ func (e *Engine) Log(ctx context.Context, user string) ([]Decision, error) {
 	defer release()
 	var out []Decision
 	err = e.db.Scan(ctx, kv.UserKey(user, kv.SubLog), func(_, v []byte) error {
-		d, err := decodeJSON[Decision](v, "decision")
+		d, err := decodeDecision(v)
 		out = append(out, d)
 		return err
 	})
@@ -134,9 +134,7 @@ func getEpisode(r kv.Reader, user string, seq uint64) (Episode, error) {
 	if err != nil {
 		return Episode{}, err
 	}
-	ep, err := decodeJSON[Episode](v, "episode")
-	ep.User = user
-	return ep, err
+	return decodeEpisode(user, v)
 }
 
 // liveVersions returns the current versions of a slot by fact ID.
@@ -153,8 +151,7 @@ func liveVersions(ctx context.Context, r kv.Reader, user string, slot []byte) (m
 func (e *Engine) episodes(ctx context.Context, r kv.Reader, user string) ([]Episode, error) {
 	var out []Episode
 	err := r.Scan(ctx, kv.UserKey(user, kv.SubEpisode), func(_, v []byte) error {
-		ep, err := decodeJSON[Episode](v, "episode")
-		ep.User = user
+		ep, err := decodeEpisode(user, v)
 		out = append(out, ep)
 		return err
 	})

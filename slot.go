@@ -10,24 +10,6 @@ import (
 	"github.com/memor-db/memor/kv"
 )
 
-// storedFact is a version as stored: the Fact plus its index document.
-type storedFact struct {
-	Fact
-	DocID uint32 `json:"doc"`
-}
-
-func decodeFact(user string, v []byte) (Fact, error) {
-	sf, err := decodeJSON[storedFact](v, "fact version")
-	sf.Fact.User, sf.Fact.Doc = user, sf.DocID
-	return sf.Fact, err
-}
-
-func encodeFact(f Fact) []byte {
-	sf := storedFact{Fact: f, DocID: f.Doc}
-	sf.User = ""
-	return mustJSON(sf)
-}
-
 // resolveSlot folds every claim of the slot and writes the differences from
 // the live versions: new versions, expired versions, reinforcement. cause is
 // RuleCorrect when a correction triggered it.
@@ -152,7 +134,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 			if r == RuleLate || r == RuleCoexist || r == RuleJudge {
 				c.Rule = r
 				suf := claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))
-				if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(c)); err != nil {
+				if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, c)); err != nil {
 					return nil, err
 				}
 			}
@@ -191,7 +173,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		case cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
 			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence {
 				cur.Reinforced, cur.LastSeen, cur.Confidence = want.Reinforced, want.LastSeen, want.Confidence
-				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), encodeFact(cur)); err != nil {
+				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), appendFact(nil, &cur)); err != nil {
 					return nil, err
 				}
 			}
@@ -308,7 +290,7 @@ func (t *txn) put(slot []byte, f Fact) error {
 	t.meta.Doc++
 	f.Doc = t.meta.Doc
 	suf := claimSuffix(slot, nanos(f.ValidFrom), mustID(f.ID))
-	if err := t.b.Set(userKey(t.user, kv.SubLive, suf), encodeFact(f)); err != nil {
+	if err := t.b.Set(userKey(t.user, kv.SubLive, suf), appendFact(nil, &f)); err != nil {
 		return err
 	}
 	t.sawContext(slot)
@@ -333,7 +315,7 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	if err := t.b.Delete(userKey(t.user, kv.SubLive, suf)); err != nil {
 		return err
 	}
-	if err := t.b.Set(userKey(t.user, kv.SubHistory, versionSuffix(suf, nanos(cur.RecordedAt))), encodeFact(cur)); err != nil {
+	if err := t.b.Set(userKey(t.user, kv.SubHistory, versionSuffix(suf, nanos(cur.RecordedAt))), appendFact(nil, &cur)); err != nil {
 		return err
 	}
 	return t.e.idx.expireVersion(t, &cur)
@@ -426,7 +408,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 	var fresh []claimRec
 	latestOld, hasOld, ok := int64(0), false, true
 	err := t.b.ScanReverse(t.ctx, userKey(t.user, kv.SubClaim, w.slot), func(_, v []byte) error {
-		c, err := decodeJSON[claimRec](v, "claim")
+		c, err := decodeClaim(v)
 		if err != nil {
 			return err
 		}
@@ -475,7 +457,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: claim of live version %s: %v", ErrCorrupt, seedVersion.ID, err)
 	}
-	seedRec, err := decodeJSON[claimRec](v, "claim")
+	seedRec, err := decodeClaim(v)
 	if err != nil {
 		return nil, err
 	}

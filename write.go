@@ -255,8 +255,7 @@ func (t *txn) appendEpisode(ep *Episode) error {
 }
 
 func episodeBytes(ep Episode) []byte {
-	ep.User = ""
-	return mustJSON(ep)
+	return appendEpisode(nil, &ep)
 }
 
 // txn is one write: a batch, the user's counters and the transaction time.
@@ -516,7 +515,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		w.judged = w.judged || judged
 		w.fresh[c.ID] = true
-		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(c)); err != nil {
+		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, &c)); err != nil {
 			return err
 		}
 		if op.Kind == extract.End {
@@ -577,7 +576,7 @@ func (t *txn) logDecision(d *Decision) {
 	t.meta.Log++
 	d.Seq = t.meta.Log
 	// A failed Set surfaces at Commit (Pebble batches only fail on misuse).
-	_ = t.b.Set(seqKey(t.user, kv.SubLog, d.Seq), mustJSON(d))
+	_ = t.b.Set(seqKey(t.user, kv.SubLog, d.Seq), appendDecision(nil, d))
 }
 
 // cardinality returns whether pred is One, consulting (and caching) the
@@ -614,7 +613,7 @@ func getClaim(r kv.Reader, user string, suf []byte) (claimRec, error) {
 	if err != nil {
 		return claimRec{}, fmt.Errorf("%w: claim of fact index: %v", ErrCorrupt, err)
 	}
-	return decodeJSON[claimRec](v, "claim")
+	return decodeClaim(v)
 }
 
 // slotClaims returns every claim that resolves in slot: its own, and for
@@ -627,7 +626,7 @@ func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot 
 	var out []claimRec
 	scan := func(s []byte, endsOnly bool) error {
 		return r.Scan(ctx, userKey(user, kv.SubClaim, s), func(_, v []byte) error {
-			c, err := decodeJSON[claimRec](v, "claim")
+			c, err := decodeClaim(v)
 			if endsOnly && resolve.Kind(c.Kind) != resolve.End {
 				return err
 			}
@@ -694,7 +693,7 @@ func (t *txn) applyCorrection(c *Correction) error {
 			continue
 		}
 		cl.Retracted = true
-		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), mustJSON(cl)); err != nil {
+		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, &cl)); err != nil {
 			return err
 		}
 		if w == nil {

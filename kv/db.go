@@ -20,7 +20,10 @@ import (
 
 // FormatVersion is the on-disk format this build writes. Bump it (and add a
 // migration to [Open]) whenever the meaning of stored bytes changes.
-const FormatVersion uint32 = 1
+//
+//	1: the engine's records (claims, versions, decisions, episodes) in JSON.
+//	2: records in binary (JSON ones still read); vectors in float16.
+const FormatVersion uint32 = 2
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -201,7 +204,14 @@ func (db *DB) checkFormat() error {
 	if got > FormatVersion {
 		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
 	}
-	// Older formats would be migrated here; version 1 is the first.
+	if got < FormatVersion {
+		// Format 1 differs only in how the engine encodes records (JSON
+		// then, binary now), and this build reads both: the store is
+		// upgraded in place by raising its number, so that an older build,
+		// which cannot read the binary records written from now on,
+		// refuses it.
+		return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync)
+	}
 	return nil
 }
 
