@@ -26,9 +26,10 @@ var errShortRecord = errors.New("record truncated")
 // recWriter appends a record's fields to a buffer.
 type recWriter struct{ b []byte }
 
-func (w *recWriter) byte(x byte)     { w.b = append(w.b, x) }
+func (w *recWriter) byte(x byte)      { w.b = append(w.b, x) }
 func (w *recWriter) uvarint(x uint64) { w.b = binary.AppendUvarint(w.b, x) }
 func (w *recWriter) varint(x int64)   { w.b = binary.AppendVarint(w.b, x) }
+
 // time writes 0 for the zero time and shifts instants at or after the
 // epoch up by one, so that 1970-01-01T00:00:00Z is not read back as zero.
 func (w *recWriter) time(t time.Time) {
@@ -42,7 +43,9 @@ func (w *recWriter) time(t time.Time) {
 	}
 	w.varint(n)
 }
-func (w *recWriter) float(x float64)  { w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(x)) }
+func (w *recWriter) float(x float64) {
+	w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(x))
+}
 
 func (w *recWriter) string(s string) {
 	w.uvarint(uint64(len(s)))

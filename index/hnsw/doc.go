@@ -59,8 +59,13 @@
 //	                                [13]    entry-point level (top layer)
 //	                                [14]    1 if the graph is built, 0 while
 //	                                        the index is a list of vectors
-//	prefix 'v' id[4]              the vector: dim × float32, raw IEEE 754
-//	                              little-endian (normalised under cosine)
+//	prefix 'v' id[4]              the vector (normalised under cosine) at
+//	                              half precision: 0xF1, the largest
+//	                              magnitude s as float32, then dim ×
+//	                              binary16 of v/s, all little-endian (see
+//	                              half.go); stores written before hold
+//	                              dim × float32 (4·dim bytes, no marker),
+//	                              read as they are
 //	prefix 'l' id[4] layer[1]     neighbour list of id on layer: n × uint32
 //	                              little-endian neighbour IDs (n ≤ 2M on
 //	                              layer 0, ≤ M above); only once the graph
@@ -70,7 +75,7 @@
 // returns nodes in ID order and a node's layers in order. In the graph, a
 // node of level L has exactly the link keys for layers 0..L (possibly
 // empty values); that is how its level is stored. A 384-d vector costs
-// 1536 bytes of value, plus about 130 bytes of links once there is a graph
+// 773 bytes of value, plus about 130 bytes of links once there is a graph
 // (in memory the graph adds the 388-byte int8 copy as well).
 // Format version 1 (a 14-byte meta without byte 14) is read as a built
 // graph and rewritten as version 2 by the next Add or Delete.

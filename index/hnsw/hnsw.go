@@ -285,6 +285,14 @@ func put(dst, v []float32, scale float32) {
 
 func (ix *Index) vec(s uint32) []float32 { return ix.vecs.at(s) }
 
+// store sets slot s to v·scale at the precision it is persisted with, so
+// that a reloaded index holds the same values.
+func (ix *Index) store(s uint32, v []float32, scale float32) {
+	dst := ix.vec(s)
+	put(dst, v, scale)
+	roundHalf(dst)
+}
+
 func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }
 
 // encode (re)computes the codes of slot s from its vector.
@@ -387,7 +395,7 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) uint32 
 			ix.scales = append(ix.scales, 0)
 		}
 	}
-	put(ix.vec(s), v, scale)
+	ix.store(s, v, scale)
 	if ix.graph {
 		ix.encode(s)
 		clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
@@ -432,7 +440,7 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		s := old
 		if ok {
 			// Nothing points at the slot: overwrite it in place.
-			put(ix.vec(s), vec, scale)
+			ix.store(s, vec, scale)
 		} else {
 			s = ix.alloc(id, vec, scale, 0)
 		}

@@ -53,14 +53,37 @@ func putVec(b []byte, v []float32) {
 	}
 }
 
-// setVec writes the vector key of id, key and value in one allocation
-// (the writer may keep both, so they are not reused).
+// setVec writes the vector key of id at half precision (see half.go), key
+// and value in one allocation (the writer may keep both, so they are not
+// reused). v has been rounded by roundHalf.
 func (ix *Index) setVec(w kv.Writer, id uint32, v []float32) error {
 	kl := len(ix.prefix) + 5
-	b := make([]byte, kl+4*len(v))
+	b := make([]byte, kl, kl+halfLen(len(v)))
 	k := kv.AppendUint32(append(append(b[:0], ix.prefix...), tagVector), id)
-	putVec(b[kl:], v)
+	b = appendHalf(b, v)
 	return w.Set(k[:kl:kl], b[kl:])
+}
+
+// decodeVec reads a persisted vector into dst: half precision, or float32
+// as stores before half precision wrote them.
+func decodeVec(dst []float32, v []byte) bool {
+	if len(v) == 4*len(dst) {
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
+		}
+		return true
+	}
+	return decodeHalf(dst, v)
+}
+
+// vecBytes is the persisted form of a held vector: what setVec writes, or
+// float32 for one loaded from a float32 key (so Check compares like with
+// like).
+func vecBytes(v []float32, stored []byte) []byte {
+	if len(stored) == 4*len(v) {
+		return encodeVec(v)
+	}
+	return appendHalf(nil, v)
 }
 
 func (ix *Index) encodeLinks(s uint32, l int) []byte {
@@ -209,14 +232,13 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 
 	vp := append(slices.Clip(ix.prefix), tagVector)
 	err = r.Scan(ctx, vp, func(k, v []byte) error {
-		if len(k) != len(vp)+4 || len(v) != 4*ix.dim {
-			return fmt.Errorf("%w: vector key %x has %d bytes", ErrCorrupt, k, len(v))
+		if len(k) != len(vp)+4 {
+			return fmt.Errorf("%w: vector key %x", ErrCorrupt, k)
 		}
 		id := binary.BigEndian.Uint32(k[len(vp):])
 		s := uint32(len(ix.ids))
-		dst := ix.vecs.add()
-		for i := range dst {
-			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
+		if !decodeVec(ix.vecs.add(), v) {
+			return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
 		}
 		ix.ids = append(ix.ids, id)
 		ix.levels = append(ix.levels, lv0)
@@ -388,7 +410,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 				return nil
 			}
 			seenVec++
-			if !bytes.Equal(v, encodeVec(ix.vec(s))) {
+			if !bytes.Equal(v, vecBytes(ix.vec(s), v)) {
 				add("persisted vector %d differs", id)
 			}
 		case len(rest) == 6 && rest[0] == tagLinks:

@@ -1,0 +1,134 @@
+package hnsw
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Vectors are persisted at half precision: a float32 scale (the largest
+// magnitude) and one IEEE 754 binary16 per dimension of v/scale. That is
+// half the bytes of float32, and vectors are most of what a fact costs to
+// write, flush and compact. Embedding models compute in fp16/bf16, so the
+// rounding (a relative error of at most 2⁻¹¹ per component of the largest
+// magnitude, under 10⁻³ on a cosine) loses nothing they measured. The
+// in-memory vector is the rounded one, so that a reopened index holds
+// exactly what the writing one held and searches return the same results.
+// Stores written before hold float32 values (4·dim bytes, no marker); they
+// are read as they are.
+const (
+	halfMarker byte = 0xF1
+	// halfHeader is the marker and the scale.
+	halfHeader = 5
+)
+
+// halfLen is the size of a persisted half-precision vector of dim.
+func halfLen(dim int) int { return halfHeader + 2*dim }
+
+func maxAbs(v []float32) float32 {
+	var m float32
+	for _, x := range v {
+		m = max(m, x, -x)
+	}
+	return m
+}
+
+// appendHalf appends the half-precision encoding of v. For a vector that
+// roundHalf has rounded, it decodes to exactly v (tested).
+func appendHalf(b []byte, v []float32) []byte {
+	scale := maxAbs(v)
+	b = append(b, halfMarker)
+	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
+	if scale == 0 {
+		return append(b, make([]byte, 2*len(v))...)
+	}
+	inv := 1 / scale
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint16(b, toHalf(x*inv))
+	}
+	return b
+}
+
+// roundHalf rounds v in place to the values its encoding holds.
+func roundHalf(v []float32) {
+	scale := maxAbs(v)
+	if scale == 0 {
+		return
+	}
+	inv := 1 / scale
+	for i, x := range v {
+		v[i] = fromHalf(toHalf(x*inv)) * scale
+	}
+}
+
+// decodeHalf writes the vector encoded in b (len halfLen(len(dst))) into
+// dst, reporting false for a malformed encoding.
+func decodeHalf(dst []float32, b []byte) bool {
+	if len(b) != halfLen(len(dst)) || b[0] != halfMarker {
+		return false
+	}
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b[1:]))
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+		return false
+	}
+	b = b[halfHeader:]
+	for i := range dst {
+		dst[i] = fromHalf(binary.LittleEndian.Uint16(b[2*i:])) * scale
+	}
+	return true
+}
+
+// toHalf rounds f to the nearest binary16 (ties to even). Values beyond
+// the half range become ±Inf, which appendHalf never produces: it scales
+// every component into [-1, 1] first.
+func toHalf(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	abs := b & 0x7fffffff
+	if abs >= 0x7f800000 { // Inf or NaN
+		if abs > 0x7f800000 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	}
+	exp := int32(abs>>23) - 127 + 15
+	man := abs & 0x7fffff
+	if exp >= 31 {
+		return sign | 0x7c00
+	}
+	if exp <= 0 {
+		// Subnormal half: the value is man16·2⁻²⁴.
+		if exp < -10 {
+			return sign
+		}
+		man |= 0x800000
+		shift := uint32(14 - exp)
+		h := man >> shift
+		rem := man & (1<<shift - 1)
+		halfway := uint32(1) << (shift - 1)
+		if rem > halfway || (rem == halfway && h&1 == 1) {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(exp)<<10 | man>>13
+	rem := man & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+		h++ // a carry into the exponent is the correct rounding
+	}
+	return sign | uint16(h)
+}
+
+// fromHalf is the float32 value of binary16 h.
+func fromHalf(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	man := uint32(h & 0x3ff)
+	switch exp {
+	case 0:
+		f := float32(man) * (1.0 / (1 << 24))
+		return math.Float32frombits(math.Float32bits(f) | sign)
+	case 31:
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	}
+	return math.Float32frombits(sign | (exp-15+127)<<23 | man<<13)
+}

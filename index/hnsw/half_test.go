@@ -1,0 +1,153 @@
+package hnsw
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestHalfExhaustive: every binary16 value survives fromHalf → toHalf.
+func TestHalfExhaustive(t *testing.T) {
+	for h := range 1 << 16 {
+		f := fromHalf(uint16(h))
+		if math.IsNaN(float64(f)) {
+			if g := toHalf(f); g&0x7c00 != 0x7c00 || g&0x3ff == 0 {
+				t.Fatalf("NaN %04x → %04x", h, g)
+			}
+			continue
+		}
+		if g := toHalf(f); g != uint16(h) {
+			t.Fatalf("%04x → %v → %04x", h, f, g)
+		}
+	}
+}
+
+// TestHalfRounding: toHalf picks the nearest binary16 (ties to even),
+// checked against a float64 search of the two neighbours.
+func TestHalfRounding(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		var f float32
+		switch r.IntN(3) {
+		case 0:
+			f = float32(r.NormFloat64())
+		case 1:
+			f = float32(r.NormFloat64() * 1e-6) // subnormal halves
+		default:
+			f = math.Float32frombits(r.Uint32() & 0xbfffffff) // |f| < 2
+		}
+		h := toHalf(f)
+		got := float64(fromHalf(h))
+		// The neighbours of h on the binary16 line (same sign).
+		lo, hi := float64(fromHalf(h-1)), float64(fromHalf(h+1))
+		if h&0x7fff == 0 {
+			lo = -float64(fromHalf(h | 1))
+		}
+		d := math.Abs(got - float64(f))
+		if h&0x7fff != 0x7c00 && (math.Abs(lo-float64(f)) < d || math.Abs(hi-float64(f)) < d) {
+			t.Fatalf("toHalf(%v) = %v, a neighbour (%v, %v) is nearer", f, got, lo, hi)
+		}
+	}
+}
+
+// TestHalfVectorRoundTrip: a rounded vector encodes to bytes that decode to
+// exactly it, and rounding is idempotent; the error stays within 2⁻¹¹ of
+// the largest magnitude.
+func TestHalfVectorRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20_000 {
+		dim := 1 + r.IntN(400)
+		mag := math.Pow(10, float64(r.IntN(12)-6))
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * mag)
+			if r.IntN(10) == 0 {
+				v[i] = 0
+			}
+		}
+		orig := append([]float32(nil), v...)
+		roundHalf(v)
+		scale := maxAbs(orig)
+		for i := range v {
+			if d := math.Abs(float64(v[i] - orig[i])); d > float64(scale)/2048*1.0001 {
+				t.Fatalf("component %d: %v rounded to %v (scale %v)", i, orig[i], v[i], scale)
+			}
+		}
+		b := appendHalf(nil, v)
+		if len(b) != halfLen(dim) {
+			t.Fatalf("encoded %d bytes, want %d", len(b), halfLen(dim))
+		}
+		got := make([]float32, dim)
+		if !decodeHalf(got, b) {
+			t.Fatal("decode failed")
+		}
+		for i := range got {
+			if got[i] != v[i] {
+				t.Fatalf("dim %d component %d: decoded %v, held %v", dim, i, got[i], v[i])
+			}
+		}
+		again := append([]float32(nil), v...)
+		roundHalf(again)
+		for i := range again {
+			if again[i] != v[i] {
+				t.Fatalf("rounding twice moved component %d: %v → %v", i, v[i], again[i])
+			}
+		}
+	}
+	if decodeHalf(make([]float32, 2), []byte{halfMarker, 0, 0, 0, 0, 0}) {
+		t.Fatal("short encoding decoded")
+	}
+	if decodeHalf(make([]float32, 1), []byte{0, 0, 0, 0, 0, 0, 0}) {
+		t.Fatal("encoding without marker decoded")
+	}
+}
+
+// TestLoadFloat32Vectors: an index persisted with float32 vectors (before
+// half precision) loads with those exact values, answers as it did, passes
+// Check, and takes new half-precision vectors beside the old ones.
+func TestLoadFloat32Vectors(t *testing.T) {
+	ctx := context.Background()
+	vecs := clustered(77, 300, 16, 4)
+	for _, o := range []Options{{Seed: 1}, {Seed: 1, ExactBelow: -1}} {
+		store := memKV{}
+		ix := build(t, store, vecs, o)
+		// What a float32 store held: the vectors normalised, unrounded.
+		for i, v := range vecs {
+			s, _ := ix.scaleOf(v)
+			f := make([]float32, len(v))
+			put(f, v, s)
+			store[string(ix.vecKey(uint32(i)))] = encodeVec(f)
+		}
+		re, err := Load(ctx, store, []byte("p/"), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vecs {
+			s, _ := ix.scaleOf(v)
+			f := make([]float32, len(v))
+			put(f, v, s)
+			if !slices.Equal(re.vec(re.slotOf[uint32(i)]), f) {
+				t.Fatalf("vector %d not loaded at float32", i)
+			}
+		}
+		if err := re.Check(ctx, store); err != nil {
+			t.Fatal(err)
+		}
+		if err := re.Add(store, 5000, vecs[0]); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(store[string(ix.vecKey(5000))]); n != halfLen(16) {
+			t.Fatalf("new vector persisted in %d bytes, want %d", n, halfLen(16))
+		}
+		again, err := Load(ctx, store, []byte("p/"), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := again.Check(ctx, store); err != nil {
+			t.Fatal(err)
+		}
+		sameSearches(t, re, again, vecs[:20], nil)
+	}
+}
