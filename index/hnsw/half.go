@@ -24,12 +24,15 @@ const (
 // halfLen is the size of a persisted half-precision vector of dim.
 func halfLen(dim int) int { return halfHeader + 2*dim }
 
+// maxAbs is the largest |v[i]| of finite v: compared as bits, since the
+// magnitudes of non-negative floats order as their bit patterns do (and
+// the builtin max's NaN handling made this a tenth of an Add).
 func maxAbs(v []float32) float32 {
-	var m float32
+	var m uint32
 	for _, x := range v {
-		m = max(m, x, -x)
+		m = max(m, math.Float32bits(x)&0x7fffffff)
 	}
-	return m
+	return math.Float32frombits(m)
 }
 
 // appendHalf appends the half-precision encoding of v. For a vector that
@@ -58,6 +61,24 @@ func roundHalf(v []float32) {
 	for i, x := range v {
 		v[i] = fromHalf(toHalf(x*inv)) * scale
 	}
+}
+
+// roundAppendHalf is roundHalf and appendHalf in one pass: it appends the
+// encoding of v and rounds v in place to the values it holds.
+func roundAppendHalf(b []byte, v []float32) []byte {
+	scale := maxAbs(v)
+	b = append(b, halfMarker)
+	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
+	if scale == 0 {
+		return append(b, make([]byte, 2*len(v))...)
+	}
+	inv := 1 / scale
+	for i, x := range v {
+		h := toHalf(x * inv)
+		b = binary.LittleEndian.AppendUint16(b, h)
+		v[i] = fromHalf(h) * scale
+	}
+	return b
 }
 
 // decodeHalf writes the vector encoded in b (len halfLen(len(dst))) into

@@ -68,7 +68,12 @@ func TestHalfVectorRoundTrip(t *testing.T) {
 			}
 		}
 		orig := append([]float32(nil), v...)
+		fused := append([]float32(nil), v...)
+		fusedEnc := roundAppendHalf(nil, fused)
 		roundHalf(v)
+		if !slices.Equal(fused, v) || !slices.Equal(fusedEnc, appendHalf(nil, orig)) {
+			t.Fatal("roundAppendHalf differs from roundHalf and appendHalf")
+		}
 		scale := maxAbs(orig)
 		for i := range v {
 			if d := math.Abs(float64(v[i] - orig[i])); d > float64(scale)/2048*1.0001 {

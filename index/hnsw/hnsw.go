@@ -285,12 +285,13 @@ func put(dst, v []float32, scale float32) {
 
 func (ix *Index) vec(s uint32) []float32 { return ix.vecs.at(s) }
 
-// store sets slot s to v·scale at the precision it is persisted with, so
-// that a reloaded index holds the same values.
-func (ix *Index) store(s uint32, v []float32, scale float32) {
+// store sets slot s (of id) to v·scale at the precision it is persisted
+// with, so that a reloaded index holds the same values, and returns the
+// record to persist.
+func (ix *Index) store(s, id uint32, v []float32, scale float32) vecRecord {
 	dst := ix.vec(s)
 	put(dst, v, scale)
-	roundHalf(dst)
+	return roundAppendHalf(ix.newVecRecord(id), dst)
 }
 
 func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }
@@ -375,7 +376,7 @@ func (ix *Index) randomLevel() int {
 
 // alloc returns a slot for id holding v·scale, of the given level, with
 // empty neighbour lists when the graph exists.
-func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) uint32 {
+func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) (uint32, vecRecord) {
 	var s uint32
 	if n := len(ix.free); n > 0 {
 		s = ix.free[n-1]
@@ -395,7 +396,7 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) uint32 
 			ix.scales = append(ix.scales, 0)
 		}
 	}
-	ix.store(s, v, scale)
+	rec := ix.store(s, id, v, scale)
 	if ix.graph {
 		ix.encode(s)
 		clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
@@ -406,7 +407,7 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) uint32 
 		}
 	}
 	ix.slotOf[id] = s
-	return s
+	return s, rec
 }
 
 // grow makes room for n more elements, doubling the capacity when full.
@@ -438,21 +439,22 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	old, ok := ix.slotOf[id]
 	if !ix.graph {
 		s := old
+		var rec vecRecord
 		if ok {
 			// Nothing points at the slot: overwrite it in place.
-			ix.store(s, vec, scale)
+			rec = ix.store(s, id, vec, scale)
 		} else {
-			s = ix.alloc(id, vec, scale, 0)
+			s, rec = ix.alloc(id, vec, scale, 0)
 		}
 		if len(ix.slotOf) < ix.o.GraphAt {
 			defer ix.mu.Unlock()
-			return ix.flush(w, id, ix.vec(s))
+			return ix.flush(w, rec)
 		}
 		g := ix.emptyGraph()
 		ix.mu.Unlock()
 		// Searches go on (exactly) during the build; writers wait on wmu.
 		g.buildFrom(ix)
-		if err := g.flush(w, id, g.vec(g.slotOf[id])); err != nil {
+		if err := g.flush(w, g.encodeVecRecord(id, g.vec(g.slotOf[id]))); err != nil {
 			return err
 		}
 		ix.mu.Lock()
@@ -472,9 +474,9 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 			}
 		}
 	}
-	s := ix.alloc(id, vec, scale, ix.randomLevel())
+	s, rec := ix.alloc(id, vec, scale, ix.randomLevel())
 	ix.link(s)
-	return ix.flush(w, id, ix.vec(s))
+	return ix.flush(w, rec)
 }
 
 // Delete removes id (a no-op when it is absent), repairing the neighbour
@@ -499,7 +501,7 @@ func (ix *Index) Delete(w kv.Writer, id uint32) error {
 			return fmt.Errorf("hnsw: delete links %d/%d: %w", id, l, err)
 		}
 	}
-	return ix.flush(w, 0, nil)
+	return ix.flush(w, nil)
 }
 
 // Search returns up to k nearest neighbours of q, best first. With allow

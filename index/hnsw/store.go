@@ -53,15 +53,23 @@ func putVec(b []byte, v []float32) {
 	}
 }
 
-// setVec writes the vector key of id at half precision (see half.go), key
-// and value in one allocation (the writer may keep both, so they are not
-// reused). v has been rounded by roundHalf.
-func (ix *Index) setVec(w kv.Writer, id uint32, v []float32) error {
-	kl := len(ix.prefix) + 5
-	b := make([]byte, kl, kl+halfLen(len(v)))
-	k := kv.AppendUint32(append(append(b[:0], ix.prefix...), tagVector), id)
-	b = appendHalf(b, v)
-	return w.Set(k[:kl:kl], b[kl:])
+// vecRecord is a vector's key and value in one allocation (the writer may
+// keep both, so it is not reused): the key is the first vecKeyLen bytes.
+type vecRecord []byte
+
+func (ix *Index) vecKeyLen() int { return len(ix.prefix) + 5 }
+
+// newVecRecord starts the record of id's vector: its key, with room for
+// the half-precision value of dim.
+func (ix *Index) newVecRecord(id uint32) []byte {
+	kl := ix.vecKeyLen()
+	b := make([]byte, 0, kl+halfLen(ix.dim))
+	return kv.AppendUint32(append(append(b, ix.prefix...), tagVector), id)
+}
+
+// encodeVecRecord is the record of id's held vector v (already rounded).
+func (ix *Index) encodeVecRecord(id uint32, v []float32) vecRecord {
+	return appendHalf(ix.newVecRecord(id), v)
 }
 
 // decodeVec reads a persisted vector into dst: half precision, or float32
@@ -130,12 +138,13 @@ func (md meta) encode() []byte {
 	return b
 }
 
-// flush writes the vector of a newly added node (v non-nil), every dirty
+// flush writes the vector of a newly added node (rec non-nil), every dirty
 // neighbour list, and the meta key when it changed.
-func (ix *Index) flush(w kv.Writer, id uint32, v []float32) error {
-	if v != nil {
-		if err := ix.setVec(w, id, v); err != nil {
-			return fmt.Errorf("hnsw: write vector %d: %w", id, err)
+func (ix *Index) flush(w kv.Writer, rec vecRecord) error {
+	if rec != nil {
+		kl := ix.vecKeyLen()
+		if err := w.Set(rec[:kl:kl], rec[kl:]); err != nil {
+			return fmt.Errorf("hnsw: write vector %x: %w", rec[kl-4:kl], err)
 		}
 	}
 	if len(ix.dirty) > 0 {
