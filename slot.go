@@ -2,8 +2,10 @@ package memor
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/memor-db/memor/internal/resolve"
@@ -73,14 +75,23 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	var claims []claimRec
 	var live map[string]Fact
 	var out map[string]*resolve.Outcome
-	ap, err := t.appended(w)
-	if err != nil {
-		return nil, err
+	var ap *appendedClaims
+	var err error
+	fromMem := t.fresh && !t.resolved[string(w.slot)]
+	t.resolved[string(w.slot)] = true
+	if !fromMem {
+		if ap, err = t.appended(w); err != nil {
+			return nil, err
+		}
 	}
-	if ap != nil {
+	switch {
+	case fromMem:
+		claims, live = t.memClaims(w.slot), map[string]Fact{}
+		out = resolve.Fold(w.one, toResolve(claims))
+	case ap != nil:
 		claims, live = ap.claims, ap.live
 		out = resolve.FoldFrom(w.one, ap.seed, ap.seedOutcome, toResolve(claims[1:]))
-	} else {
+	default:
 		if claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends); err != nil {
 			return nil, err
 		}
@@ -369,9 +380,39 @@ func (t *txn) otherContexts(slot []byte) (bool, error) {
 	return false, nil
 }
 
-// appendFastPath enables resolveSub's append path (tests turn it off to
-// compare it with the full fold).
-var appendFastPath = true
+// appendFastPath enables resolveSub's append path, and memFastPath its
+// resolution of a new user's slots from memory (tests turn them off to
+// compare them with the full fold over the batch).
+var appendFastPath, memFastPath = true, true
+
+// memClaims is what slotClaims reads for slot, in the same order, in a
+// write of a new user: the claims this write made under the slot in key
+// order (valid time, then ID), then for an object of a Many predicate the
+// ends without object, in key order.
+func (t *txn) memClaims(slot []byte) []claimRec {
+	out := sortedClaims(slices.Clone(t.mem[string(slot)]))
+	subj, pred, ctxKey, obj, many, err := slotParts(slot)
+	if err == nil && many && obj != "" {
+		var ends []claimRec
+		for _, c := range t.mem[string(slotKey(subj, pred, ctxKey, false, ""))] {
+			if resolve.Kind(c.Kind) == resolve.End {
+				ends = append(ends, c)
+			}
+		}
+		out = append(out, sortedClaims(ends)...)
+	}
+	return out
+}
+
+func sortedClaims(cs []claimRec) []claimRec {
+	slices.SortFunc(cs, func(a, b claimRec) int {
+		if c := cmp.Compare(a.ValidFrom, b.ValidFrom); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return cs
+}
 
 // appendedClaims is what resolving claims appended to a slot's history
 // needs: the fact in force and the new claims (claims[0] is the fact in

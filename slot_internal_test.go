@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,106 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var dump bytes.Buffer
+	if err := e.db.Scan(ctx, nil, func(k, v []byte) error {
+		fmt.Fprintf(&dump, "%q=%q\n", k, v)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dump.Bytes()
+}
+
+// TestMemPathEqualsBatchPath: a new user's first write, resolved from the
+// claims it holds in memory, stores exactly the bytes that resolving
+// through the batch stores: random first batches mixing One and Many
+// predicates, contexts, additive values, duplicates, restatements,
+// same-instant disagreement, low confidence, late values and ends with and
+// without object (before and after the values they close), then later
+// writes on top.
+func TestMemPathEqualsBatchPath(t *testing.T) {
+	for seed := range uint64(8) {
+		var dumps [2][]byte
+		for i, fast := range []bool{true, false} {
+			memFastPath = fast
+			dumps[i] = runFirstBatchWorkload(t, seed)
+		}
+		memFastPath = true
+		if !bytes.Equal(dumps[0], dumps[1]) {
+			a, b := bytes.Split(dumps[0], []byte("\n")), bytes.Split(dumps[1], []byte("\n"))
+			for j := range min(len(a), len(b)) {
+				if !bytes.Equal(a[j], b[j]) {
+					t.Fatalf("seed %d: memory and batch resolution differ at line %d:\n%s\n%s", seed, j, a[j], b[j])
+				}
+			}
+			t.Fatalf("seed %d: memory and batch resolution stored %d vs %d lines", seed, len(a), len(b))
+		}
+	}
+}
+
+func runFirstBatchWorkload(t *testing.T, seed uint64) []byte {
+	t.Helper()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, Clock: func() time.Time {
+		now = now.Add(time.Second)
+		return now
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(seed, 11))
+	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	randOp := func() extract.Op {
+		at := t0.Add(time.Duration(r.IntN(12)) * time.Hour)
+		op := extract.Op{Kind: extract.Assert, Subject: []string{"user", "Alex"}[r.IntN(2)], ValidFrom: at,
+			Confidence: []float64{1, 1, 0.95, 0.8, 0.4}[r.IntN(5)]}
+		switch r.IntN(3) {
+		case 0:
+			op.Predicate, op.Object = "lives_in", fmt.Sprint("city ", r.IntN(4))
+			if r.IntN(4) == 0 {
+				op.Context = []string{"work", "home"}[r.IntN(2)]
+			}
+			op.Additive = r.IntN(8) == 0
+		case 1:
+			op.Predicate, op.Object = "likes", fmt.Sprint("tea ", r.IntN(4))
+		default:
+			op.Predicate, op.Object = "plays_instrument", fmt.Sprint("instrument ", r.IntN(3))
+		}
+		if r.IntN(7) == 0 {
+			op.Kind = extract.End
+			if op.Predicate != "lives_in" && r.IntN(2) == 0 {
+				op.Object = ""
+			}
+		}
+		return op
+	}
+	for u := range 12 {
+		user := fmt.Sprint("user-", u)
+		for w := range 3 {
+			n := 1 + r.IntN(40)
+			if w > 0 {
+				n = 1 + r.IntN(4)
+			}
+			ops := make([]extract.Op, n)
+			lines := make([]string, n)
+			for i := range ops {
+				ops[i] = randOp()
+				if i > 0 && r.IntN(6) == 0 {
+					ops[i] = ops[r.IntN(i)] // restated in the same batch
+				}
+				lines[i] = renderOp(ops[i])
+			}
+			ep := Episode{Kind: EpisodeFacts, At: t0, Ops: ops, Text: strings.Join(lines, "\n")}
+			if _, err := e.write(ctx, user, &ep, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := e.Check(ctx); err != nil {

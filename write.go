@@ -282,6 +282,14 @@ type txn struct {
 	// derived: the write only applies an episode already durable in the
 	// log, so its commit need not wait for a sync (recovery re-applies it).
 	derived bool
+	// fresh: the user had nothing stored when the write began (see
+	// Batch.SetLocal), so every claim of the user is one this write made:
+	// mem holds them by slot, and a slot not yet resolved in this write
+	// has no live version. Resolution then reads memory, not the batch
+	// (see memClaims).
+	fresh    bool
+	mem      map[string][]claimRec
+	resolved map[string]bool
 }
 
 // setDoc writes document doc's map value, in the store and in the cached
@@ -337,7 +345,11 @@ func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
 		// keys need not look past the batch.
 		b.SetLocal(kv.UserRoot(user))
 	}
-	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{}}
+	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{},
+		resolved: map[string]bool{}}
+	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && memFastPath {
+		t.fresh, t.mem = true, map[string][]claimRec{}
+	}
 	t.now = e.tick(m.Txn)
 	return t, nil
 }
@@ -498,14 +510,14 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		c := claimRec{ID: fmt.Sprintf("%x", id[:]), Kind: uint8(op.Kind), Subject: cleanValue(op.Subject),
 			Predicate: pred, Object: cleanValue(op.Object), Context: cleanValue(op.Context), ValidFrom: vf,
 			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
-		if _, err := t.b.Get(userKey(t.user, kv.SubClaim, suf)); err == nil {
+		sk := string(slot)
+		if known, err := t.knownClaim(sk, suf, c.ID); err != nil {
+			return err
+		} else if known {
 			// Replay of a known claim: first provenance kept.
 			t.decide(RuleNoop, c, "claim already known")
 			continue
-		} else if !errors.Is(err, kv.ErrNotFound) {
-			return err
 		}
-		sk := string(slot)
 		w := touched[sk]
 		if w == nil {
 			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one, fresh: map[string]bool{},
@@ -517,6 +529,9 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		w.fresh[c.ID] = true
 		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, &c)); err != nil {
 			return err
+		}
+		if t.fresh {
+			t.mem[sk] = append(t.mem[sk], c)
 		}
 		if op.Kind == extract.End {
 			delete(t.ends, string(slot))
@@ -538,6 +553,24 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 	}
 	return nil
+}
+
+// knownClaim reports whether the claim with key suffix suf (in slot) is
+// stored already.
+func (t *txn) knownClaim(slot string, suf []byte, id string) (bool, error) {
+	if t.fresh {
+		for _, c := range t.mem[slot] {
+			if c.ID == id {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	_, err := t.b.Get(userKey(t.user, kv.SubClaim, suf))
+	if errors.Is(err, kv.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // indexEpisode gives a text episode a document in the text and vector
