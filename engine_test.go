@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -523,13 +524,11 @@ func TestFailedWriteLeavesNoIndexState(t *testing.T) {
 	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Paris", ValidFrom: day(0)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.AssertBatch(ctx, "u", []memor.FactInput{
-		{Subject: "user", Predicate: "lives_in", Object: "Oslo", ValidFrom: day(1)},
-		{Subject: "user", Predicate: "likes", Object: "jazz", ValidFrom: day(1)},
-		{Subject: "Sam", Predicate: "lives_in", Object: "Atlantis", ValidFrom: day(1)},
-	})
+	// The facts' vectors are fetched first (in one call) and go into the
+	// indexes; the episode's own text, embedded last, fails.
+	_, err := e.Add(ctx, "u", "I moved to Oslo and I like jazz. Atlantis is a myth.", memor.At(day(1)), memor.Sync())
 	if err == nil {
-		t.Fatal("batch with a failing embedding succeeded")
+		t.Fatal("episode with a failing embedding succeeded")
 	}
 	// Query reads the cached indexes: it must serve what was committed.
 	if got := firstFact("where do I live"); got != "Paris" {
@@ -679,4 +678,43 @@ func TestIndexCacheBudget(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// countingEmbedder counts Embed calls.
+type countingEmbedder struct {
+	embed.Embedder
+	calls, texts atomic.Int64
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.calls.Add(1)
+	c.texts.Add(int64(len(texts)))
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// TestBatchEmbedsOnce: a batch of facts costs the embedder one call (an
+// HTTP embedder one request per its batch size), not one per fact, and
+// serves the same answers.
+func TestBatchEmbedsOnce(t *testing.T) {
+	emb := &countingEmbedder{Embedder: embed.NewHash(64)}
+	e, _ := openTest(t, memor.Options{NoSync: true, Embedder: emb})
+	ctx := context.Background()
+	var batch []memor.FactInput
+	for i := range 40 {
+		batch = append(batch, memor.FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprint("dish ", i), ValidFrom: day(1)})
+	}
+	batch = append(batch, batch[3]) // restated: one text, one vector
+	if _, err := e.AssertBatch(ctx, "u", batch); err != nil {
+		t.Fatal(err)
+	}
+	if c, n := emb.calls.Load(), emb.texts.Load(); c != 1 || n != 40 {
+		t.Fatalf("a batch of 41 facts (40 texts) cost %d embedder calls over %d texts", c, n)
+	}
+	rs, err := e.Query(ctx, "u", "dish 17", memor.QueryOptions{K: 1})
+	if err != nil || len(rs) == 0 || rs[0].Fact == nil || rs[0].Fact.Object != "dish 17" {
+		t.Fatalf("query after the batch: %v %v", rs, err)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/index/temporal"
+	"github.com/memor-db/memor/internal/resolve"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -353,6 +354,42 @@ func interval(f *Fact) temporal.Interval {
 	return temporal.Interval{ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, RecordedAt: f.RecordedAt, ExpiredAt: f.ExpiredAt}
 }
 
+// prefetchVectors embeds the texts of the new assertions of a write in
+// one call before they are resolved, so that a batch of facts costs an
+// HTTP embedder one request (split as it batches), not one per fact.
+func (s *indexSet) prefetchVectors(t *txn, claims []claimRec) error {
+	var texts []string
+	seen := map[string]bool{}
+	for i := range claims {
+		c := &claims[i]
+		if resolve.Kind(c.Kind) != resolve.Assert {
+			continue
+		}
+		text := factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context})
+		if !seen[text] {
+			seen[text] = true
+			texts = append(texts, text)
+		}
+	}
+	if len(texts) < 2 {
+		return nil
+	}
+	vs, err := s.emb.Embed(t.ctx, texts)
+	if err != nil {
+		return fmt.Errorf("memor: embed: %w", err)
+	}
+	if len(vs) != len(texts) {
+		return fmt.Errorf("memor: embed: %d vectors for %d texts", len(vs), len(texts))
+	}
+	if t.vectors == nil {
+		t.vectors = make(map[string][]float32, len(texts))
+	}
+	for i, text := range texts {
+		t.vectors[text] = vs[i]
+	}
+	return nil
+}
+
 // putVersion indexes a new version. Only active versions are indexed:
 // contested and retracted ones are never served.
 func (s *indexSet) putVersion(t *txn, f *Fact) error {
@@ -370,9 +407,11 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if err := ui.bm.Add(t.b, f.Doc, text); err != nil {
 		return err
 	}
-	v, err := s.embedOne(t.ctx, text)
-	if err != nil {
-		return err
+	v, ok := t.vectors[text]
+	if !ok {
+		if v, err = s.embedOne(t.ctx, text); err != nil {
+			return err
+		}
 	}
 	if err := ui.vec.Add(t.b, f.Doc, v); err != nil {
 		return err

@@ -290,6 +290,9 @@ type txn struct {
 	fresh    bool
 	mem      map[string][]claimRec
 	resolved map[string]bool
+	// vectors: embeddings of this write's fact texts, fetched in one call
+	// (see prefetchVectors).
+	vectors map[string][]float32
 }
 
 // setDoc writes document doc's map value, in the store and in the cached
@@ -467,6 +470,7 @@ func renderOp(op extract.Op) string {
 func (t *txn) applyOps(ops []extract.Op, text string) error {
 	touched := map[string]*slotWork{}
 	var order []string
+	var added []claimRec
 	for _, op := range ops {
 		if err := t.ctx.Err(); err != nil {
 			return err
@@ -533,12 +537,24 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if t.fresh {
 			t.mem[sk] = append(t.mem[sk], c)
 		}
+		added = append(added, c)
 		if op.Kind == extract.End {
 			delete(t.ends, string(slot))
 		}
 		if err := t.b.Set(userKey(t.user, kv.SubFactIndex, id[:]), suf); err != nil {
 			return err
 		}
+	}
+	if err := t.e.idx.prefetchVectors(t, added); err != nil {
+		return err
+	}
+	if t.fresh && len(added) > 1 {
+		// A new user's import: each claim is likely a document.
+		ui, err := t.indexes()
+		if err != nil {
+			return err
+		}
+		ui.vec.Reserve(len(added))
 	}
 	for _, w := range touched {
 		if !w.one && !w.allObjects {

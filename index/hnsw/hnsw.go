@@ -232,6 +232,18 @@ func (ix *Index) SetEfSearch(ef int) {
 	ix.mu.Unlock()
 }
 
+// Reserve makes room for n more vectors, so that a batch of known size
+// does not grow the index's arrays step by step.
+func (ix *Index) Reserve(n int) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.vecs.reserve(n)
+	ix.ids = slices.Grow(ix.ids, n)
+	ix.levels = slices.Grow(ix.levels, n)
+}
+
 // Dim returns the vector dimension.
 func (ix *Index) Dim() int { return ix.dim }
 

@@ -30,13 +30,16 @@ func (b *slab[T]) at(s uint32) []T {
 	return c[o : o+b.width : o+b.width]
 }
 
-// reserve makes room for n slots in the first chunk (at most a chunk's
-// worth), so that filling an empty slab of known size allocates once.
+// reserve makes room for n more slots in the first chunk (up to a chunk's
+// worth), so that filling a slab of known size allocates once.
 func (b *slab[T]) reserve(n int) {
-	if b.n > 0 || n <= 0 {
+	if n <= 0 || b.n >= slabSlots {
 		return
 	}
-	b.chunks = [][]T{make([]T, 0, min(n, slabSlots)*b.width)}
+	if len(b.chunks) == 0 {
+		b.chunks = [][]T{nil}
+	}
+	b.chunks[0] = slices.Grow(b.chunks[0], (min(b.n+n, slabSlots)-b.n)*b.width)
 }
 
 // add appends a slot (its record is whatever the memory held: callers
