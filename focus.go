@@ -221,6 +221,27 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	return false
 }
 
+// candidates returns the documents that may be served for a question
+// with a focus (f.about not nil): the visible versions whose subject
+// admitsSubject keeps, found through the graph's subject edges, and the
+// servable episodes eps (nil: none), which admits judges once loaded.
+func (f focus) candidates(ui *userIndex, facts, eps *roaring.Bitmap) *roaring.Bitmap {
+	names := make([]string, 0, len(f.about)+1)
+	for k := range f.about {
+		names = append(names, k)
+	}
+	if f.relation != "" {
+		names = append(names, "user")
+	}
+	out := roaring.New()
+	ui.g.AddSubjectDocs(out, names...)
+	out.And(facts)
+	if eps != nil {
+		out.Or(eps)
+	}
+	return out
+}
+
 // admitsSubject is the subject half of admits, for rejecting a fact before
 // it is read: it keeps anything admits might keep.
 func (f focus) admitsSubject(subjKey string) bool {

@@ -233,8 +233,10 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		facts = ui.tmp.Visible(validAt, knownAt)
 	}
 	allow := facts.Clone()
+	var eps *roaring.Bitmap
 	if !opts.NoEpisodes {
-		allow.Or(ui.visibleEpisodes(validAt.UnixNano(), knownAt.UnixNano(), facts))
+		eps = ui.visibleEpisodes(validAt.UnixNano(), knownAt.UnixNano(), facts)
+		allow.Or(eps)
 	}
 
 	foc, err := e.queryFocus(ctx, ui, text, facts, allow)
@@ -243,6 +245,13 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	if foc.nothing {
 		return []Result{}, nil
+	}
+	if foc.about != nil {
+		// The focus is a filter like the view: applied inside candidate
+		// generation, it gives the focus's facts the whole candidate pool
+		// instead of what facts about others leave of it, and it bounds
+		// the work by the focus's facts, not by the tenant's.
+		allow = foc.candidates(ui, facts, eps)
 	}
 	cands := map[uint32]*candidate{}
 	get := func(doc uint32) *candidate {

@@ -406,6 +406,32 @@ func (g *Graph) Len() (entities, edges int) {
 	return len(g.byNorm), len(g.byDoc)
 }
 
+// AddSubjectDocs adds to out the documents of the edges whose source
+// entity is one of names (matched by identity, as AddEdge matches): the
+// fact versions whose subject that entity is. Unknown names add nothing.
+func (g *Graph) AddSubjectDocs(out *roaring.Bitmap, names ...string) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var buf [256]uint32
+	n := 0
+	for _, name := range names {
+		id, ok := g.byNorm[normalize(name)]
+		if !ok {
+			continue
+		}
+		for _, slot := range g.ents[id].adj {
+			if e := &g.edges[slot]; e.from == id {
+				buf[n] = e.doc
+				if n++; n == len(buf) {
+					out.AddMany(buf[:n])
+					n = 0
+				}
+			}
+		}
+	}
+	out.AddMany(buf[:n])
+}
+
 // Entities returns the display names of known entities that occur in text,
 // in order of first occurrence, each once. Matching is on word boundaries,
 // case-insensitive, longest name first at each position, without overlaps:
@@ -419,7 +445,14 @@ func (g *Graph) Entities(text string) []string {
 	seen := map[uint32]bool{}
 	for i := 0; i < len(ws); {
 		n := 1
-		for _, id := range g.first[ws[i]] {
+		// The list is ordered longest name first: skip the names longer
+		// than the rest of the text (a first word shared by many long
+		// names, "coffee" of "coffee 123", would otherwise cost a
+		// comparison each).
+		list := g.first[ws[i]]
+		rest := len(ws) - i
+		j, _ := slices.BinarySearchFunc(list, rest, func(id uint32, rest int) int { return cmp.Compare(rest, len(g.ents[id].words)) })
+		for _, id := range list[j:] {
 			ew := g.ents[id].words
 			if len(ew) <= len(ws)-i && slices.Equal(ew, ws[i:i+len(ew)]) {
 				if !seen[id] {
