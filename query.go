@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/kv"
 )
@@ -420,6 +421,8 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 // value now in force in the same slot (user uses_device Android) becomes a
 // candidate, reached through the old edge.
 func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text string, facts *roaring.Bitmap, get func(uint32) *candidate) error {
+	type slot struct{ subject, label string }
+	seen := map[slot]bool{}
 	for _, name := range ui.g.Entities(text) {
 		past, err := ui.g.BFSLimit(ctx, []string{name}, 1, candidatesPerSignal, nil)
 		if err != nil {
@@ -430,17 +433,16 @@ func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text str
 			if !h.Inverse || facts.Contains(h.Doc) {
 				continue // not a value of someone's slot, or still in force
 			}
-			now, err := ui.g.BFSLimit(ctx, []string{h.To}, 1, candidatesPerSignal, facts)
-			if err != nil {
-				return err
+			s := slot{normKey(h.To), h.Label}
+			if seen[s] {
+				continue // another old value of a slot already looked at
 			}
-			for _, q := range now {
-				if n := q.Hops[0]; !n.Inverse && n.Label == h.Label {
-					c := get(n.Doc)
-					if c.signals.Entity < 1 {
-						c.signals.Entity = 1
-						c.path = name + " → now → " + q.String()
-					}
+			seen[s] = true
+			for _, n := range ui.g.Out(h.To, h.Label, facts) {
+				c := get(n.Doc)
+				if c.signals.Entity < 1 {
+					c.signals.Entity = 1
+					c.path = name + " → now → " + graph.Path{Hops: []graph.Hop{n}}.String()
 				}
 			}
 		}

@@ -432,6 +432,28 @@ func (g *Graph) AddSubjectDocs(out *roaring.Bitmap, names ...string) {
 	out.AddMany(buf[:n])
 }
 
+// Out returns the edges of allow (nil: every edge) leaving subject with
+// the given label, in document order, each as a hop from subject: the
+// values of one of subject's slots. It builds no paths, so it is cheap to
+// ask for many subjects.
+func (g *Graph) Out(subject, label string, allow *roaring.Bitmap) []Hop {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	id, ok := g.byNorm[normalize(subject)]
+	if !ok {
+		return nil
+	}
+	var out []Hop
+	for _, slot := range g.ents[id].adj {
+		e := &g.edges[slot]
+		if e.from != id || e.label != label || (allow != nil && !allow.Contains(e.doc)) {
+			continue
+		}
+		out = append(out, Hop{From: g.ents[id].display, Label: e.label, To: g.ents[e.to].display, Doc: e.doc})
+	}
+	return out
+}
+
 // Entities returns the display names of known entities that occur in text,
 // in order of first occurrence, each once. Matching is on word boundaries,
 // case-insensitive, longest name first at each position, without overlaps:
@@ -532,7 +554,10 @@ type walkState struct {
 // reused across walks: returned paths keep their chunks.
 func (ws *walkState) hops(n int) []Hop {
 	if cap(ws.arena)-len(ws.arena) < n {
-		ws.arena = make([]Hop, 0, max(512, n))
+		// Chunks double from 16 to 512 hops: most walks (a one-hop look
+		// around an entity) return a few paths, and a fixed 512-hop chunk
+		// (28 KB) per walk was most of what Query allocated.
+		ws.arena = make([]Hop, 0, max(n, min(512, max(16, 2*cap(ws.arena)))))
 	}
 	l := len(ws.arena)
 	ws.arena = ws.arena[:l+n]
