@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -252,7 +253,7 @@ func (f focus) admitsSubject(subjKey string) bool {
 // hop. tokens memoises the tokens of labels and entities: the paths of one
 // query share most of them.
 func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) float64 {
-	matched := map[string]bool{}
+	var matched []string // a handful at most: the question's words
 	tok := func(s string) []string {
 		ts, ok := tokens[s]
 		if !ok {
@@ -264,8 +265,8 @@ func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) 
 	for _, h := range p.Hops {
 		for _, part := range [...]string{h.Label, predicateGloss[h.Label], h.To} {
 			for _, t := range tok(part) {
-				if words[t] {
-					matched[t] = true
+				if words[t] && !slices.Contains(matched, t) {
+					matched = append(matched, t)
 				}
 			}
 		}

@@ -167,7 +167,10 @@ type candidate struct {
 	doc     uint32
 	signals Signals
 	path    string
-	score   float64
+	// walk, when path is empty, is the graph path that reached the
+	// candidate, rendered into Result.Path only if it is served.
+	walk  graph.Path
+	score float64
 	// rawVector is the cosine before normalisation.
 	rawVector float64
 	fact      *Fact
@@ -373,7 +376,11 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 }
 
 func (c *candidate) result() Result {
-	return Result{Fact: c.fact, Episode: c.episode, Score: c.score, Signals: c.signals, Path: c.path}
+	path := c.path
+	if path == "" && len(c.walk.Hops) > 0 {
+		path = c.walk.String()
+	}
+	return Result{Fact: c.fact, Episode: c.episode, Score: c.score, Signals: c.signals, Path: path}
 }
 
 func isZero(v []float32) bool {
@@ -410,7 +417,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 		c := get(p.Doc())
 		if score > c.signals.Entity {
 			c.signals.Entity = score
-			c.path = p.String()
+			c.path, c.walk = "", p
 		}
 	}
 	return nil
@@ -442,7 +449,7 @@ func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text str
 				c := get(n.Doc)
 				if c.signals.Entity < 1 {
 					c.signals.Entity = 1
-					c.path = name + " → now → " + graph.Path{Hops: []graph.Hop{n}}.String()
+					c.path, c.walk = name+" → now → "+graph.Path{Hops: []graph.Hop{n}}.String(), graph.Path{}
 				}
 			}
 		}
