@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -221,6 +222,27 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	return false
 }
 
+// candidates returns the documents that may be served for a question
+// with a focus (f.about not nil): the visible versions whose subject
+// admitsSubject keeps, found through the graph's subject edges, and the
+// servable episodes eps (nil: none), which admits judges once loaded.
+func (f focus) candidates(ui *userIndex, facts, eps *roaring.Bitmap) *roaring.Bitmap {
+	names := make([]string, 0, len(f.about)+1)
+	for k := range f.about {
+		names = append(names, k)
+	}
+	if f.relation != "" {
+		names = append(names, "user")
+	}
+	out := roaring.New()
+	ui.g.AddSubjectDocs(out, names...)
+	out.And(facts)
+	if eps != nil {
+		out.Or(eps)
+	}
+	return out
+}
+
 // admitsSubject is the subject half of admits, for rejecting a fact before
 // it is read: it keeps anything admits might keep.
 func (f focus) admitsSubject(subjKey string) bool {
@@ -231,7 +253,7 @@ func (f focus) admitsSubject(subjKey string) bool {
 // hop. tokens memoises the tokens of labels and entities: the paths of one
 // query share most of them.
 func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) float64 {
-	matched := map[string]bool{}
+	var matched []string // a handful at most: the question's words
 	tok := func(s string) []string {
 		ts, ok := tokens[s]
 		if !ok {
@@ -243,8 +265,8 @@ func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) 
 	for _, h := range p.Hops {
 		for _, part := range [...]string{h.Label, predicateGloss[h.Label], h.To} {
 			for _, t := range tok(part) {
-				if words[t] {
-					matched[t] = true
+				if words[t] && !slices.Contains(matched, t) {
+					matched = append(matched, t)
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/kv"
 )
@@ -166,7 +167,10 @@ type candidate struct {
 	doc     uint32
 	signals Signals
 	path    string
-	score   float64
+	// walk, when path is empty, is the graph path that reached the
+	// candidate, rendered into Result.Path only if it is served.
+	walk  graph.Path
+	score float64
 	// rawVector is the cosine before normalisation.
 	rawVector float64
 	fact      *Fact
@@ -233,8 +237,10 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		facts = ui.tmp.Visible(validAt, knownAt)
 	}
 	allow := facts.Clone()
+	var eps *roaring.Bitmap
 	if !opts.NoEpisodes {
-		allow.Or(ui.visibleEpisodes(validAt.UnixNano(), knownAt.UnixNano(), facts))
+		eps = ui.visibleEpisodes(validAt.UnixNano(), knownAt.UnixNano(), facts)
+		allow.Or(eps)
 	}
 
 	foc, err := e.queryFocus(ctx, ui, text, facts, allow)
@@ -243,6 +249,13 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	if foc.nothing {
 		return []Result{}, nil
+	}
+	if foc.about != nil {
+		// The focus is a filter like the view: applied inside candidate
+		// generation, it gives the focus's facts the whole candidate pool
+		// instead of what facts about others leave of it, and it bounds
+		// the work by the focus's facts, not by the tenant's.
+		allow = foc.candidates(ui, facts, eps)
 	}
 	cands := map[uint32]*candidate{}
 	get := func(doc uint32) *candidate {
@@ -363,7 +376,11 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 }
 
 func (c *candidate) result() Result {
-	return Result{Fact: c.fact, Episode: c.episode, Score: c.score, Signals: c.signals, Path: c.path}
+	path := c.path
+	if path == "" && len(c.walk.Hops) > 0 {
+		path = c.walk.String()
+	}
+	return Result{Fact: c.fact, Episode: c.episode, Score: c.score, Signals: c.signals, Path: path}
 }
 
 func isZero(v []float32) bool {
@@ -400,7 +417,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 		c := get(p.Doc())
 		if score > c.signals.Entity {
 			c.signals.Entity = score
-			c.path = p.String()
+			c.path, c.walk = "", p
 		}
 	}
 	return nil
@@ -411,6 +428,8 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 // value now in force in the same slot (user uses_device Android) becomes a
 // candidate, reached through the old edge.
 func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text string, facts *roaring.Bitmap, get func(uint32) *candidate) error {
+	type slot struct{ subject, label string }
+	seen := map[slot]bool{}
 	for _, name := range ui.g.Entities(text) {
 		past, err := ui.g.BFSLimit(ctx, []string{name}, 1, candidatesPerSignal, nil)
 		if err != nil {
@@ -421,17 +440,16 @@ func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text str
 			if !h.Inverse || facts.Contains(h.Doc) {
 				continue // not a value of someone's slot, or still in force
 			}
-			now, err := ui.g.BFSLimit(ctx, []string{h.To}, 1, candidatesPerSignal, facts)
-			if err != nil {
-				return err
+			s := slot{normKey(h.To), h.Label}
+			if seen[s] {
+				continue // another old value of a slot already looked at
 			}
-			for _, q := range now {
-				if n := q.Hops[0]; !n.Inverse && n.Label == h.Label {
-					c := get(n.Doc)
-					if c.signals.Entity < 1 {
-						c.signals.Entity = 1
-						c.path = name + " → now → " + q.String()
-					}
+			seen[s] = true
+			for _, n := range ui.g.Out(h.To, h.Label, facts) {
+				c := get(n.Doc)
+				if c.signals.Entity < 1 {
+					c.signals.Entity = 1
+					c.path, c.walk = name+" → now → "+graph.Path{Hops: []graph.Hop{n}}.String(), graph.Path{}
 				}
 			}
 		}

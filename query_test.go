@@ -264,3 +264,32 @@ func TestQueryOptions(t *testing.T) {
 		t.Fatal("an option bypassed the temporal filter")
 	}
 }
+
+// TestQueryFocusInsideCandidates: the question's focus filters inside
+// candidate generation, like the view. In a tenant holding many facts
+// about others that match a first-person question as well as the user's
+// own, the answer is the user's fact and only facts about the user.
+func TestQueryFocusInsideCandidates(t *testing.T) {
+	e, _ := openTest(t, memor.Options{})
+	ctx := context.Background()
+	var batch []memor.FactInput
+	for i := range 120 {
+		batch = append(batch, memor.FactInput{Subject: fmt.Sprintf("Fan %d", i), Predicate: "likes", Object: "jazz"})
+	}
+	batch = append(batch, memor.FactInput{Subject: "user", Predicate: "likes", Object: "jazz"})
+	if _, err := e.AssertBatch(ctx, "u", batch); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := e.Query(ctx, "u", "do I like jazz?", memor.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || rs[0].Fact == nil || rs[0].Fact.Subject != "user" {
+		t.Fatalf("got %s, want the user's own fact first", texts(rs))
+	}
+	for _, r := range rs {
+		if r.Fact != nil && r.Fact.Subject != "user" {
+			t.Fatalf("served a fact about someone else: %s", texts(rs))
+		}
+	}
+}

@@ -406,6 +406,54 @@ func (g *Graph) Len() (entities, edges int) {
 	return len(g.byNorm), len(g.byDoc)
 }
 
+// AddSubjectDocs adds to out the documents of the edges whose source
+// entity is one of names (matched by identity, as AddEdge matches): the
+// fact versions whose subject that entity is. Unknown names add nothing.
+func (g *Graph) AddSubjectDocs(out *roaring.Bitmap, names ...string) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var buf [256]uint32
+	n := 0
+	for _, name := range names {
+		id, ok := g.byNorm[normalize(name)]
+		if !ok {
+			continue
+		}
+		for _, slot := range g.ents[id].adj {
+			if e := &g.edges[slot]; e.from == id {
+				buf[n] = e.doc
+				if n++; n == len(buf) {
+					out.AddMany(buf[:n])
+					n = 0
+				}
+			}
+		}
+	}
+	out.AddMany(buf[:n])
+}
+
+// Out returns the edges of allow (nil: every edge) leaving subject with
+// the given label, in document order, each as a hop from subject: the
+// values of one of subject's slots. It builds no paths, so it is cheap to
+// ask for many subjects.
+func (g *Graph) Out(subject, label string, allow *roaring.Bitmap) []Hop {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	id, ok := g.byNorm[normalize(subject)]
+	if !ok {
+		return nil
+	}
+	var out []Hop
+	for _, slot := range g.ents[id].adj {
+		e := &g.edges[slot]
+		if e.from != id || e.label != label || (allow != nil && !allow.Contains(e.doc)) {
+			continue
+		}
+		out = append(out, Hop{From: g.ents[id].display, Label: e.label, To: g.ents[e.to].display, Doc: e.doc})
+	}
+	return out
+}
+
 // Entities returns the display names of known entities that occur in text,
 // in order of first occurrence, each once. Matching is on word boundaries,
 // case-insensitive, longest name first at each position, without overlaps:
@@ -419,7 +467,14 @@ func (g *Graph) Entities(text string) []string {
 	seen := map[uint32]bool{}
 	for i := 0; i < len(ws); {
 		n := 1
-		for _, id := range g.first[ws[i]] {
+		// The list is ordered longest name first: skip the names longer
+		// than the rest of the text (a first word shared by many long
+		// names, "coffee" of "coffee 123", would otherwise cost a
+		// comparison each).
+		list := g.first[ws[i]]
+		rest := len(ws) - i
+		j, _ := slices.BinarySearchFunc(list, rest, func(id uint32, rest int) int { return cmp.Compare(rest, len(g.ents[id].words)) })
+		for _, id := range list[j:] {
 			ew := g.ents[id].words
 			if len(ew) <= len(ws)-i && slices.Equal(ew, ws[i:i+len(ew)]) {
 				if !seen[id] {
@@ -499,7 +554,10 @@ type walkState struct {
 // reused across walks: returned paths keep their chunks.
 func (ws *walkState) hops(n int) []Hop {
 	if cap(ws.arena)-len(ws.arena) < n {
-		ws.arena = make([]Hop, 0, max(512, n))
+		// Chunks double from 16 to 512 hops: most walks (a one-hop look
+		// around an entity) return a few paths, and a fixed 512-hop chunk
+		// (28 KB) per walk was most of what Query allocated.
+		ws.arena = make([]Hop, 0, max(n, min(512, max(16, 2*cap(ws.arena)))))
 	}
 	l := len(ws.arena)
 	ws.arena = ws.arena[:l+n]

@@ -218,6 +218,8 @@ func TestEntities(t *testing.T) {
 		{"New York, then new-york-city", []string{"new york", "New York City"}},
 		{"nothing here", nil},
 		{"", nil},
+		{"I moved to new york", []string{"new york"}}, // longer names do not fit
+		{"york city", nil},
 	}
 	for _, c := range cases {
 		if got := g.Entities(c.text); !slices.Equal(got, c.want) {
@@ -515,5 +517,34 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if err := g.Check(context.Background(), w); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSubjectDocsAndOut checks the two lookups by subject against the
+// edges themselves: AddSubjectDocs gives the documents of the edges a
+// subject is the source of (not those it is the target of), Out the edges
+// of one label leaving it, filtered.
+func TestSubjectDocsAndOut(t *testing.T) {
+	w := newMemKV()
+	g := build(t, w, append(slices.Clone(family), fact{6, "Alex", "brother", "user"}, fact{7, "Alex", "lives_in", "Paris"})...)
+	got := roaring.New()
+	g.AddSubjectDocs(got, "USER", "nobody")
+	if want := roaring.BitmapOf(1, 3, 4); !got.Equals(want) {
+		t.Fatalf("AddSubjectDocs(user) = %v, want %v", got, want)
+	}
+	g.AddSubjectDocs(got, "alex")
+	if want := roaring.BitmapOf(1, 2, 3, 4, 6, 7); !got.Equals(want) {
+		t.Fatalf("AddSubjectDocs(user, alex) = %v, want %v", got, want)
+	}
+	hops := g.Out("user", "lives_in", nil)
+	want := []Hop{{From: "user", Label: "lives_in", To: "Paris", Doc: 3}, {From: "user", Label: "lives_in", To: "Berlin", Doc: 4}}
+	if !slices.Equal(hops, want) {
+		t.Fatalf("Out(user, lives_in) = %+v, want %+v", hops, want)
+	}
+	if hops := g.Out("user", "lives_in", roaring.BitmapOf(4, 7)); !slices.Equal(hops, want[1:]) {
+		t.Fatalf("Out(user, lives_in) filtered = %+v, want %+v", hops, want[1:])
+	}
+	if hops := g.Out("Paris", "lives_in", nil); hops != nil {
+		t.Fatalf("Out(Paris) walked edges against their direction: %+v", hops)
 	}
 }

@@ -3,6 +3,7 @@ package hnsw
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"unsafe"
 
@@ -365,7 +366,7 @@ func (ix *Index) install(g *Index) {
 	ix.graph = true
 	ix.vecs, ix.ids, ix.levels, ix.slotOf, ix.free = g.vecs, g.ids, g.levels, g.slotOf, nil
 	ix.links0, ix.upper = g.links0, g.upper
-	ix.codes, ix.scales = g.codes, g.scales
+	ix.codes, ix.scales, ix.qerr = g.codes, g.scales, g.qerr
 	ix.entry, ix.top, ix.rng = g.entry, g.top, g.rng
 	ix.dirty, ix.metaOK, ix.build = g.dirty, g.metaOK, g.build
 }
@@ -496,45 +497,128 @@ func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, 
 	return ix.hits(sc.out, k), nil
 }
 
-// exact scans the allowed set (or every node) and keeps the k best.
+// exact scans the allowed set (or every node) and keeps the k best by the
+// float32 vectors. An index with codes (one with a graph) ranks by them
+// first, see scan8.
 func (ix *Index) exact(ctx context.Context, sc *searcher, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
-	sc.res = sc.res[:0]
-	consider := func(s uint32) {
-		d := ix.exactDist(q, s)
-		if len(sc.res) < k {
-			sc.res.push(cand{-d, s})
-		} else if d < -sc.res[0].d {
-			sc.res[0] = cand{-d, s}
-			sc.res.fix0()
-		}
+	if ix.graph {
+		return ix.scan8(ctx, sc, q, k, allow)
 	}
-	if allow == nil {
-		for s := range uint32(len(ix.ids)) {
-			if s&4095 == 4095 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			if ix.levels[s] >= 0 {
-				consider(s)
-			}
+	sc.res = sc.res[:0]
+	err := ix.eachSlot(ctx, allow, func(s uint32) { sc.consider(k, s, ix.exactDist(q, s)) })
+	if err != nil {
+		return nil, err
+	}
+	sc.drain()
+	return ix.hits(sc.out, k), nil
+}
+
+// consider offers slot s at distance d to the k best in sc.res: a slot
+// replaces the worst only if strictly closer, so among equal distances the
+// first offered stays.
+func (sc *searcher) consider(k int, s uint32, d float32) {
+	if len(sc.res) < k {
+		sc.res.push(cand{-d, s})
+	} else if d < -sc.res[0].d {
+		sc.res[0] = cand{-d, s}
+		sc.res.fix0()
+	}
+}
+
+// scanSlack is the relative margin scan8 adds to its bounds: the float32
+// product it must reproduce carries a rounding error of up to about
+// dim·2⁻²⁴·‖q‖·‖v‖ (2.3e-5 at 384-d), and the code-based estimate a few
+// float32 roundings more.
+const scanSlack = 1e-4
+
+// scan8 returns exactly what the float32 scan returns, reading mostly the
+// int8 codes (a quarter of the bytes, and a quarter of the work with
+// VNNI): each vector's code-based similarity a and its error bound b (see
+// qbound) bracket its float32 similarity in [a−b, a+b]. The k-th best lower
+// bound θ only rises; a vector whose upper bound falls below it cannot be
+// among the k best, and only the others are re-scored with their float32
+// vectors, in scan order, through the same top-k as the float32 scan. A
+// vector left out scores strictly less than the k-th result, so ties are
+// broken as the float32 scan breaks them.
+func (ix *Index) scan8(ctx context.Context, sc *searcher, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
+	sc.qc = slices.Grow(sc.qc[:0], len(q))[:len(q)]
+	qs := quantize(sc.qc, q)
+	qb := boundOf(sc.qc, qs, q)
+	qhat := qb.norm + qb.err // ≥ ‖q̂‖
+	lows := sc.res[:0]       // the k best lower bounds, worst at the root
+	ups := sc.tmp[:0]        // (upper bound, slot) of vectors still in the running
+	theta := float32(math.Inf(-1))
+	err := ix.eachSlot(ctx, allow, func(s uint32) {
+		qe := ix.qerr[s]
+		a := float32(dot8(sc.qc, ix.code(s))) * (qs * ix.scales[s])
+		b := qhat*qe.err + qb.err*qe.norm + scanSlack*qhat*qe.norm
+		if a+b < theta {
+			return
 		}
-	} else {
-		var buf [256]uint32
-		it := allow.ManyIterator()
-		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+		ups = append(ups, cand{a + b, s})
+		if len(lows) < k {
+			lows.push(cand{a - b, s})
+			if len(lows) == k {
+				theta = lows[0].d
 			}
-			for _, id := range buf[:n] {
-				if s, ok := ix.slotOf[id]; ok {
-					consider(s)
-				}
-			}
+		} else if a-b > lows[0].d {
+			lows[0] = cand{a - b, s}
+			lows.fix0()
+			theta = lows[0].d
+		}
+	})
+	sc.tmp = ups
+	if err != nil {
+		return nil, err
+	}
+	sc.res = lows[:0]
+	for _, c := range ups {
+		if c.d >= theta {
+			sc.consider(k, c.s, ix.exactDist(q, c.s))
 		}
 	}
 	sc.drain()
 	return ix.hits(sc.out, k), nil
+}
+
+// eachSlot calls f with the slot of every live vector (allow nil), or of
+// every ID in allow that has a vector, in slot or ID order, checking ctx
+// every few thousand.
+func (ix *Index) eachSlot(ctx context.Context, allow *roaring.Bitmap, f func(s uint32)) error {
+	if allow == nil {
+		for s := range uint32(len(ix.ids)) {
+			if s&4095 == 4095 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if ix.levels[s] >= 0 {
+				f(s)
+			}
+		}
+		return nil
+	}
+	// IDs mostly sit at a constant offset from their slots (added in ID
+	// order, a graph built in ID order): try the last offset seen before
+	// the map, which costs more than the scan's arithmetic.
+	var off uint32
+	n := uint32(len(ix.ids))
+	var buf [256]uint32
+	it := allow.ManyIterator()
+	for m := it.NextMany(buf[:]); m > 0; m = it.NextMany(buf[:]) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, id := range buf[:m] {
+			if s := id - off; s < n && ix.ids[s] == id && ix.levels[s] >= 0 {
+				f(s)
+			} else if s, ok := ix.slotOf[id]; ok {
+				off = id - s
+				f(s)
+			}
+		}
+	}
+	return nil
 }
 
 // fix0 restores the heap after its root was replaced.

@@ -55,3 +55,28 @@ type qvec struct {
 	c []int8
 	s float32
 }
+
+// qbound is what bounds the error of a code-based similarity for one
+// vector v with codes c and scale s: err = ‖v − c·s‖ and norm = ‖v‖, both
+// rounded up. For a query q with codes and error e_q,
+//
+//	|q·v − (q̂·ĉ)| ≤ ‖q̂‖·err + e_q·norm
+//
+// (q·v = q̂·ĉ + q̂·(v − ĉ) + (q − q̂)·v and Cauchy–Schwarz), so a scan can
+// rank by the cheap int8 product and still return exactly what a float32
+// scan returns: only vectors whose bound reaches the k-th best are
+// re-scored with their float32 vectors (see Index.scan8).
+type qbound struct{ err, norm float32 }
+
+// boundOf returns v's qbound given its codes c and scale s.
+func boundOf(c []int8, s float32, v []float32) qbound {
+	var e, n float64
+	for i, x := range v {
+		d := float64(x) - float64(c[i])*float64(s)
+		e += d * d
+		n += float64(x) * float64(x)
+	}
+	// Round up by a relative 1e-6 so that float32 storage never shrinks
+	// the bound.
+	return qbound{float32(math.Sqrt(e) * (1 + 1e-6)), float32(math.Sqrt(n) * (1 + 1e-6))}
+}
