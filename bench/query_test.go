@@ -31,7 +31,9 @@ var queryWords = []string{"coffee", "hiking", "jazz", "chess", "sushi", "tennis"
 // loadShape bulk-loads users × facts: per subject, likes of numbered
 // hobbies, a lives_in history with moves, and a job. A tenant's facts are
 // about 100 subjects each (the user, or for a big tenant the entities of a
-// knowledge base), so that slots stay the size real ones have.
+// knowledge base), so that slots stay the size real ones have. Fact i is
+// valid from 2020 + i minutes: every fact is in the past (an hour apart,
+// a 1M-fact tenant reached into 2134 and Query saw only the first 5 %).
 func loadShape(b *testing.B, e *memor.Engine, users, facts int) {
 	ctx := context.Background()
 	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -44,7 +46,7 @@ func loadShape(b *testing.B, e *memor.Engine, users, facts int) {
 			if i >= 100 {
 				subject = fmt.Sprintf("entity %d", i/100)
 			}
-			f := memor.FactInput{Subject: subject, ValidFrom: base.Add(time.Duration(i) * time.Hour)}
+			f := memor.FactInput{Subject: subject, ValidFrom: base.Add(time.Duration(i) * time.Minute)}
 			switch {
 			case i%10 == 0:
 				f.Predicate, f.Object = "lives_in", queryWords[10+r.IntN(10)]
