@@ -454,13 +454,12 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	ix.mu.Lock()
 	old, ok := ix.slotOf[id]
 	if !ix.graph {
-		s := old
 		var rec vecRecord
 		if ok {
 			// Nothing points at the slot: overwrite it in place.
-			rec = ix.store(s, id, vec, scale)
+			rec = ix.store(old, id, vec, scale)
 		} else {
-			s, rec = ix.alloc(id, vec, scale, 0)
+			_, rec = ix.alloc(id, vec, scale, 0)
 		}
 		if len(ix.slotOf) < ix.o.GraphAt {
 			defer ix.mu.Unlock()
