@@ -156,6 +156,22 @@ func (r *recReader) id() string {
 	return s
 }
 
+// confidence reads a confidence, which must lie in [0, 1] (NaN does not).
+func (r *recReader) confidence() float64 {
+	x := r.float()
+	if !(x >= 0 && x <= 1) {
+		r.invalid("confidence %v", x)
+	}
+	return x
+}
+
+func (r *recReader) invalid(format string, a ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, a...)
+	}
+	r.b = nil
+}
+
 // done reports the sticky error, or trailing bytes, as corruption.
 func (r *recReader) done(what string) error {
 	if r.err == nil && len(r.b) > 0 {
@@ -224,7 +240,7 @@ func decodeClaim(v []byte) (claimRec, error) {
 	c.ValidFrom = r.varint()
 	c.Confidence = 1
 	if flags&claimFullConfidence == 0 {
-		c.Confidence = r.float()
+		c.Confidence = r.confidence()
 	}
 	c.Quote = r.string()
 	c.Episode = r.uvarint()
@@ -260,6 +276,9 @@ func decodeFact(user string, v []byte) (Fact, error) {
 	if !ok {
 		sf, err := decodeJSON[storedFact](v, "fact version")
 		sf.Fact.User, sf.Fact.Doc = user, sf.DocID
+		if err == nil && (sf.Status < Active || sf.Status > Retracted || !(sf.Confidence >= 0 && sf.Confidence <= 1)) {
+			err = fmt.Errorf("%w: fact version: status %d, confidence %v", ErrCorrupt, sf.Status, sf.Confidence)
+		}
 		return sf.Fact, err
 	}
 	r := recReader{b: v}
@@ -268,7 +287,10 @@ func decodeFact(user string, v []byte) (Fact, error) {
 	f.Subject, f.Predicate, f.Object, f.Context = r.string(), r.string(), r.string(), r.string()
 	f.ValidFrom, f.ValidTo, f.RecordedAt, f.ExpiredAt = r.time(), r.time(), r.time(), r.time()
 	f.Status = Status(r.byte())
-	f.Confidence = r.float()
+	if f.Status < Active || f.Status > Retracted {
+		r.invalid("status %d", f.Status)
+	}
+	f.Confidence = r.confidence()
 	f.Reinforced = int(r.uvarint())
 	f.LastSeen = r.time()
 	f.Episode = r.uvarint()
@@ -394,7 +416,7 @@ func decodeEpisode(user string, v []byte) (Episode, error) {
 			op.Additive = r.byte()&opAdditive != 0
 			op.Subject, op.Predicate, op.Object, op.Context = r.string(), r.string(), r.string(), r.string()
 			op.ValidFrom = r.time()
-			op.Confidence = r.float()
+			op.Confidence = r.confidence()
 			op.Quote = r.string()
 		}
 	}
