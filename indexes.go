@@ -413,7 +413,9 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 			return err
 		}
 	}
-	if err := ui.vec.Add(t.b, f.Doc, v); err != nil {
+	// The vector index's writes wait for the commit (txn.commit flushes
+	// them), so a batch writes each neighbour list it changed once.
+	if err := ui.vec.Add(nil, f.Doc, v); err != nil {
 		return err
 	}
 	if err := ui.g.AddEdge(t.b, f.Doc, f.Subject, f.Predicate, f.Object); err != nil {
@@ -449,7 +451,7 @@ func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasC
 	if err != nil {
 		return err
 	}
-	if err := ui.vec.Add(t.b, doc, v); err != nil {
+	if err := ui.vec.Add(nil, doc, v); err != nil {
 		return err
 	}
 	ui.mu.Lock()

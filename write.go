@@ -358,6 +358,11 @@ func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
 }
 
 func (t *txn) commit() error {
+	if t.ui != nil {
+		if err := t.ui.vec.Flush(t.b); err != nil {
+			return err
+		}
+	}
 	t.meta.Txn = max(t.meta.Txn, t.now)
 	if err := t.b.Set(kv.UserKey(t.user, kv.SubMeta), mustJSON(t.meta)); err != nil {
 		return err

@@ -222,15 +222,26 @@ func (s *memKV) storedSize() int {
 
 var benchPrefix = []byte("u\x00bench\x00\x01n")
 
+// buildMemor inserts one vector at a time, persisting after every
+// buildBatch inserts as the engine does at each commit (an AssertBatch of
+// 1000 facts): each neighbour list changed in a batch is written once.
+// coder/hnsw is persisted once, by Export, at the end.
 func buildMemor(tb testing.TB, vecs [][]float32, w *memKV) *hnsw.Index {
 	ix := hnsw.New(benchDim, benchPrefix, hnsw.Options{M: benchM, EfConstruction: benchEfC, Seed: 1, ExactBelow: -1})
 	for i, v := range vecs {
-		if err := ix.Add(w, uint32(i), v); err != nil {
+		if err := ix.Add(nil, uint32(i), v); err != nil {
 			tb.Fatal(err)
+		}
+		if (i+1)%buildBatch == 0 || i == len(vecs)-1 {
+			if err := ix.Flush(w); err != nil {
+				tb.Fatal(err)
+			}
 		}
 	}
 	return ix
 }
+
+const buildBatch = 1000
 
 func buildCoder(vecs [][]float32) *coder.Graph[uint32] {
 	g := coder.NewGraph[uint32]()

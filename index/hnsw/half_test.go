@@ -1,7 +1,9 @@
 package hnsw
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -156,3 +158,77 @@ func TestLoadFloat32Vectors(t *testing.T) {
 		sameSearches(t, re, again, vecs[:20], nil)
 	}
 }
+
+// TestDeferredWrites: Adds with a nil writer, flushed in batches, leave
+// the store exactly as Adds that write at once: across the graph build,
+// replacements and deletes, with and without a graph from the start, and
+// write fewer bytes.
+func TestDeferredWrites(t *testing.T) {
+	ctx := context.Background()
+	vecs := clustered(91, 700, 16, 5)
+	for _, o := range []Options{{Seed: 2, GraphAt: 300}, {Seed: 2, ExactBelow: -1}} {
+		now, later := memKV{}, memKV{}
+		a, b := New(16, []byte("p/"), o), New(16, []byte("p/"), o)
+		r := rand.New(rand.NewPCG(5, 6))
+		var wroteNow, wroteLater int
+		count := func(kv memKV, n *int) *countingKV { return &countingKV{kv, n} }
+		for i, v := range vecs {
+			id := uint32(i)
+			if i > 10 && r.IntN(10) == 0 {
+				id = uint32(r.IntN(i)) // replace
+			}
+			if err := a.Add(count(now, &wroteNow), id, v); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Add(nil, id, v); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case i%97 == 96:
+				del := uint32(r.IntN(i))
+				if err := a.Delete(count(now, &wroteNow), del); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Delete(count(later, &wroteLater), del); err != nil {
+					t.Fatal(err)
+				}
+			case i%50 == 49:
+				if err := b.Check(ctx, later); !errors.Is(err, ErrCheck) {
+					t.Fatalf("Check with deferred writes pending: %v", err)
+				}
+				if err := b.Flush(count(later, &wroteLater)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := b.Flush(count(later, &wroteLater)); err != nil {
+			t.Fatal(err)
+		}
+		if len(now) != len(later) {
+			t.Fatalf("%d keys written at once, %d deferred", len(now), len(later))
+		}
+		for k, v := range now {
+			if !bytes.Equal(later[k], v) {
+				t.Fatalf("key %x differs", k)
+			}
+		}
+		if err := b.Check(ctx, later); err != nil {
+			t.Fatal(err)
+		}
+		if wroteLater >= wroteNow {
+			t.Fatalf("deferred writes wrote %d bytes, immediate %d", wroteLater, wroteNow)
+		}
+		if err := b.Flush(count(later, &wroteLater)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// countingKV is a memKV that counts the bytes written to it.
+type countingKV struct {
+	m memKV
+	n *int
+}
+
+func (c *countingKV) Set(k, v []byte) error { *c.n += len(k) + len(v); return c.m.Set(k, v) }
+func (c *countingKV) Delete(k []byte) error { *c.n += len(k); return c.m.Delete(k) }

@@ -194,6 +194,11 @@ type Index struct {
 	dirty  []uint64          // (slot<<8 | layer) lists to persist, may repeat
 	metaOK bool              // the meta key is written and current
 	build  *searcher
+	// Writes deferred by Adds with a nil writer until Flush: link keys
+	// to delete and vector records, in order (dirty lists and the meta key
+	// wait in dirty and metaOK).
+	pendingDels [][]byte
+	pendingRecs []vecRecord
 }
 
 // New returns an empty index of dimension dim whose keys will all start
@@ -444,6 +449,10 @@ func grow[T any](s []T, n int) []T {
 // writes all of it (about 130 bytes per vector) to w. That takes as long
 // as the incremental inserts it replaces together (seconds at 20000 384-d
 // vectors); searches of the index go on meanwhile, as exact scans.
+//
+// With w nil the writes wait for [Index.Flush] (or the next Add or Delete
+// with a writer): a batch of Adds then writes each neighbour list it
+// changed once, not once per insert that changed it.
 func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	scale, err := ix.scaleOf(vec)
 	if err != nil {
@@ -452,6 +461,10 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	ix.mu.Lock()
+	if err := ix.flushPending(w); err != nil {
+		ix.mu.Unlock()
+		return err
+	}
 	old, ok := ix.slotOf[id]
 	if !ix.graph {
 		var rec vecRecord
@@ -484,7 +497,9 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		level := int(ix.levels[old])
 		ix.remove(old)
 		for l := 0; l <= level; l++ {
-			if err := w.Delete(ix.linkKey(id, l)); err != nil {
+			if w == nil {
+				ix.pendingDels = append(ix.pendingDels, ix.linkKey(id, l))
+			} else if err := w.Delete(ix.linkKey(id, l)); err != nil {
 				return fmt.Errorf("hnsw: delete links %d/%d: %w", id, l, err)
 			}
 		}
@@ -502,6 +517,9 @@ func (ix *Index) Delete(w kv.Writer, id uint32) error {
 	defer ix.wmu.Unlock()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if err := ix.flushPending(w); err != nil {
+		return err
+	}
 	s, ok := ix.slotOf[id]
 	if !ok {
 		return nil

@@ -138,9 +138,54 @@ func (md meta) encode() []byte {
 	return b
 }
 
+// Flush writes what Adds with a nil writer deferred: their vectors, the
+// neighbour lists they changed (each once, however many inserts changed
+// it) and the meta key. With nothing deferred it writes nothing.
+func (ix *Index) Flush(w kv.Writer) error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if len(ix.pendingRecs) == 0 && len(ix.pendingDels) == 0 && len(ix.dirty) == 0 {
+		return nil
+	}
+	return ix.flush(w, nil)
+}
+
+// flushPending writes the deferred link deletions and vector records to w
+// (nil: keep deferring).
+func (ix *Index) flushPending(w kv.Writer) error {
+	if w == nil {
+		return nil
+	}
+	for _, k := range ix.pendingDels {
+		if err := w.Delete(k); err != nil {
+			return fmt.Errorf("hnsw: delete links: %w", err)
+		}
+	}
+	kl := ix.vecKeyLen()
+	for _, rec := range ix.pendingRecs {
+		if err := w.Set(rec[:kl:kl], rec[kl:]); err != nil {
+			return fmt.Errorf("hnsw: write vector %x: %w", rec[kl-4:kl], err)
+		}
+	}
+	ix.pendingDels, ix.pendingRecs = nil, nil
+	return nil
+}
+
 // flush writes the vector of a newly added node (rec non-nil), every dirty
-// neighbour list, and the meta key when it changed.
+// neighbour list, and the meta key when it changed. With w nil it defers
+// them to the next flush with a writer.
 func (ix *Index) flush(w kv.Writer, rec vecRecord) error {
+	if w == nil {
+		if rec != nil {
+			ix.pendingRecs = append(ix.pendingRecs, rec)
+		}
+		return nil
+	}
+	if err := ix.flushPending(w); err != nil {
+		return err
+	}
 	if rec != nil {
 		kl := ix.vecKeyLen()
 		if err := w.Set(rec[:kl:kl], rec[kl:]); err != nil {
@@ -396,6 +441,9 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	}
 
 	// Persisted state against memory.
+	if n := len(ix.pendingRecs) + len(ix.pendingDels); n > 0 {
+		add("%d deferred writes not yet flushed", n)
+	}
 	if len(ix.dirty) > 0 {
 		add("%d neighbour lists not yet written", len(ix.dirty))
 	}
