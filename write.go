@@ -289,6 +289,7 @@ type txn struct {
 	// (see memClaims).
 	fresh    bool
 	mem      map[string][]claimRec
+	memIDs   map[string]bool // IDs of the claims in mem
 	resolved map[string]bool
 	// vectors: embeddings of this write's fact texts, fetched in one call
 	// (see prefetchVectors).
@@ -351,7 +352,7 @@ func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{},
 		resolved: map[string]bool{}}
 	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && memFastPath {
-		t.fresh, t.mem = true, map[string][]claimRec{}
+		t.fresh, t.mem, t.memIDs = true, map[string][]claimRec{}, map[string]bool{}
 	}
 	t.now = e.tick(m.Txn)
 	return t, nil
@@ -520,7 +521,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			Predicate: pred, Object: cleanValue(op.Object), Context: cleanValue(op.Context), ValidFrom: vf,
 			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
 		sk := string(slot)
-		if known, err := t.knownClaim(sk, suf, c.ID); err != nil {
+		if known, err := t.knownClaim(suf, c.ID); err != nil {
 			return err
 		} else if known {
 			// Replay of a known claim: first provenance kept.
@@ -541,6 +542,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		if t.fresh {
 			t.mem[sk] = append(t.mem[sk], c)
+			t.memIDs[c.ID] = true
 		}
 		added = append(added, c)
 		if op.Kind == extract.End {
@@ -576,16 +578,11 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 	return nil
 }
 
-// knownClaim reports whether the claim with key suffix suf (in slot) is
-// stored already.
-func (t *txn) knownClaim(slot string, suf []byte, id string) (bool, error) {
+// knownClaim reports whether the claim with key suffix suf is stored
+// already. (Its ID hashes everything the suffix holds.)
+func (t *txn) knownClaim(suf []byte, id string) (bool, error) {
 	if t.fresh {
-		for _, c := range t.mem[slot] {
-			if c.ID == id {
-				return true, nil
-			}
-		}
-		return false, nil
+		return t.memIDs[id], nil
 	}
 	_, err := t.b.Get(userKey(t.user, kv.SubClaim, suf))
 	if errors.Is(err, kv.ErrNotFound) {
