@@ -36,36 +36,14 @@ func maxAbs(v []float32) float32 {
 }
 
 // appendHalf appends the half-precision encoding of v. For a vector that
-// roundHalf has rounded, it decodes to exactly v (tested).
-func appendHalf(b []byte, v []float32) []byte {
-	scale := maxAbs(v)
-	b = append(b, halfMarker)
-	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
-	if scale == 0 {
-		return append(b, make([]byte, 2*len(v))...)
-	}
-	inv := 1 / scale
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint16(b, toHalf(x*inv))
-	}
-	return b
-}
+// roundAppendHalf has rounded, it decodes to exactly v (tested).
+func appendHalf(b []byte, v []float32) []byte { return encodeHalf(b, v, false) }
 
-// roundHalf rounds v in place to the values its encoding holds.
-func roundHalf(v []float32) {
-	scale := maxAbs(v)
-	if scale == 0 {
-		return
-	}
-	inv := 1 / scale
-	for i, x := range v {
-		v[i] = fromHalf(toHalf(x*inv)) * scale
-	}
-}
+// roundAppendHalf appends the encoding of v and rounds v in place to the
+// values it holds, in one pass.
+func roundAppendHalf(b []byte, v []float32) []byte { return encodeHalf(b, v, true) }
 
-// roundAppendHalf is roundHalf and appendHalf in one pass: it appends the
-// encoding of v and rounds v in place to the values it holds.
-func roundAppendHalf(b []byte, v []float32) []byte {
+func encodeHalf(b []byte, v []float32, round bool) []byte {
 	scale := maxAbs(v)
 	b = append(b, halfMarker)
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
@@ -76,7 +54,9 @@ func roundAppendHalf(b []byte, v []float32) []byte {
 	for i, x := range v {
 		h := toHalf(x * inv)
 		b = binary.LittleEndian.AppendUint16(b, h)
-		v[i] = fromHalf(h) * scale
+		if round {
+			v[i] = fromHalf(h) * scale
+		}
 	}
 	return b
 }
