@@ -96,17 +96,7 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 			t.Fatal(err)
 		}
 	}
-	if err := e.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var dump bytes.Buffer
-	if err := e.db.Scan(ctx, nil, func(k, v []byte) error {
-		fmt.Fprintf(&dump, "%q=%q\n", k, v)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return dump.Bytes()
+	return checkedDump(t, e)
 }
 
 // TestMemPathEqualsBatchPath: a new user's first write, resolved from the
@@ -196,6 +186,14 @@ func runFirstBatchWorkload(t *testing.T, seed uint64) []byte {
 			}
 		}
 	}
+	return checkedDump(t, e)
+}
+
+// checkedDump checks e and returns every key and value it stores, one per
+// line, for comparing two runs byte for byte.
+func checkedDump(t *testing.T, e *Engine) []byte {
+	t.Helper()
+	ctx := context.Background()
 	if err := e.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
