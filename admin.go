@@ -65,12 +65,7 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 // users lists every user with data.
 func (e *Engine) users(ctx context.Context) ([]string, error) {
 	var out []string
-	err := e.db.Scan(ctx, []byte{kv.TagUserList}, func(k, _ []byte) error {
-		d := kv.NewDecoder(k[1:])
-		u := d.String()
-		if d.Err != nil {
-			return fmt.Errorf("%w: user registry: %v", ErrCorrupt, d.Err)
-		}
+	err := e.db.Users(ctx, func(u string) error {
 		out = append(out, u)
 		return nil
 	})
@@ -166,7 +161,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 	unlock := e.lockUser(user)
 	defer unlock()
 
-	t, err := e.begin(ctx, user)
+	t, err := e.begin(ctx, user, 0)
 	if err != nil {
 		return err
 	}

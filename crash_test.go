@@ -43,7 +43,10 @@ func crashChild(dir string) {
 	w := bufio.NewWriter(os.Stdout)
 	for i := start; ; i++ {
 		user := fmt.Sprintf("u%d", i%3)
-		if i%2 == 0 {
+		if isBulk(i) {
+			// A new user's bulk import: committed as an ingested table.
+			_, err = e.AssertBatch(ctx, fmt.Sprintf("bulk-%d", i), bulkFacts(i))
+		} else if i%2 == 0 {
 			_, err = e.Assert(ctx, user, memor.FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("thing-%d", i)})
 		} else {
 			_, err = e.Add(ctx, user, fmt.Sprintf("I like said-%d.", i))
@@ -58,6 +61,20 @@ func crashChild(dir string) {
 	}
 }
 
+// isBulk reports whether the child's write i is a bulk import.
+func isBulk(i int) bool { return i%7 == 3 }
+
+// bulkFacts is the bulk import of write i: enough facts to commit as an
+// ingested table.
+func bulkFacts(i int) []memor.FactInput {
+	fs := make([]memor.FactInput, 250)
+	for j := range fs {
+		fs[j] = memor.FactInput{Subject: "user", Predicate: "visited", Object: fmt.Sprintf("place %d-%d", i, j),
+			ValidFrom: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(j) * time.Hour)}
+	}
+	return fs
+}
+
 // TestCrashRecovery SIGKILLs a writing child at random moments. After
 // reopening, every acknowledged write is present (structured facts at once,
 // episodes applied by recovery), nothing half-applied is visible and Check
@@ -67,6 +84,18 @@ func TestCrashRecovery(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("MEMOR_CRASH_TRIALS")); err == nil {
 		trials = n
 	}
+	// The child's bulk imports take the ingestion path.
+	probe, err := memor.Open(filepath.Join(t.TempDir(), "probe"), memor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.AssertBatch(context.Background(), "bulk-0", bulkFacts(0)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := probe.Stats(context.Background()); st.IngestedTables != 1 {
+		t.Fatalf("a bulk import of %d facts was not ingested", len(bulkFacts(0)))
+	}
+	probe.Close()
 	dir := filepath.Join(t.TempDir(), "db")
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	acked := map[int]bool{}
@@ -140,7 +169,33 @@ func TestCrashRecovery(t *testing.T) {
 				have[f.Object] = true
 			}
 		}
+		// A bulk import is all there or not at all, and there if
+		// acknowledged.
+		users, err := e.Users(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bulks := map[string]bool{}
+		for _, u := range users {
+			if !strings.HasPrefix(u, "bulk-") {
+				continue
+			}
+			bulks[u] = true
+			fs, err := e.State(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fs) != 250 {
+				t.Fatalf("trial %d: bulk import %s half applied: %d facts of 250", trial, u, len(fs))
+			}
+		}
 		for i := range acked {
+			if isBulk(i) {
+				if !bulks[fmt.Sprintf("bulk-%d", i)] {
+					t.Fatalf("trial %d: acknowledged bulk import %d lost", trial, i)
+				}
+				continue
+			}
 			want := fmt.Sprintf("thing-%d", i)
 			if i%2 == 1 {
 				want = fmt.Sprintf("said-%d", i)

@@ -137,7 +137,8 @@ func Open(dir string, o Options) (*Engine, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	db, err := kv.Open(dir, kv.Options{NoSync: o.NoSync, CacheSize: o.CacheSize, Logger: o.Logger})
+	db, err := kv.Open(dir, kv.Options{NoSync: o.NoSync, CacheSize: o.CacheSize, Logger: o.Logger,
+		IngestMinBytes: ingestMinBytes})
 	if err != nil {
 		return nil, fmt.Errorf("memor: open %s: %w", dir, err)
 	}
@@ -273,6 +274,10 @@ type Stats struct {
 	// IndexBytes their estimated memory (see Options.IndexCacheBytes).
 	IndexedUsers int
 	IndexBytes   int64
+	// IngestedTables counts the large first writes of new users (a bulk
+	// import) that committed as a sorted table ingested straight into the
+	// store's bottom level, skipping the log, memtable and compactions.
+	IngestedTables uint64
 }
 
 // Stats returns the engine's counters.
@@ -284,7 +289,8 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	defer release()
 	s := e.db.Syncs()
 	users, bytes := e.idx.size()
-	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other, IndexedUsers: users, IndexBytes: bytes}, nil
+	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other, IndexedUsers: users, IndexBytes: bytes,
+		IngestedTables: e.db.IngestedTables()}, nil
 }
 
 // Sync makes every acknowledged write durable (for NoSync stores).

@@ -243,7 +243,7 @@ func (e *Engine) recoverPending(ctx context.Context) error {
 func (e *Engine) commitEpisode(ctx context.Context, user string, ep *Episode) error {
 	unlock := e.lockUser(user)
 	defer unlock()
-	t, err := e.begin(ctx, user)
+	t, err := e.begin(ctx, user, 0)
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func (e *Engine) knownNames(ctx context.Context, t *txn, user string) ([]string,
 func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre *extracted) (int, error) {
 	unlock := e.lockUser(user)
 	defer unlock()
-	t, err := e.begin(ctx, user)
+	t, err := e.begin(ctx, user, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -527,7 +527,7 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted) error {
 	unlock := e.lockUser(user)
 	defer unlock()
-	t, err := e.begin(ctx, user)
+	t, err := e.begin(ctx, user, 0)
 	if err != nil {
 		return err
 	}

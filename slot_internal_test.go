@@ -107,26 +107,46 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 // without object (before and after the values they close), then later
 // writes on top.
 func TestMemPathEqualsBatchPath(t *testing.T) {
+	// Each first batch also commits both ways: through the log and
+	// memtable, and as an ingested table (ingestMinBytes 1).
+	paths := []struct {
+		name   string
+		fast   bool
+		ingest int
+	}{{"memory, ingested", true, 1}, {"memory, logged", true, -1}, {"batch, logged", false, -1}, {"batch, ingested", false, 1}}
+	defer func() { memFastPath, ingestMinBytes = true, 0 }()
 	for seed := range uint64(8) {
-		var dumps [2][]byte
-		for i, fast := range []bool{true, false} {
-			memFastPath = fast
-			dumps[i] = runFirstBatchWorkload(t, seed)
+		var dumps [][]byte
+		for _, p := range paths {
+			memFastPath, ingestMinBytes = p.fast, p.ingest
+			dump, ingested := runFirstBatchWorkload(t, seed)
+			want := uint64(0)
+			if p.ingest > 0 {
+				want = 12 // one per user: the first batch
+			}
+			if ingested != want {
+				t.Fatalf("%s: %d tables ingested, want %d", p.name, ingested, want)
+			}
+			dumps = append(dumps, dump)
 		}
-		memFastPath = true
-		if !bytes.Equal(dumps[0], dumps[1]) {
-			a, b := bytes.Split(dumps[0], []byte("\n")), bytes.Split(dumps[1], []byte("\n"))
+		for i := 1; i < len(dumps); i++ {
+			if bytes.Equal(dumps[0], dumps[i]) {
+				continue
+			}
+			a, b := bytes.Split(dumps[0], []byte("\n")), bytes.Split(dumps[i], []byte("\n"))
 			for j := range min(len(a), len(b)) {
 				if !bytes.Equal(a[j], b[j]) {
-					t.Fatalf("seed %d: memory and batch resolution differ at line %d:\n%s\n%s", seed, j, a[j], b[j])
+					t.Fatalf("seed %d: %s and %s differ at line %d:\n%s\n%s", seed, paths[0].name, paths[i].name, j, a[j], b[j])
 				}
 			}
-			t.Fatalf("seed %d: memory and batch resolution stored %d vs %d lines", seed, len(a), len(b))
+			t.Fatalf("seed %d: %s and %s stored %d vs %d lines", seed, paths[0].name, paths[i].name, len(a), len(b))
 		}
 	}
 }
 
-func runFirstBatchWorkload(t *testing.T, seed uint64) []byte {
+// runFirstBatchWorkload returns the store's dump and how many writes
+// committed as ingested tables.
+func runFirstBatchWorkload(t *testing.T, seed uint64) ([]byte, uint64) {
 	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, Clock: func() time.Time {
@@ -186,7 +206,7 @@ func runFirstBatchWorkload(t *testing.T, seed uint64) []byte {
 			}
 		}
 	}
-	return checkedDump(t, e)
+	return checkedDump(t, e), e.db.IngestedTables()
 }
 
 // checkedDump checks e and returns every key and value it stores, one per

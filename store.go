@@ -127,6 +127,8 @@ func seqKey(user string, sub kv.Sub, seq uint64) []byte {
 	return kv.AppendUint64(kv.UserKey(user, sub), seq)
 }
 
+// registryKey is the user's entry in the registry that stores of formats 1
+// and 2 kept; Forget still deletes it from such stores.
 func registryKey(user string) []byte {
 	return kv.AppendString([]byte{kv.TagUserList}, user)
 }

@@ -210,7 +210,10 @@ func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extra
 }
 
 func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre *extracted) ([]Decision, error) {
-	t, err := e.begin(ctx, user)
+	// About what a fact writes (claim, version, log, vector, postings,
+	// graph and interval entries) plus the episode: sized up front, a
+	// batch of thousands of facts is not copied as it grows.
+	t, err := e.begin(ctx, user, len(ep.Ops)*bytesPerFact+2*len(ep.Text))
 	if err != nil {
 		return nil, err
 	}
@@ -246,11 +249,6 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 func (t *txn) appendEpisode(ep *Episode) error {
 	t.meta.Seq++
 	ep.User, ep.Seq, ep.RecordedAt = t.user, t.meta.Seq, fromNanos(t.now)
-	if t.meta.Seq == 1 {
-		if err := t.b.Set(registryKey(t.user), nil); err != nil {
-			return err
-		}
-	}
 	return t.b.Set(seqKey(t.user, kv.SubEpisode, ep.Seq), episodeBytes(*ep))
 }
 
@@ -336,8 +334,13 @@ func (t *txn) close() {
 	}
 }
 
-func (e *Engine) begin(ctx context.Context, user string) (*txn, error) {
-	b := e.db.NewBatch()
+// bytesPerFact is about how many bytes of batch one asserted fact writes.
+const bytesPerFact = 1800
+
+// begin starts a transaction for user whose batch has room for about
+// sizeHint bytes (0: grow as needed).
+func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, error) {
+	b := e.db.NewBatchSized(sizeHint)
 	m, err := loadMeta(b, user)
 	if err != nil {
 		b.Close()

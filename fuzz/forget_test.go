@@ -51,6 +51,19 @@ func TestForgetCanary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Close() }()
+	// A's first write is a bulk import: large enough to commit as a table
+	// ingested straight into the bottom level, which Forget must rewrite.
+	var bulk []memor.FactInput
+	for i := range 400 {
+		bulk = append(bulk, memor.FactInput{Subject: "user", Predicate: "visited",
+			Object: fmt.Sprintf("%s place %d", canary, i), ValidFrom: clock.Now().Add(-time.Duration(i) * time.Hour)})
+	}
+	if _, err := e.AssertBatch(ctx, "A", bulk); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.Stats(ctx); err != nil || st.IngestedTables != 1 {
+		t.Fatalf("the bulk import was not ingested as a table: %+v, %v", st, err)
+	}
 	const n = 40
 	for i := range n {
 		clock.Advance(time.Minute)

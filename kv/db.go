@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -23,7 +24,9 @@ import (
 //
 //	1: the engine's records (claims, versions, decisions, episodes) in JSON.
 //	2: records in binary (JSON ones still read); vectors in float16.
-const FormatVersion uint32 = 2
+//	3: users are found by their keys; the registry ('U' keys) is no
+//	   longer written (an older build would miss new users in Prune).
+const FormatVersion uint32 = 3
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -46,6 +49,10 @@ type Options struct {
 	CacheSize int64
 	// Logger receives Pebble's log lines at debug level; nil discards them.
 	Logger *slog.Logger
+	// IngestMinBytes is the size from which a local batch commits as an
+	// ingested table (see [Batch.SetLocal]); 0 means
+	// [DefaultIngestMinBytes], a negative value never.
+	IngestMinBytes int
 }
 
 // DB is a Pebble store with memor's format. Safe for concurrent use.
@@ -53,6 +60,13 @@ type DB struct {
 	p      *pebble.DB
 	noSync bool
 	syncs  *syncCounts
+	// Ingested tables (see Batch.commitAsTable).
+	dir       string
+	fs        vfs.FS
+	tableOpts sstable.WriterOptions
+	tables    atomic.Uint64 // names table files
+	ingested  atomic.Uint64
+	ingestMin int
 }
 
 // Open opens (creating if needed) the store in dir and checks its format.
@@ -96,11 +110,19 @@ func Open(dir string, o Options) (*DB, error) {
 	if err := checkSidecar(dir); err != nil {
 		return nil, err
 	}
+	if err := removeStaleTables(dir); err != nil {
+		return nil, err
+	}
+	po.EnsureDefaults()
 	p, err := openPebble(dir, po)
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{p: p, noSync: o.NoSync, syncs: counts}
+	if o.IngestMinBytes == 0 {
+		o.IngestMinBytes = DefaultIngestMinBytes
+	}
+	db := &DB{p: p, noSync: o.NoSync, syncs: counts, dir: dir, fs: po.FS,
+		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes}
 	if err := db.checkFormat(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -205,11 +227,11 @@ func (db *DB) checkFormat() error {
 		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
 	}
 	if got < FormatVersion {
-		// Format 1 differs only in how the engine encodes records (JSON
-		// then, binary now), and this build reads both: the store is
-		// upgraded in place by raising its number, so that an older build,
-		// which cannot read the binary records written from now on,
-		// refuses it.
+		// Formats 1 and 2 differ only in how the engine encodes records
+		// (JSON then, binary now) and in the user registry, and this build
+		// reads both: the store is upgraded in place by raising its
+		// number, so that an older build, which cannot read what is
+		// written from now on, refuses it.
 		return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync)
 	}
 	return nil
@@ -305,6 +327,15 @@ func scanDir(ctx context.Context, newIter func(*pebble.IterOptions) (*pebble.Ite
 // on top of the committed store.
 func (db *DB) NewBatch() *Batch { return &Batch{b: db.p.NewIndexedBatch(), db: db} }
 
+// NewBatchSized is NewBatch with room for about size bytes of writes, so
+// that a large batch is not copied each time it outgrows its buffer.
+func (db *DB) NewBatchSized(size int) *Batch {
+	if size <= 0 {
+		return db.NewBatch()
+	}
+	return &Batch{b: db.p.NewIndexedBatchWithSize(size), db: db}
+}
+
 // DeleteRange deletes [lo, hi) durably.
 func (db *DB) DeleteRange(lo, hi []byte) error {
 	return db.p.DeleteRange(lo, hi, pebble.Sync)
@@ -382,11 +413,15 @@ type Batch struct {
 	db *DB
 	// local: the store holds no key under this prefix (see SetLocal).
 	local []byte
+	// ranged: the batch holds a range deletion.
+	ranged bool
 }
 
 // SetLocal declares that the store holds no key under prefix (a user with
 // no data yet): reads under it then see the batch alone, which spares a
 // merge with every level of the store for ranges known to be empty there.
+// A large batch whose keys all lie under prefix commits as an ingested
+// table (see Options.IngestMinBytes).
 func (b *Batch) SetLocal(prefix []byte) { b.local = prefix }
 
 // isLocal reports whether [lo, hi) lies under the local prefix.
@@ -413,7 +448,10 @@ func (b *Batch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
 func (b *Batch) Delete(key []byte) error { return b.b.Delete(key, nil) }
 
 // DeleteRange removes [lo, hi).
-func (b *Batch) DeleteRange(lo, hi []byte) error { return b.b.DeleteRange(lo, hi, nil) }
+func (b *Batch) DeleteRange(lo, hi []byte) error {
+	b.ranged = true
+	return b.b.DeleteRange(lo, hi, nil)
+}
 
 // Get reads key through the batch.
 func (b *Batch) Get(key []byte) ([]byte, error) {
@@ -478,6 +516,11 @@ func (b *Batch) Commit() error {
 }
 
 func (b *Batch) commit(wo *pebble.WriteOptions) error {
+	if b.local != nil && !b.ranged && b.db.ingestMin >= 0 && b.b.Len() >= b.db.ingestMin {
+		if done, err := b.commitAsTable(); done || err != nil {
+			return err
+		}
+	}
 	if err := b.b.Commit(wo); err != nil {
 		return fmt.Errorf("kv: commit: %w", err)
 	}

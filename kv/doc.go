@@ -7,7 +7,8 @@
 // the file format; do not change or reuse them.
 //
 //	'M' name                          global metadata (format version, clock)
-//	'U' esc(user)                     user registry: one key per user that has data
+//	'U' esc(user)                     user registry (formats 1–2; users are now
+//	                                  found by their keys, see [DB.Users])
 //	'J' esc(predicate)                cached judge verdicts (replace / append)
 //	'u' esc(user) sub ...             everything owned by one user
 //
@@ -30,7 +31,12 @@
 //
 //  1. A user's data lives only under [UserRoot](user); Forget is one
 //     range deletion of [PrefixEnd] bounds.
-//  2. A [Batch] commits all of its writes or none of them.
+//  2. A [Batch] commits all of its writes or none of them. A large batch
+//     that only writes under a prefix the store holds nothing under (a
+//     new user's bulk import, see [Batch.SetLocal]) commits as one sorted
+//     table ingested straight into the bottom level: atomic and durable
+//     like a synced commit, without the log, the memtable, the flush or
+//     any compaction.
 //  3. Opening a store whose format version is newer than [FormatVersion]
 //     fails with [ErrFormatTooNew] and writes nothing.
 //

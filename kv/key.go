@@ -10,7 +10,7 @@ import (
 // Keyspace tags. Part of the file format; do not change.
 const (
 	TagMeta     byte = 'M'
-	TagUserList byte = 'U'
+	TagUserList byte = 'U' // formats 1–2 only: the user registry
 	TagJudge    byte = 'J'
 	TagUser     byte = 'u'
 )

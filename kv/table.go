@@ -1,0 +1,141 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// DefaultIngestMinBytes is the batch size from which a local batch (see
+// [Batch.SetLocal]) commits as an ingested table rather than through the
+// write-ahead log and memtable.
+const DefaultIngestMinBytes = 256 << 10
+
+// tablePrefix names the table files a batch writes before Pebble takes them
+// over. Pebble removes a file once ingested; one left by a crash between the
+// two is removed at Open.
+const tablePrefix = ".memor-ingest-"
+
+// commitAsTable commits a local batch by writing its contents as one sorted
+// table and ingesting it. The range under the local prefix is empty in the
+// store, so the table goes straight to the bottom level: the batch skips the
+// log, the memtable, the flush and every compaction. An ingestion is atomic
+// and durable when it returns. It reports false, with nothing written, when
+// the batch holds a key outside the local prefix or nothing at all; the
+// caller then commits it the usual way.
+func (b *Batch) commitAsTable() (bool, error) {
+	it, err := b.b.NewBatchOnlyIter(context.Background(), &pebble.IterOptions{})
+	if err != nil {
+		return false, wrapErr("ingest", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return false, it.Error()
+	}
+	path := filepath.Join(b.db.dir, fmt.Sprintf("%s%d-%d.sst", tablePrefix, os.Getpid(), b.db.tables.Add(1)))
+	f, err := b.db.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return false, fmt.Errorf("kv: ingest: %w", err)
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), b.db.tableOpts)
+	fail := func(err error) (bool, error) {
+		_ = w.Close()
+		_ = b.db.fs.Remove(path)
+		return false, err
+	}
+	for valid := true; valid; valid = it.Next() {
+		k := it.Key()
+		if !bytes.HasPrefix(k, b.local) {
+			return fail(nil)
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fail(wrapErr("ingest", err))
+		}
+		if err := w.Set(k, v); err != nil {
+			return fail(fmt.Errorf("kv: ingest: %w", err))
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fail(wrapErr("ingest", err))
+	}
+	// Close writes the footer and syncs the file.
+	if err := w.Close(); err != nil {
+		_ = b.db.fs.Remove(path)
+		return false, fmt.Errorf("kv: ingest: %w", err)
+	}
+	if err := b.db.p.Ingest(context.Background(), []string{path}); err != nil {
+		_ = b.db.fs.Remove(path)
+		return false, wrapErr("ingest", err)
+	}
+	b.db.ingested.Add(1)
+	return true, nil
+}
+
+// IngestedTables is how many batches committed as ingested tables since
+// Open.
+func (db *DB) IngestedTables() uint64 { return db.ingested.Load() }
+
+// removeStaleTables deletes table files a crash left between writing and
+// ingesting them: they were never part of the store.
+func removeStaleTables(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("kv: %w", err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tablePrefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("kv: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// sstableWriterOptions is how ingested tables are written: as Pebble would
+// write them to the bottom level, in the store's table format.
+func sstableWriterOptions(po *pebble.Options, p *pebble.DB) sstable.WriterOptions {
+	return po.MakeWriterOptions(len(po.Levels)-1, p.TableFormat())
+}
+
+// Users calls fn with every user that has a key in the store, in key
+// order. It reads one key per user: after each user it seeks past the
+// user's keyspace.
+func (db *DB) Users(ctx context.Context, fn func(user string) error) error {
+	it, err := db.p.NewIter(&pebble.IterOptions{LowerBound: []byte{TagUser}, UpperBound: []byte{TagUser + 1}})
+	if err != nil {
+		return wrapErr("users", err)
+	}
+	defer it.Close()
+	for valid := it.First(); valid; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := NewDecoder(it.Key()[1:])
+		user := d.String()
+		if d.Err != nil {
+			return fmt.Errorf("%w: user key %x: %v", ErrCorrupt, it.Key(), d.Err)
+		}
+		if err := fn(user); err != nil {
+			return err
+		}
+		next := PrefixEnd(UserRoot(user))
+		if next == nil {
+			break
+		}
+		valid = it.SeekGE(next)
+	}
+	if err := it.Error(); err != nil {
+		return wrapErr("users", err)
+	}
+	return nil
+}

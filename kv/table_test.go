@@ -1,0 +1,223 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dumpStore returns every key and value of db, one per line.
+func dumpStore(t *testing.T, db *DB) string {
+	t.Helper()
+	var sb strings.Builder
+	if err := db.Scan(context.Background(), nil, func(k, v []byte) error {
+		fmt.Fprintf(&sb, "%q=%q\n", k, v)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sb.String()
+}
+
+// fillLocal writes n keys under user's root (overwriting and deleting some
+// of them) into a local batch, plus extra (outside the root) if non-nil.
+func fillLocal(t *testing.T, db *DB, user string, n int, extra []byte) *Batch {
+	t.Helper()
+	b := db.NewBatch()
+	b.SetLocal(UserRoot(user))
+	for i := range n {
+		k := AppendUint32(UserKey(user, SubClaim), uint32(i*7919%n))
+		if err := b.Set(k, bytes.Repeat([]byte{byte(i)}, 1+i%50)); err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 0 {
+			if err := b.Set(k, []byte("second")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%9 == 0 {
+			if err := b.Delete(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A delete of a key the store never held.
+		if err := b.Delete(AppendUint32(UserKey(user, SubDoc), uint32(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if extra != nil {
+		if err := b.Set(extra, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// TestIngestEqualsLog: a local batch committed as an ingested table leaves
+// the store exactly as the same batch committed through the log, reopens
+// with it (durable without a sync), and leaves no file of its own behind. A
+// batch with a key outside the local prefix, a range deletion, or below
+// the size threshold commits through the log instead.
+func TestIngestEqualsLog(t *testing.T) {
+	other := storeWith(t, nil) // reference: never ingests
+	other.ingestMin = -1
+	b := fillLocal(t, other, "alice", 3000, nil)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	want := dumpStore(t, other)
+
+	dir := t.TempDir()
+	db, err := Open(dir, Options{NoSync: true, IngestMinBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Something else in the store, in the memtable and in a table.
+	if err := db.p.Set(UserKey("bob", SubMeta), []byte("bob"), nil); err != nil {
+		t.Fatal(err)
+	}
+	b = fillLocal(t, db, "alice", 3000, nil)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if db.IngestedTables() != 1 {
+		t.Fatalf("%d tables ingested, want 1", db.IngestedTables())
+	}
+	got := strings.Replace(dumpStore(t, db), fmt.Sprintf("%q=%q\n", UserKey("bob", SubMeta), "bob"), "", 1)
+	if got != want {
+		t.Fatalf("ingested store differs from logged store:\n%.300s\nwant\n%.300s", got, want)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tablePrefix) {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+	db, err = Open(dir, Options{NoSync: true, IngestMinBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := strings.Replace(dumpStore(t, db), fmt.Sprintf("%q=%q\n", UserKey("bob", SubMeta), "bob"), "", 1); got != want {
+		t.Fatal("ingested table lost at reopen")
+	}
+
+	// Not ingested: a key outside the prefix, a range deletion, too small.
+	for i, b := range []*Batch{
+		fillLocal(t, db, "carol", 100, UserKey("dave", SubMeta)),
+		func() *Batch {
+			b := fillLocal(t, db, "erin", 100, nil)
+			if err := b.DeleteRange(UserKey("erin", SubHistory), UserKey("erin", SubLive)); err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}(),
+	} {
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		if db.IngestedTables() != 0 {
+			t.Fatalf("batch %d was ingested", i)
+		}
+	}
+	if _, err := db.Get(UserKey("dave", SubMeta)); err != nil {
+		t.Fatalf("the batch that could not be ingested was not committed: %v", err)
+	}
+	db.ingestMin = 1 << 30
+	b = fillLocal(t, db, "frank", 100, nil)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if db.IngestedTables() != 0 {
+		t.Fatal("a batch under the threshold was ingested")
+	}
+}
+
+// TestStaleTablesRemoved: a table file a crash left between writing and
+// ingesting it is removed at Open, and nothing else is.
+func TestStaleTablesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	stale := filepath.Join(dir, tablePrefix+"123-4.sst")
+	keep := filepath.Join(dir, "notes.txt")
+	for _, p := range []string{stale, keep} {
+		if err := os.WriteFile(p, []byte("secret"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale table still there: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("a file that is not ours was removed: %v", err)
+	}
+}
+
+// TestUsers: every user with a key is listed once, in key order, whatever
+// bytes the names hold (prefixes of each other, NUL, 0xFF, escapes), and
+// keys outside user keyspaces are not users.
+func TestUsers(t *testing.T) {
+	names := []string{"a", "ab", "a\x00", "a\x00b", "\x00", "\xff", "\xff\xff", "a/b", "b", strings.Repeat("é", 3000)}
+	db := storeWith(t, nil)
+	b := db.NewBatch()
+	for i, n := range names {
+		for _, sub := range []Sub{SubMeta, SubEpisode, SubVector} {
+			if i%2 == 0 || sub == SubVector {
+				if err := b.Set(AppendUint32(UserKey(n, sub), 1), []byte(n)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for _, k := range [][]byte{{TagMeta, 'x'}, {TagUserList, 'a', 0, 1}, {TagJudge, 'z'}} {
+		if err := b.Set(k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := db.Users(context.Background(), func(u string) error {
+		got = append(got, u)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	if len(got) != len(names) {
+		t.Fatalf("got %d users %q, want %d", len(got), got, len(names))
+	}
+	for i, u := range got {
+		if !want[u] {
+			t.Errorf("unknown user %q", u)
+		}
+		delete(want, u)
+		if i > 0 && bytes.Compare(UserRoot(got[i-1]), UserRoot(u)) >= 0 {
+			t.Errorf("users out of key order: %q then %q", got[i-1], u)
+		}
+	}
+}
