@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 )
 
 func cosine(a, b []float32) float64 {
@@ -359,4 +362,73 @@ func TestHTTPConfig(t *testing.T) {
 	}
 	var _ Embedder = h
 	var _ Embedder = NewHash(0)
+}
+
+// embedReference is the first implementation of Hash.embed, kept verbatim:
+// stored vectors were made by it, so the embedder must keep producing the
+// same bits.
+func embedReference(dim int, text string) []float32 {
+	h := &Hash{dim: dim}
+	v := make([]float32, dim)
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	for i, w := range words {
+		h.add(v, fnv(kindWord, w, ""), weightWord)
+		if i > 0 {
+			h.add(v, fnv(kindBigram, words[i-1], w), weightBigram)
+		}
+		r := []rune("<" + w + ">")
+		n := len(r) - 2
+		if n < 1 {
+			continue
+		}
+		wt := float32(weightTrigram / math.Sqrt(float64(n)))
+		for j := 0; j+3 <= len(r); j++ {
+			h.add(v, fnv(kindTrigram, string(r[j:j+3]), ""), wt)
+		}
+	}
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	if ss > 0 {
+		inv := float32(1 / math.Sqrt(ss))
+		for i := range v {
+			v[i] *= inv
+		}
+	}
+	return v
+}
+
+// TestHashStable: the embedder's output is bit for bit what the reference
+// implementation gives, on random texts mixing ASCII, accents, CJK, emoji,
+// digits, punctuation and invalid UTF-8.
+func TestHashStable(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	alphabet := []string{"a", "b", "e", "z", "A", "Q", "é", "ß", "Ж", "水", "😀", "7", " ", " ", ",", "'", "\xff", "\xc3", "-", "\u0301"}
+	for _, dim := range []int{8, 384} {
+		h := NewHash(dim)
+		for range 3000 {
+			var sb strings.Builder
+			for range r.IntN(60) {
+				sb.WriteString(alphabet[r.IntN(len(alphabet))])
+			}
+			text := sb.String()
+			got, want := h.embed(text), embedReference(dim, text)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("dim %d, %q: component %d is %v, reference %v", dim, text, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkHashEmbed(b *testing.B) {
+	h := NewHash(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		h.embed("user lives in Seattle and works at Example Corporation since March")
+	}
 }

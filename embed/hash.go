@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // DefaultHashDim is the dimension of [NewHash] when given 0: 384, the size
@@ -73,19 +74,24 @@ func (h *Hash) embed(text string) []float32 {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
+	var r []rune // "<" word ">", reused across words
 	for i, w := range words {
 		h.add(v, fnv(kindWord, w, ""), weightWord)
 		if i > 0 {
 			h.add(v, fnv(kindBigram, words[i-1], w), weightBigram)
 		}
-		r := []rune("<" + w + ">")
+		r = append(r[:0], '<')
+		for _, c := range w {
+			r = append(r, c)
+		}
+		r = append(r, '>')
 		n := len(r) - 2
 		if n < 1 {
 			continue
 		}
 		wt := float32(weightTrigram / math.Sqrt(float64(n)))
 		for j := 0; j+3 <= len(r); j++ {
-			h.add(v, fnv(kindTrigram, string(r[j:j+3]), ""), wt)
+			h.add(v, fnvRunes(kindTrigram, r[j:j+3]), wt)
 		}
 	}
 	var ss float64
@@ -111,25 +117,44 @@ func (h *Hash) add(v []float32, f uint64, w float32) {
 	v[i] += w
 }
 
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
 // fnv is 64-bit FNV-1a over kind, a, a space and b.
 func fnv(kind byte, a, b string) uint64 {
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	x := uint64(offset)
-	x = (x ^ uint64(kind)) * prime
+	x := uint64(fnvOffset)
+	x = (x ^ uint64(kind)) * fnvPrime
 	for i := 0; i < len(a); i++ {
-		x = (x ^ uint64(a[i])) * prime
+		x = (x ^ uint64(a[i])) * fnvPrime
 	}
 	if b != "" {
-		x = (x ^ ' ') * prime
+		x = (x ^ ' ') * fnvPrime
 		for i := 0; i < len(b); i++ {
-			x = (x ^ uint64(b[i])) * prime
+			x = (x ^ uint64(b[i])) * fnvPrime
 		}
 	}
-	// Finalise (splitmix64) so that the low bits used for the bucket and
-	// the top bit used for the sign are well mixed.
+	return mix(x)
+}
+
+// fnvRunes is fnv(kind, string(rs), ""), without building the string.
+func fnvRunes(kind byte, rs []rune) uint64 {
+	x := uint64(fnvOffset)
+	x = (x ^ uint64(kind)) * fnvPrime
+	var buf [utf8.UTFMax]byte
+	for _, c := range rs {
+		n := utf8.EncodeRune(buf[:], c)
+		for _, b := range buf[:n] {
+			x = (x ^ uint64(b)) * fnvPrime
+		}
+	}
+	return mix(x)
+}
+
+// mix finalises a hash (splitmix64) so that the low bits used for the
+// bucket and the top bit used for the sign are well mixed.
+func mix(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
