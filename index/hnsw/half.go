@@ -3,6 +3,7 @@ package hnsw
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // Vectors are persisted at half precision: a float32 scale (the largest
@@ -47,13 +48,34 @@ func encodeHalf(b []byte, v []float32, round bool) []byte {
 	scale := maxAbs(v)
 	b = append(b, halfMarker)
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
+	n := len(b)
+	b = slices.Grow(b, 2*len(v))[:n+2*len(v)]
+	out := b[n:]
 	if scale == 0 {
-		return append(b, make([]byte, 2*len(v))...)
+		clear(out)
+		return b
 	}
 	inv := 1 / scale
 	for i, x := range v {
+		bits := math.Float32bits(x * inv)
+		abs := bits & 0x7fffffff
+		if abs-0x38800000 < 0x47000000-0x38800000 {
+			// A normal half (2⁻¹⁴ ≤ |x| < 2¹⁵, as every scaled component
+			// is unless tiny): rebias the exponent and round the mantissa
+			// to nearest, ties to even. toHalf does the same with every
+			// case spelled out; fromHalf of the result is m's bits with
+			// the float32 bias back.
+			m := abs - (127-15)<<23
+			m += 0xfff + (m>>13)&1
+			m >>= 13
+			binary.LittleEndian.PutUint16(out[2*i:], uint16(bits>>16)&0x8000|uint16(m))
+			if round {
+				v[i] = math.Float32frombits(bits&0x80000000|(m<<13+(127-15)<<23)) * scale
+			}
+			continue
+		}
 		h := toHalf(x * inv)
-		b = binary.LittleEndian.AppendUint16(b, h)
+		binary.LittleEndian.PutUint16(out[2*i:], h)
 		if round {
 			v[i] = fromHalf(h) * scale
 		}

@@ -229,3 +229,81 @@ type countingKV struct {
 
 func (c *countingKV) Set(k, v []byte) error { *c.n += len(k) + len(v); return c.m.Set(k, v) }
 func (c *countingKV) Delete(k []byte) error { *c.n += len(k); return c.m.Delete(k) }
+
+// TestEncodeHalfMatchesToHalf: encodeHalf's fast path for normal halves
+// gives exactly toHalf's bits, on components of every magnitude (zeros,
+// subnormal halves, rounding boundaries, the scale itself).
+func TestEncodeHalfMatchesToHalf(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	v := make([]float32, 64)
+	for trial := range 200_000 {
+		for i := range v {
+			switch r.IntN(6) {
+			case 0:
+				v[i] = 0
+			case 1:
+				v[i] = float32(r.NormFloat64() * 1e-5)
+			case 2:
+				// Just around a rounding boundary: the low 13 bits near 0x1000.
+				v[i] = math.Float32frombits(r.Uint32()&0x3fffe000 | 0x1000 + uint32(r.IntN(3)) - 1)
+			default:
+				v[i] = float32(r.NormFloat64())
+			}
+			if r.IntN(2) == 0 {
+				v[i] = -v[i]
+			}
+		}
+		if trial%3 == 0 {
+			v[r.IntN(len(v))] = float32(r.ExpFloat64() * 1e3)
+		}
+		scale := maxAbs(v)
+		b := appendHalf(nil, v)[halfHeader:]
+		for i, x := range v {
+			want := uint16(0)
+			if scale != 0 {
+				want = toHalf(x * (1 / scale))
+			}
+			if got := uint16(b[2*i]) | uint16(b[2*i+1])<<8; got != want {
+				t.Fatalf("component %v of scale %v: %04x, toHalf gives %04x", x, scale, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkEncodeHalf(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	v := make([]float32, 384)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	buf := make([]byte, 0, halfLen(len(v)))
+	for b.Loop() {
+		w := slices.Clone(v)
+		buf = roundAppendHalf(buf[:0], w)
+	}
+}
+
+// TestRoundHalfMatchesFromHalf: the rounded value encodeHalf leaves in the
+// vector is fromHalf of the stored bits times the scale, for every
+// component, on the same mix of magnitudes.
+func TestRoundHalfMatchesFromHalf(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	v := make([]float32, 64)
+	for range 100_000 {
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-8)))
+			if r.IntN(5) == 0 {
+				v[i] = 0
+			}
+		}
+		scale := maxAbs(v)
+		w := slices.Clone(v)
+		b := roundAppendHalf(nil, w)[halfHeader:]
+		for i := range v {
+			want := fromHalf(uint16(b[2*i])|uint16(b[2*i+1])<<8) * scale
+			if math.Float32bits(w[i]) != math.Float32bits(want) {
+				t.Fatalf("component %v: rounded to %v, stored bits give %v", v[i], w[i], want)
+			}
+		}
+	}
+}
