@@ -432,3 +432,28 @@ func BenchmarkHashEmbed(b *testing.B) {
 		h.embed("user lives in Seattle and works at Example Corporation since March")
 	}
 }
+
+// TestHashParallelBatch: a batch large enough to be split over cores gives
+// the vectors of embedding each text alone, in order, and a cancelled
+// context fails it.
+func TestHashParallelBatch(t *testing.T) {
+	h := NewHash(64)
+	texts := make([]string, 3*parallelEmbedMin+7)
+	for i := range texts {
+		texts[i] = strings.Repeat("word ", i%9) + "number " + strings.Repeat("x", i%13)
+	}
+	got, err := h.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range texts {
+		if !slices.Equal(got[i], h.embed(text)) {
+			t.Fatalf("text %d: batch vector differs from its own", i)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Embed(ctx, texts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}

@@ -2,8 +2,11 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -47,18 +50,42 @@ func NewHash(dim int) *Hash {
 func (h *Hash) Dim() int { return h.dim }
 
 // Embed returns one L2-normalised vector per text. It fails only when ctx
-// is done.
+// is done. A large batch (a bulk import) is split over the available
+// cores; each vector depends on its text alone, so the result is the same.
 func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
+	workers := min(runtime.GOMAXPROCS(0), len(texts)/parallelEmbedMin)
+	if workers <= 1 {
+		return out, h.embedRange(ctx, texts, out)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	per := (len(texts) + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*per, min(len(texts), (w+1)*per)
+		wg.Go(func() { errs[w] = h.embedRange(ctx, texts[lo:hi], out[lo:hi]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+// parallelEmbedMin is the number of texts per core from which Embed uses
+// more than one: below it, starting goroutines costs more than it saves.
+const parallelEmbedMin = 128
+
+func (h *Hash) embedRange(ctx context.Context, texts []string, out [][]float32) error {
 	for i, t := range texts {
 		if i&63 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		out[i] = h.embed(t)
 	}
-	return out, nil
+	return nil
 }
 
 // Feature kinds, hashed in front of the feature so that the word "the" and
