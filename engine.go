@@ -73,6 +73,13 @@ type Options struct {
 	MaxTextBytes int
 	// CacheSize is the storage block cache in bytes (default 64 MiB).
 	CacheSize int64
+	// IngestMinBytes: a new user's first write (a bulk import) of at
+	// least this many bytes — about 150 facts at the default 256 KiB —
+	// commits as one sorted table ingested straight into the store's
+	// bottom level: atomic and durable like a synced commit, without the
+	// log, memtable, flush or compactions that cost more CPU than the
+	// write itself. Negative: never.
+	IngestMinBytes int
 	// IndexCacheBytes bounds the memory of the per-user retrieval indexes
 	// kept loaded, as estimated from their documents (each costs its
 	// vector plus about 1.5 KB). Past it, loading a user's indexes evicts
@@ -138,7 +145,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	db, err := kv.Open(dir, kv.Options{NoSync: o.NoSync, CacheSize: o.CacheSize, Logger: o.Logger,
-		IngestMinBytes: ingestMinBytes})
+		IngestMinBytes: o.IngestMinBytes})
 	if err != nil {
 		return nil, fmt.Errorf("memor: open %s: %w", dir, err)
 	}

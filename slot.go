@@ -385,11 +385,6 @@ func (t *txn) otherContexts(slot []byte) (bool, error) {
 // compare them with the full fold over the batch).
 var appendFastPath, memFastPath = true, true
 
-// ingestMinBytes is kv.Options.IngestMinBytes: 0 is the default size from
-// which a new user's first write commits as an ingested table. Tests set 1
-// (always) or -1 (never) to compare the two paths.
-var ingestMinBytes = 0
-
 // memClaims is what slotClaims reads for slot, in the same order, in a
 // write of a new user: the claims this write made under the slot in key
 // order (valid time, then ID), then for an object of a Many predicate the

@@ -114,12 +114,12 @@ func TestMemPathEqualsBatchPath(t *testing.T) {
 		fast   bool
 		ingest int
 	}{{"memory, ingested", true, 1}, {"memory, logged", true, -1}, {"batch, logged", false, -1}, {"batch, ingested", false, 1}}
-	defer func() { memFastPath, ingestMinBytes = true, 0 }()
+	defer func() { memFastPath = true }()
 	for seed := range uint64(8) {
 		var dumps [][]byte
 		for _, p := range paths {
-			memFastPath, ingestMinBytes = p.fast, p.ingest
-			dump, ingested := runFirstBatchWorkload(t, seed)
+			memFastPath = p.fast
+			dump, ingested := runFirstBatchWorkload(t, seed, p.ingest)
 			want := uint64(0)
 			if p.ingest > 0 {
 				want = 12 // one per user: the first batch
@@ -146,10 +146,10 @@ func TestMemPathEqualsBatchPath(t *testing.T) {
 
 // runFirstBatchWorkload returns the store's dump and how many writes
 // committed as ingested tables.
-func runFirstBatchWorkload(t *testing.T, seed uint64) ([]byte, uint64) {
+func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin int) ([]byte, uint64) {
 	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, Clock: func() time.Time {
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, IngestMinBytes: ingestMin, Clock: func() time.Time {
 		now = now.Add(time.Second)
 		return now
 	}})
