@@ -176,7 +176,39 @@ func (g *Graph) key(tag byte, id uint32) []byte {
 // normalize returns the identity of an entity name: space trimmed and
 // collapsed, lower-cased.
 func normalize(name string) string {
-	return strings.ToLower(strings.Join(strings.Fields(name), " "))
+	if plainASCII(name, true) {
+		return name
+	}
+	return strings.ToLower(collapse(name))
+}
+
+// collapse trims s and turns each run of white space into one space.
+func collapse(s string) string {
+	if plainASCII(s, false) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// plainASCII reports whether s is ASCII with single inner spaces and no
+// other white space (and, if lower, no upper case): what collapse (and
+// normalize) would return unchanged. Most names are, and the check spares
+// them three allocations.
+func plainASCII(s string, lower bool) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return s == ""
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		case c == ' ' && s[i+1] == ' ':
+			return false
+		case lower && 'A' <= c && c <= 'Z':
+			return false
+		}
+	}
+	return true
 }
 
 // words splits s into lower-cased runs of letters and digits.
@@ -299,7 +331,7 @@ func (g *Graph) entityID(w kv.Writer, name string) (uint32, error) {
 		return 0, ErrTooManyEntities
 	}
 	key := uint32(g.nextKey)
-	display := strings.Join(strings.Fields(name), " ")
+	display := collapse(name)
 	if err := w.Set(g.key(tagEntity, key), []byte(display)); err != nil {
 		return 0, fmt.Errorf("graph: write entity: %w", err)
 	}
@@ -318,7 +350,7 @@ func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
 	if w == nil {
 		return ErrNilWriter
 	}
-	label = strings.Join(strings.Fields(label), " ")
+	label = collapse(label)
 	if normalize(from) == "" || normalize(to) == "" || label == "" {
 		return fmt.Errorf("%w: doc %d: %q -%q-> %q", ErrEmptyName, doc, from, label, to)
 	}

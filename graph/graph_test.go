@@ -548,3 +548,24 @@ func TestSubjectDocsAndOut(t *testing.T) {
 		t.Fatalf("Out(Paris) walked edges against their direction: %+v", hops)
 	}
 }
+
+// TestNormalizeFastPath: normalize and collapse agree with their
+// definitions on every kind of input, whether or not the fast path for
+// plain names takes it.
+func TestNormalizeFastPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "Z", "q", "7", " ", " ", "  ", "\t", "\n", "\v", "\f", "\r", "é", "É", "\u00a0", "\u0085", "\u2003", "-", "/"}
+	for range 50_000 {
+		var sb strings.Builder
+		for range r.IntN(12) {
+			sb.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		s := sb.String()
+		if got, want := collapse(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("collapse(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := normalize(s), strings.ToLower(strings.Join(strings.Fields(s), " ")); got != want {
+			t.Fatalf("normalize(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
