@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -252,7 +253,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 			if _, ok := tmp.Get(doc); ok && len(v) >= 9+idLen+8 {
 				d := kv.NewDecoder(v[9:])
 				subj, _, ctxKey := d.String(), d.String(), d.String()
-				ui.addFactOf(seq, fmt.Sprintf("%x", v[len(v)-8-idLen:len(v)-8]), subj, ctxKey, doc)
+				ui.addFactOf(seq, hex.EncodeToString(v[len(v)-8-idLen:len(v)-8]), subj, ctxKey, doc)
 			}
 		case docEpisode:
 			ep, err := getEpisode(r, user, seq)

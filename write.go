@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -520,7 +521,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if conf == 0 {
 			conf = 1
 		}
-		c := claimRec{ID: fmt.Sprintf("%x", id[:]), Kind: uint8(op.Kind), Subject: cleanValue(op.Subject),
+		c := claimRec{ID: hex.EncodeToString(id[:]), Kind: uint8(op.Kind), Subject: cleanValue(op.Subject),
 			Predicate: pred, Object: cleanValue(op.Object), Context: cleanValue(op.Context), ValidFrom: vf,
 			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
 		sk := string(slot)
