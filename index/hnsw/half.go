@@ -74,6 +74,13 @@ func encodeHalf(b []byte, v []float32, round bool) []byte {
 			}
 			continue
 		}
+		if abs == 0 { // ±0, most of a sparse vector
+			binary.LittleEndian.PutUint16(out[2*i:], uint16(bits>>16))
+			if round {
+				v[i] = math.Float32frombits(bits) * scale
+			}
+			continue
+		}
 		h := toHalf(x * inv)
 		binary.LittleEndian.PutUint16(out[2*i:], h)
 		if round {
