@@ -270,23 +270,7 @@ func (ix *Index) link(s uint32) {
 	sc.eps = append(sc.eps[:0], ep)
 	for l := min(level, ix.top); l >= 0; l-- {
 		_ = ix.searchLayer(context.Background(), sc, v, sc.eps, ix.o.EfConstruction, l, nil)
-		sc.sel = ix.selectNeighbors(sc.sel, sc.out, ix.m)
-		for _, c := range sc.out {
-			if len(sc.sel) >= ix.m {
-				break
-			}
-			if !slices.Contains(sc.sel, c) {
-				sc.sel = append(sc.sel, c)
-			}
-		}
-		sc.nb = sc.nb[:0]
-		for _, c := range sc.sel {
-			sc.nb = append(sc.nb, c.s)
-		}
-		ix.setLinks(s, l, sc.nb)
-		for _, c := range sc.sel {
-			ix.addLink(sc, c.s, s, c.d, l)
-		}
+		ix.connect(sc, s, l)
 		sc.eps = append(sc.eps[:0], sc.out...)
 	}
 	// Layers above the old top have only this node: empty lists, persisted
@@ -296,6 +280,28 @@ func (ix *Index) link(s uint32) {
 	}
 	if level > ix.top {
 		ix.entry, ix.top, ix.metaOK = int32(s), level, false
+	}
+}
+
+// connect gives s its neighbours on layer l, chosen from the candidates
+// in sc.out (closest first), and links them back to s.
+func (ix *Index) connect(sc *searcher, s uint32, l int) {
+	sc.sel = ix.selectNeighbors(sc.sel, sc.out, ix.m)
+	for _, c := range sc.out {
+		if len(sc.sel) >= ix.m {
+			break
+		}
+		if !slices.Contains(sc.sel, c) {
+			sc.sel = append(sc.sel, c)
+		}
+	}
+	sc.nb = sc.nb[:0]
+	for _, c := range sc.sel {
+		sc.nb = append(sc.nb, c.s)
+	}
+	ix.setLinks(s, l, sc.nb)
+	for _, c := range sc.sel {
+		ix.addLink(sc, c.s, s, c.d, l)
 	}
 }
 
@@ -424,6 +430,9 @@ func (ix *Index) remove(s uint32) {
 		}
 	}
 	ix.dirty = slices.DeleteFunc(ix.dirty, func(k uint64) bool { return uint32(k>>8) == s })
+	if i := slices.Index(ix.pending, s); i >= 0 {
+		ix.pending = slices.Delete(ix.pending, i, i+1)
+	}
 	delete(ix.slotOf, ix.ids[s])
 	ix.levels[s] = -1
 	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
@@ -432,7 +441,8 @@ func (ix *Index) remove(s uint32) {
 	if ix.entry == int32(s) {
 		ix.entry, ix.top, ix.metaOK = -1, 0, false
 		for p := range uint32(len(ix.ids)) {
-			if pl := int(ix.levels[p]); pl >= 0 && (ix.entry < 0 || pl > ix.top) {
+			// Queued nodes are not in the graph yet.
+			if pl := int(ix.levels[p]); pl >= 0 && (ix.entry < 0 || pl > ix.top) && !slices.Contains(ix.pending, p) {
 				ix.entry, ix.top = int32(p), pl
 			}
 		}
@@ -494,6 +504,7 @@ func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, 
 	for i, c := range sc.out {
 		sc.out[i].d = ix.exactDist(q, c.s)
 	}
+	sc.out = ix.searchPending(q, sc.out, allow)
 	slices.SortFunc(sc.out, byDist)
 	return ix.hits(sc.out, k), nil
 }

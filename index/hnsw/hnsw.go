@@ -199,6 +199,11 @@ type Index struct {
 	// wait in dirty and metaOK).
 	pendingDels [][]byte
 	pendingRecs []vecRecord
+	// Nodes added with a nil writer, stored but not yet linked, in add
+	// order, and the scratch space of linking them (see batch.go).
+	pending []uint32
+	plans   []pendingPlan
+	workers []*searcher
 }
 
 // New returns an empty index of dimension dim whose keys will all start
@@ -452,7 +457,12 @@ func grow[T any](s []T, n int) []T {
 //
 // With w nil the writes wait for [Index.Flush] (or the next Add or Delete
 // with a writer): a batch of Adds then writes each neighbour list it
-// changed once, not once per insert that changed it.
+// changed once, not once per insert that changed it. The node is then also
+// linked with its batch, at that flush (or once 256 are queued): the
+// batch's candidate searches run in parallel against the graph as it was
+// before the batch, and the links are made in add order, so the graph
+// depends on the inserts and the flushes, not on scheduling. Searches find
+// a queued vector meanwhile (scored exactly, besides the walk).
 func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	scale, err := ix.scaleOf(vec)
 	if err != nil {
@@ -505,7 +515,14 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		}
 	}
 	s, rec := ix.alloc(id, vec, scale, ix.randomLevel())
-	ix.link(s)
+	if w != nil {
+		ix.link(s)
+		return ix.flush(w, rec)
+	}
+	ix.pending = append(ix.pending, s)
+	if len(ix.pending) >= maxPending {
+		ix.linkPending()
+	}
 	return ix.flush(w, rec)
 }
 

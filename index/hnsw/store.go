@@ -158,6 +158,7 @@ func (ix *Index) flushPending(w kv.Writer) error {
 	if w == nil {
 		return nil
 	}
+	ix.linkPending()
 	for _, k := range ix.pendingDels {
 		if err := w.Delete(k); err != nil {
 			return fmt.Errorf("hnsw: delete links: %w", err)
