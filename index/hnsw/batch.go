@@ -14,50 +14,53 @@ import (
 // facts, then Flush) store and encode their vector at once but queue the
 // node; the queue is linked into the graph by the next Flush, Add or
 // Delete with a writer, or when it reaches maxPending. Linking a queue
-// takes two phases:
+// takes three phases:
 //
-//  1. Search, in parallel: every queued node's candidate lists (the
-//     efConstruction best per layer, the search of algorithm 1) are
-//     found in the graph as it was before the queue (frozen: nothing
-//     writes it meanwhile), and its distances to every node queued before
-//     it are computed. Each node's results depend only on the frozen graph
-//     and the queue, not on which goroutine computed them or when.
-//  2. Link, sequentially in queue order: a node's candidates are its
-//     frozen-graph candidates merged with the closest earlier queued nodes
-//     (exact, so a batch's members find each other though the frozen
-//     search could not), selected and back-linked as an immediate insert
-//     is.
+//  1. Plan, in parallel: every queued node's candidates on each layer are
+//     the efConstruction best of its search (algorithm 1) in the graph as
+//     it was before the queue (frozen: nothing writes it meanwhile),
+//     merged with the closest nodes queued before it (exact, so that a
+//     batch's members find each other though the frozen search cannot);
+//     the heuristic then chooses its neighbours among them. This reads
+//     only the frozen graph, the codes and the levels.
+//  2. In queue order: each node gets the lists chosen for it, and becomes
+//     the entry point if it tops the graph.
+//  3. Back links, in parallel by target: the node a back link goes to
+//     decides which goroutine adds it, and each goroutine adds its links in
+//     queue order. Adding a back link (and pruning a full list) reads and
+//     writes the target's list only, so this makes exactly the lists that
+//     adding every back link in queue order would.
 //
-// The graph thus depends only on the inserts and where the queue was cut
-// (the flushes), never on scheduling; it is persisted as is, so a reload
-// answers as the writer did. A profiled 100k-vector build was three
-// quarters candidate search, which phase 1 spreads over the cores.
-// Searches see queued nodes too: Search scores them exactly and merges
-// them into its results (see searchPending).
+// The graph therefore depends only on the inserts and where the queue
+// was cut (the flushes), never on scheduling; it is persisted as is, so a
+// reload answers as the writer did. A profiled 100k-vector build was
+// three quarters candidate search and a fifth list maintenance; both now
+// spread over the cores. Searches see queued nodes too: Search scores
+// them exactly and merges them into its results (see searchPending).
 
-// linkWorkers, when positive, fixes the number of goroutines of phase 1
-// (tests: the graph must not depend on it).
+// linkWorkers, when positive, fixes the number of goroutines of phases 1
+// and 3 (tests: the graph must not depend on it).
 var linkWorkers = 0
 
-// maxPending bounds the queue: the memory of phase 1's results (about
-// efConstruction candidates per node) and of the pairwise distances
-// within the queue, and what a search scores exactly besides the walk.
+// maxPending bounds the queue: a queued node is compared with every one
+// queued before it (phase 1), and a search scores the queue exactly.
 const maxPending = 256
 
-// parallelMin is the queue length below which phase 1 runs on the calling
-// goroutine only (a single fact's commit is not worth a goroutine).
+// parallelMin is the queue length below which the phases run on the
+// calling goroutine only (a single fact's commit is not worth goroutines).
 const parallelMin = 64
 
-// pendingPlan is phase 1's output for one queued node.
+// pendingPlan is phase 1's output for one queued node: its neighbours on
+// each layer it is linked on, closest first.
 type pendingPlan struct {
-	// found[l] holds the frozen graph's candidates on layer l, closest
-	// first (layers above the frozen top are empty).
-	found [][]cand
-	// near holds the closest (up to efConstruction) earlier queued nodes
-	// as queue positions, closest first; up holds every earlier queued
-	// node whose level is at least 1 (the candidates on upper layers),
-	// also as positions, in queue order.
-	near, up []cand
+	sel [][]cand
+}
+
+// backLink is a link to add from n to s (at distance d) on layer l.
+type backLink struct {
+	n, s uint32
+	d    float32
+	l    int
 }
 
 // linkPending links every queued node (see above) and empties the queue.
@@ -81,49 +84,117 @@ func (ix *Index) linkPending() {
 	for len(ix.workers) < workers {
 		ix.workers = append(ix.workers, &searcher{})
 	}
+	// The top layer each node is linked under: the graph's, raised by the
+	// nodes queued before it (-1: the graph is empty, the node becomes the
+	// entry point).
+	tops := make([]int, len(p))
+	t := -1
+	if ix.entry >= 0 {
+		t = ix.top
+	}
+	for i, s := range p {
+		tops[i] = t
+		t = max(t, int(ix.levels[s]))
+	}
+
+	// Phase 1.
 	var next atomic.Int64
-	run := func(sc *searcher) {
+	ix.parallel(workers, func(w int, sc *searcher) {
 		sc.reset(len(ix.ids))
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= len(p) {
 				return
 			}
-			ix.plan(sc, p, i, &plans[i])
+			ix.plan(sc, p, i, tops[i], &plans[i])
 		}
-	}
-	if workers == 1 {
-		run(ix.workers[0])
-	} else {
-		var wg sync.WaitGroup
-		for _, sc := range ix.workers[:workers] {
-			wg.Go(func() { run(sc) })
-		}
-		wg.Wait()
-	}
-	if ix.build == nil {
-		ix.build = &searcher{}
-	}
+	})
+
+	// Phase 2.
+	var backs []backLink
 	for i, s := range p {
-		ix.linkPlanned(ix.build, p, s, &plans[i])
+		level := int(ix.levels[s])
+		if ix.entry < 0 {
+			ix.entry, ix.top, ix.metaOK = int32(s), level, false
+			for l := 0; l <= level; l++ {
+				ix.markDirty(s, l)
+			}
+			continue
+		}
+		for l, sel := range plans[i].sel {
+			nb := ix.workers[0].nb[:0]
+			for _, c := range sel {
+				nb = append(nb, c.s)
+				backs = append(backs, backLink{c.s, s, c.d, l})
+			}
+			ix.workers[0].nb = nb
+			ix.setLinks(s, l, nb)
+		}
+		for l := ix.top + 1; l <= level; l++ {
+			ix.markDirty(s, l)
+		}
+		if level > ix.top {
+			ix.entry, ix.top, ix.metaOK = int32(s), level, false
+		}
+	}
+
+	// Phase 3.
+	ix.parallel(workers, func(w int, sc *searcher) {
+		sc.dirty = sc.dirty[:0]
+		for _, b := range backs {
+			if int(b.n)%workers == w {
+				ix.addLink(sc, b.n, b.s, b.d, b.l)
+				sc.dirty = append(sc.dirty, uint64(b.n)<<8|uint64(b.l))
+			}
+		}
+	})
+	for _, sc := range ix.workers[:workers] {
+		ix.dirty = append(ix.dirty, sc.dirty...)
 	}
 	ix.pending = ix.pending[:0]
 }
 
-// plan is phase 1 for the queued node p[i]: it only reads the graph, the
-// codes and the levels, and writes only pl and sc.
-func (ix *Index) plan(sc *searcher, p []uint32, i int, pl *pendingPlan) {
+// parallel runs f on workers goroutines (the caller's alone when 1), each
+// with its own searcher, and waits for them.
+func (ix *Index) parallel(workers int, f func(w int, sc *searcher)) {
+	if workers == 1 {
+		f(0, ix.workers[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for w, sc := range ix.workers[:workers] {
+		wg.Go(func() { f(w, sc) })
+	}
+	wg.Wait()
+}
+
+// plan is phase 1 for the queued node p[i], linked under layer top: it
+// only reads the graph, the codes and the levels, and writes only pl and
+// sc.
+func (ix *Index) plan(sc *searcher, p []uint32, i, top int, pl *pendingPlan) {
 	s := p[i]
 	level := int(ix.levels[s])
 	v := ix.qv(s)
-	for l := range pl.found {
-		pl.found[l] = pl.found[l][:0]
+	for l := range pl.sel {
+		pl.sel[l] = pl.sel[l][:0]
 	}
-	pl.near, pl.up = pl.near[:0], pl.up[:0]
+	if top < 0 {
+		pl.sel = pl.sel[:0]
+		return
+	}
+	layers := min(level, top) + 1
+	for len(pl.sel) < layers {
+		pl.sel = append(pl.sel, nil)
+	}
+	pl.sel = pl.sel[:layers]
+	for len(sc.found) < layers {
+		sc.found = append(sc.found, nil)
+	}
+	for l := range layers {
+		sc.found[l] = sc.found[l][:0]
+	}
+	// The frozen graph's candidates.
 	if ix.entry >= 0 {
-		if len(pl.found) <= level {
-			pl.found = append(pl.found, make([][]cand, level+1-len(pl.found))...)
-		}
 		e := uint32(ix.entry)
 		ep := cand{ix.dist(v, e), e}
 		for l := ix.top; l > level; l-- {
@@ -132,74 +203,47 @@ func (ix *Index) plan(sc *searcher, p []uint32, i int, pl *pendingPlan) {
 		sc.eps = append(sc.eps[:0], ep)
 		for l := min(level, ix.top); l >= 0; l-- {
 			_ = ix.searchLayer(context.Background(), sc, v, sc.eps, ix.o.EfConstruction, l, nil)
-			pl.found[l] = append(pl.found[l][:0], sc.out...)
+			sc.found[l] = append(sc.found[l], sc.out...)
 			sc.eps = append(sc.eps[:0], sc.out...)
 		}
 	}
-	// The closest earlier queued nodes: a bounded max-heap (negated
-	// distances, worst at the root) of queue positions, then sorted.
+	// The closest earlier queued nodes (a bounded max-heap, negated
+	// distances, worst at the root), and those that reach layer 1.
 	ef := ix.o.EfConstruction
-	h := heap(pl.near)
-	for j, x := range p[:i] {
+	near := heap(sc.sel2[:0])
+	up := sc.batch[:0]
+	for _, x := range p[:i] {
 		d := ix.dist(v, x)
 		if ix.levels[x] > 0 {
-			pl.up = append(pl.up, cand{d, uint32(j)})
+			up = append(up, x)
 		}
-		if len(h) < ef {
-			h.push(cand{-d, uint32(j)})
-		} else if -d > h[0].d {
-			h[0] = cand{-d, uint32(j)}
-			h.fix0()
+		if len(near) < ef {
+			near.push(cand{-d, x})
+		} else if -d > near[0].d {
+			near[0] = cand{-d, x}
+			near.fix0()
 		}
 	}
-	for k := range h {
-		h[k].d = -h[k].d
+	for k := range near {
+		near[k].d = -near[k].d
 	}
-	slices.SortFunc(h, byDist)
-	pl.near = h
-}
-
-// linkPlanned is phase 2 for queued node s (= p[i]): link as link does,
-// with the candidates of each layer taken from the plan. The queued nodes
-// before s are linked already.
-func (ix *Index) linkPlanned(sc *searcher, p []uint32, s uint32, pl *pendingPlan) {
-	level := int(ix.levels[s])
-	if ix.entry < 0 {
-		ix.entry, ix.top, ix.metaOK = int32(s), level, false
-		for l := 0; l <= level; l++ {
-			ix.markDirty(s, l)
-		}
-		return
-	}
-	for l := min(level, ix.top); l >= 0; l-- {
-		// Merge the frozen graph's candidates with the earlier queued
-		// nodes that reach layer l, closest first, and keep the ef best:
-		// the beam an immediate insert's search would have ended with.
-		var found []cand
-		if l < len(pl.found) {
-			found = pl.found[l]
-		}
-		sc.tmp = sc.tmp[:0]
-		if l == 0 {
-			for _, c := range pl.near {
-				sc.tmp = append(sc.tmp, cand{c.d, p[c.s]})
-			}
-		} else {
-			for _, c := range pl.up {
-				if x := p[c.s]; int(ix.levels[x]) >= l {
-					sc.tmp = append(sc.tmp, cand{c.d, x})
+	slices.SortFunc(near, byDist)
+	sc.sel2, sc.batch = near, up
+	for l := layers - 1; l >= 0; l-- {
+		batch := near
+		if l > 0 {
+			sc.tmp = sc.tmp[:0]
+			for _, x := range up {
+				if int(ix.levels[x]) >= l {
+					sc.tmp = append(sc.tmp, cand{ix.dist(v, x), x})
 				}
 			}
 			slices.SortFunc(sc.tmp, byDist)
+			batch = sc.tmp
 		}
-		sc.out = mergeCands(sc.out[:0], found, sc.tmp, ix.o.EfConstruction)
-		ix.connect(sc, s, l)
-	}
-	for l := ix.top + 1; l <= level; l++ {
-		ix.markDirty(s, l)
-	}
-	if level > ix.top {
-		ix.entry, ix.top, ix.metaOK = int32(s), level, false
+		sc.out = mergeCands(sc.out[:0], sc.found[l], batch, ef)
+		ix.choose(sc)
+		pl.sel[l] = append(pl.sel[l], sc.sel...)
 	}
 }
 

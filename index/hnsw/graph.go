@@ -86,6 +86,10 @@ type searcher struct {
 	batch   []uint32  // unvisited neighbours of the node being expanded
 	q       []float32 // the prepared query
 	qc      []int8    // its codes
+	// Batched linking (batch.go): candidates per layer, and the lists
+	// marked dirty by back links.
+	found [][]cand
+	dirty []uint64
 }
 
 func (sc *searcher) reset(n int) {
@@ -286,6 +290,22 @@ func (ix *Index) link(s uint32) {
 // connect gives s its neighbours on layer l, chosen from the candidates
 // in sc.out (closest first), and links them back to s.
 func (ix *Index) connect(sc *searcher, s uint32, l int) {
+	ix.choose(sc)
+	sc.nb = sc.nb[:0]
+	for _, c := range sc.sel {
+		sc.nb = append(sc.nb, c.s)
+	}
+	ix.setLinks(s, l, sc.nb)
+	for _, c := range sc.sel {
+		ix.addLink(sc, c.s, s, c.d, l)
+		ix.markDirty(c.s, l)
+	}
+}
+
+// choose leaves in sc.sel the M neighbours a node gets from the
+// candidates in sc.out (closest first): those the heuristic selects, then
+// the closest it rejected until there are M. It reads only codes.
+func (ix *Index) choose(sc *searcher) {
 	sc.sel = ix.selectNeighbors(sc.sel, sc.out, ix.m)
 	for _, c := range sc.out {
 		if len(sc.sel) >= ix.m {
@@ -294,14 +314,6 @@ func (ix *Index) connect(sc *searcher, s uint32, l int) {
 		if !slices.Contains(sc.sel, c) {
 			sc.sel = append(sc.sel, c)
 		}
-	}
-	sc.nb = sc.nb[:0]
-	for _, c := range sc.sel {
-		sc.nb = append(sc.nb, c.s)
-	}
-	ix.setLinks(s, l, sc.nb)
-	for _, c := range sc.sel {
-		ix.addLink(sc, c.s, s, c.d, l)
 	}
 }
 
@@ -379,7 +391,8 @@ func (ix *Index) install(g *Index) {
 }
 
 // addLink adds the back link n → s (distance d) on layer l, shrinking n's
-// list with the heuristic when it is full.
+// list with the heuristic when it is full. It reads and writes n's list
+// only, and leaves marking it dirty to the caller.
 func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 	cur := ix.links(n, l)
 	mx := ix.maxLinks(l)
@@ -401,7 +414,7 @@ func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 	for _, c := range sc.sel2 {
 		sc.nb = append(sc.nb, c.s)
 	}
-	ix.setLinks(n, l, sc.nb)
+	ix.writeLinks(n, l, sc.nb)
 }
 
 // remove unlinks slot s: every list pointing at it loses the link and is

@@ -352,6 +352,12 @@ func (ix *Index) links(s uint32, l int) []uint32 {
 
 // setLinks replaces the neighbour list of slot s on layer l.
 func (ix *Index) setLinks(s uint32, l int, nb []uint32) {
+	ix.writeLinks(s, l, nb)
+	ix.markDirty(s, l)
+}
+
+// writeLinks is setLinks without marking the list dirty.
+func (ix *Index) writeLinks(s uint32, l int, nb []uint32) {
 	var dst []uint32
 	if l == 0 {
 		o := int(s) * (ix.m0 + 1)
@@ -361,10 +367,10 @@ func (ix *Index) setLinks(s uint32, l int, nb []uint32) {
 		dst = ix.upper[s][o : o+1+ix.m]
 	}
 	dst[0] = uint32(copy(dst[1:], nb))
-	ix.markDirty(s, l)
 }
 
-// appendLink adds x to the list of slot s on layer l, which has room.
+// appendLink adds x to the list of slot s on layer l, which has room
+// (without marking it dirty).
 func (ix *Index) appendLink(s uint32, l int, x uint32) {
 	var dst []uint32
 	if l == 0 {
@@ -374,7 +380,6 @@ func (ix *Index) appendLink(s uint32, l int, x uint32) {
 	}
 	dst[1+dst[0]] = x
 	dst[0]++
-	ix.markDirty(s, l)
 }
 
 // markDirty notes that the list of slot s on layer l must be written.
