@@ -56,6 +56,9 @@ type pendingPlan struct {
 	sel [][]cand
 }
 
+// backBuckets is how many parts phase 3 splits the back links into.
+const backBuckets = 64
+
 // backLink is a link to add from n to s (at distance d) on layer l.
 type backLink struct {
 	n, s uint32
@@ -111,7 +114,7 @@ func (ix *Index) linkPending() {
 	})
 
 	// Phase 2.
-	var backs []backLink
+	backs := ix.backs2[:0]
 	for i, s := range p {
 		level := int(ix.levels[s])
 		if ix.entry < 0 {
@@ -138,16 +141,39 @@ func (ix *Index) linkPending() {
 		}
 	}
 
-	// Phase 3.
+	// Phase 3: the back links by bucket of their target (a counting
+	// sort, stable: queue order within a bucket), buckets taken by
+	// whichever goroutine is free, so that one descheduled goroutine does
+	// not hold the others up.
+	var start [backBuckets + 1]int
+	for _, b := range backs {
+		start[b.n%backBuckets+1]++
+	}
+	for k := 1; k <= backBuckets; k++ {
+		start[k] += start[k-1]
+	}
+	ix.backs = slices.Grow(ix.backs[:0], len(backs))[:len(backs)]
+	pos := start
+	for _, b := range backs {
+		k := b.n % backBuckets
+		ix.backs[pos[k]] = b
+		pos[k]++
+	}
+	next.Store(0)
 	ix.parallel(workers, func(w int, sc *searcher) {
 		sc.dirty = sc.dirty[:0]
-		for _, b := range backs {
-			if int(b.n)%workers == w {
+		for {
+			k := int(next.Add(1) - 1)
+			if k >= backBuckets {
+				return
+			}
+			for _, b := range ix.backs[start[k]:start[k+1]] {
 				ix.addLink(sc, b.n, b.s, b.d, b.l)
 				sc.dirty = append(sc.dirty, uint64(b.n)<<8|uint64(b.l))
 			}
 		}
 	})
+	ix.backs2 = backs[:0]
 	for _, sc := range ix.workers[:workers] {
 		ix.dirty = append(ix.dirty, sc.dirty...)
 	}
@@ -224,10 +250,15 @@ func (ix *Index) plan(sc *searcher, p []uint32, i, top int, pl *pendingPlan) {
 			near.fix0()
 		}
 	}
-	for k := range near {
-		near[k].d = -near[k].d
+	// Drain the heap, worst first, into closest-first order (cheaper
+	// than sorting).
+	n := len(near)
+	sc.sel = slices.Grow(sc.sel[:0], n)[:n]
+	for k := n - 1; k >= 0; k-- {
+		c := near.pop()
+		sc.sel[k] = cand{-c.d, c.s}
 	}
-	slices.SortFunc(near, byDist)
+	near, sc.sel = sc.sel, near[:0]
 	sc.sel2, sc.batch = near, up
 	for l := layers - 1; l >= 0; l-- {
 		batch := near

@@ -204,6 +204,8 @@ type Index struct {
 	pending []uint32
 	plans   []pendingPlan
 	workers []*searcher
+	backs   []backLink // phase 3's links, by bucket
+	backs2  []backLink // and in queue order
 }
 
 // New returns an empty index of dimension dim whose keys will all start
