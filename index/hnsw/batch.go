@@ -1,7 +1,6 @@
 package hnsw
 
 import (
-	"context"
 	"runtime"
 	"slices"
 	"sync"
@@ -228,7 +227,7 @@ func (ix *Index) plan(sc *searcher, p []uint32, i, top int, pl *pendingPlan) {
 		}
 		sc.eps = append(sc.eps[:0], ep)
 		for l := min(level, ix.top); l >= 0; l-- {
-			_ = ix.searchLayer(context.Background(), sc, v, sc.eps, ix.o.EfConstruction, l, nil)
+			ix.beamSearch(sc, v, sc.eps, ix.o.EfConstruction, l)
 			sc.found[l] = append(sc.found[l], sc.out...)
 			sc.eps = append(sc.eps[:0], sc.out...)
 		}

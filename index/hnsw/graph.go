@@ -293,7 +293,7 @@ func (ix *Index) link(s uint32) {
 	}
 	sc.eps = append(sc.eps[:0], ep)
 	for l := min(level, ix.top); l >= 0; l-- {
-		_ = ix.searchLayer(context.Background(), sc, v, sc.eps, ix.o.EfConstruction, l, nil)
+		ix.beamSearch(sc, v, sc.eps, ix.o.EfConstruction, l)
 		ix.connect(sc, s, l)
 		sc.eps = append(sc.eps[:0], sc.out...)
 	}
@@ -702,4 +702,91 @@ func (ix *Index) hits(cs []cand, k int) []Hit {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return out
+}
+
+// expanded marks a beam entry whose neighbours beamSearch has compared
+// (slots stay below 2³¹).
+const expanded = 1 << 31
+
+// beamSearch is searchLayer without a filter, for building: the ef best
+// nodes are kept in one array sorted closest first, and the closest not
+// yet expanded is expanded next, until none is left. Without a filter
+// that is the paper's algorithm 2 (a candidate the two heaps would expand
+// is one the beam still holds: one dropped from the results is no closer
+// than the worst kept, which stops the walk), but it needs no frontier
+// heap and no draining, which were a fifth of a build. Leaves the result
+// in sc.out, closest first.
+func (ix *Index) beamSearch(sc *searcher, q qvec, eps []cand, ef, l int) {
+	sc.newGen()
+	beam := sc.out[:0]
+	for _, e := range eps {
+		if !sc.visit(e.s) {
+			beam = insertBeam(beam, e, ef)
+		}
+	}
+	for i := 0; i < len(beam); {
+		c := beam[i]
+		if c.s&expanded != 0 {
+			i++
+			continue
+		}
+		beam[i].s |= expanded
+		if i+1 < len(beam) && l == 0 {
+			// The next node expanded is likely the next in the beam.
+			nx := beam[i+1].s &^ expanded
+			prefetch(unsafe.Pointer(&ix.links0[int(nx)*(ix.m0+1)]), 4*(ix.m0+1))
+		}
+		sc.batch = sc.batch[:0]
+		for _, nb := range ix.links(c.s, l) {
+			if sc.visit(nb) {
+				continue
+			}
+			sc.batch = append(sc.batch, nb)
+			prefetch(unsafe.Pointer(&ix.code(nb)[0]), ix.dim)
+		}
+		lo := i + 1
+		for _, nb := range sc.batch {
+			d := ix.dist(q, nb)
+			if len(beam) < ef || d < beam[len(beam)-1].d {
+				var at int
+				beam, at = insertBeamAt(beam, cand{d, nb}, ef)
+				lo = min(lo, at)
+			}
+		}
+		i = lo
+	}
+	for i := range beam {
+		beam[i].s &^= expanded
+	}
+	sc.out = beam
+}
+
+// insertBeam inserts c into the sorted beam of at most ef entries.
+func insertBeam(beam []cand, c cand, ef int) []cand {
+	if len(beam) >= ef && c.d >= beam[len(beam)-1].d {
+		return beam
+	}
+	beam, _ = insertBeamAt(beam, c, ef)
+	return beam
+}
+
+// insertBeamAt inserts c (closer than the worst when the beam is full)
+// after the entries no farther than it, dropping the worst when full,
+// and returns where it went.
+func insertBeamAt(beam []cand, c cand, ef int) ([]cand, int) {
+	lo, hi := 0, len(beam)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if beam[m].d <= c.d {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if len(beam) < ef {
+		beam = append(beam, cand{})
+	}
+	copy(beam[lo+1:], beam[lo:len(beam)-1])
+	beam[lo] = c
+	return beam, lo
 }
