@@ -132,7 +132,14 @@ func (sc *searcher) visit(s uint32) bool {
 // dist is the distance the graph is built and walked with: q against the
 // int8 codes of s (see quant.go). exactDist uses the float32 vector.
 func (ix *Index) dist(q qvec, s uint32) float32 {
-	return -float32(dot8(q.c, ix.code(s))) * (q.s * ix.scales[s])
+	c := ix.code(s)
+	var p int32
+	if ix.vnni {
+		p = dot8Full(q.c, c)
+	} else {
+		p = dot8(q.c, c)
+	}
+	return -float32(p) * (q.s * ix.scales[s])
 }
 
 // qv is the quantised vector of slot s.

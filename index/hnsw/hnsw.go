@@ -172,6 +172,7 @@ type Index struct {
 	ml     float64 // level multiplier 1/ln(M)
 	rng    *rand.Rand
 
+	vnni bool // fullVNNI(dim): dist calls the kernel directly
 	// graph: the neighbour lists exist (see Options.GraphAt). Without it
 	// every live slot has level 0, links0 and upper are empty, no link key
 	// is persisted and entry is -1.
@@ -221,6 +222,7 @@ func New(dim int, prefix []byte, o Options) *Index {
 		vecs:   newSlab[float32](dim),
 		codes:  newSlab[int8](dim),
 		graph:  o.GraphAt <= 0,
+		vnni:   fullVNNI(dim),
 	}
 	ix.setM(o.M)
 	ix.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0))

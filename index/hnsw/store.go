@@ -275,6 +275,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		return nil, err
 	}
 	ix.dim = md.dim
+	ix.vnni = fullVNNI(ix.dim)
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
 	ix.vecs.reserve(o.Capacity)
 	ix.o.Metric = md.metric
