@@ -738,10 +738,15 @@ func (ix *Index) beamSearch(sc *searcher, q qvec, eps []cand, ef, l int) {
 			continue
 		}
 		beam[i].s |= expanded
-		if i+1 < len(beam) && l == 0 {
-			// The next node expanded is likely the next in the beam.
-			nx := beam[i+1].s &^ expanded
-			prefetch(unsafe.Pointer(&ix.links0[int(nx)*(ix.m0+1)]), 4*(ix.m0+1))
+		if l == 0 {
+			// The next node expanded is likely the next unexpanded one in
+			// the beam: have its list fetched meanwhile.
+			for j := i + 1; j < len(beam); j++ {
+				if nx := beam[j].s; nx&expanded == 0 {
+					prefetch(unsafe.Pointer(&ix.links0[int(nx)*(ix.m0+1)]), 4*(ix.m0+1))
+					break
+				}
+			}
 		}
 		sc.batch = sc.batch[:0]
 		for _, nb := range ix.links(c.s, l) {
