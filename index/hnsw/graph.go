@@ -73,8 +73,12 @@ func (h *heap) pop() cand {
 // searcher is the per-search scratch space, pooled so that a search does
 // not allocate beyond its result.
 type searcher struct {
-	visited []uint32 // slot → generation that visited it
-	gen     uint32
+	// visited is a bitset of the slots the current layer search reached,
+	// touched the words it set bits in: a bitset (12.5 KB at 100k slots)
+	// stays in the cache while codes stream through it, where a per-slot
+	// generation array (400 KB) did not.
+	visited []uint64
+	touched []uint32
 	cands   heap // frontier, closest first
 	res     heap // results, negated: worst first
 	out     []cand
@@ -86,27 +90,56 @@ type searcher struct {
 	batch   []uint32  // unvisited neighbours of the node being expanded
 	q       []float32 // the prepared query
 	qc      []int8    // its codes
+	// Batched linking (batch.go): candidates per layer, and the lists
+	// marked dirty by back links.
+	found [][]cand
+	dirty []uint64
 }
 
 func (sc *searcher) reset(n int) {
-	if len(sc.visited) < n {
-		sc.visited = make([]uint32, n+n/4+64)
-		sc.gen = 0
+	if len(sc.visited)*64 < n {
+		sc.visited = make([]uint64, (n+n/4+64)/64+1)
+		sc.touched = sc.touched[:0]
 	}
 }
 
+// newGen empties the visited set: word by word when few were touched.
 func (sc *searcher) newGen() {
-	sc.gen++
-	if sc.gen == 0 {
+	if len(sc.touched) > len(sc.visited)/16 {
 		clear(sc.visited)
-		sc.gen = 1
+	} else {
+		for _, w := range sc.touched {
+			sc.visited[w] = 0
+		}
 	}
+	sc.touched = sc.touched[:0]
+}
+
+// visit marks slot s visited, reporting whether it was already.
+func (sc *searcher) visit(s uint32) bool {
+	w, b := s>>6, uint64(1)<<(s&63)
+	x := sc.visited[w]
+	if x&b != 0 {
+		return true
+	}
+	if x == 0 {
+		sc.touched = append(sc.touched, w)
+	}
+	sc.visited[w] = x | b
+	return false
 }
 
 // dist is the distance the graph is built and walked with: q against the
 // int8 codes of s (see quant.go). exactDist uses the float32 vector.
 func (ix *Index) dist(q qvec, s uint32) float32 {
-	return -float32(dot8(q.c, ix.code(s))) * (q.s * ix.scales[s])
+	c := ix.code(s)
+	var p int32
+	if ix.vnni {
+		p = dot8Full(q.c, c)
+	} else {
+		p = dot8(q.c, c)
+	}
+	return -float32(p) * (q.s * ix.scales[s])
 }
 
 // qv is the quantised vector of slot s.
@@ -139,10 +172,9 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []ca
 	sc.newGen()
 	sc.cands, sc.res = sc.cands[:0], sc.res[:0]
 	for _, e := range eps {
-		if sc.visited[e.s] == sc.gen {
+		if sc.visit(e.s) {
 			continue
 		}
-		sc.visited[e.s] = sc.gen
 		sc.cands.push(e)
 		if ix.allowed(e.s, allow) {
 			sc.keep(cand{-e.d, e.s}, ef)
@@ -169,10 +201,9 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []ca
 		// otherwise wait for memory.
 		sc.batch = sc.batch[:0]
 		for _, nb := range ix.links(c.s, l) {
-			if sc.visited[nb] == sc.gen {
+			if sc.visit(nb) {
 				continue
 			}
-			sc.visited[nb] = sc.gen
 			sc.batch = append(sc.batch, nb)
 			prefetch(unsafe.Pointer(&ix.code(nb)[0]), ix.dim)
 		}
@@ -269,24 +300,8 @@ func (ix *Index) link(s uint32) {
 	}
 	sc.eps = append(sc.eps[:0], ep)
 	for l := min(level, ix.top); l >= 0; l-- {
-		_ = ix.searchLayer(context.Background(), sc, v, sc.eps, ix.o.EfConstruction, l, nil)
-		sc.sel = ix.selectNeighbors(sc.sel, sc.out, ix.m)
-		for _, c := range sc.out {
-			if len(sc.sel) >= ix.m {
-				break
-			}
-			if !slices.Contains(sc.sel, c) {
-				sc.sel = append(sc.sel, c)
-			}
-		}
-		sc.nb = sc.nb[:0]
-		for _, c := range sc.sel {
-			sc.nb = append(sc.nb, c.s)
-		}
-		ix.setLinks(s, l, sc.nb)
-		for _, c := range sc.sel {
-			ix.addLink(sc, c.s, s, c.d, l)
-		}
+		ix.beamSearch(sc, v, sc.eps, ix.o.EfConstruction, l)
+		ix.connect(sc, s, l)
 		sc.eps = append(sc.eps[:0], sc.out...)
 	}
 	// Layers above the old top have only this node: empty lists, persisted
@@ -296,6 +311,36 @@ func (ix *Index) link(s uint32) {
 	}
 	if level > ix.top {
 		ix.entry, ix.top, ix.metaOK = int32(s), level, false
+	}
+}
+
+// connect gives s its neighbours on layer l, chosen from the candidates
+// in sc.out (closest first), and links them back to s.
+func (ix *Index) connect(sc *searcher, s uint32, l int) {
+	ix.choose(sc)
+	sc.nb = sc.nb[:0]
+	for _, c := range sc.sel {
+		sc.nb = append(sc.nb, c.s)
+	}
+	ix.setLinks(s, l, sc.nb)
+	for _, c := range sc.sel {
+		ix.addLink(sc, c.s, s, c.d, l)
+		ix.markDirty(c.s, l)
+	}
+}
+
+// choose leaves in sc.sel the M neighbours a node gets from the
+// candidates in sc.out (closest first): those the heuristic selects, then
+// the closest it rejected until there are M. It reads only codes.
+func (ix *Index) choose(sc *searcher) {
+	sc.sel = ix.selectNeighbors(sc.sel, sc.out, ix.m)
+	for _, c := range sc.out {
+		if len(sc.sel) >= ix.m {
+			break
+		}
+		if !slices.Contains(sc.sel, c) {
+			sc.sel = append(sc.sel, c)
+		}
 	}
 }
 
@@ -373,7 +418,8 @@ func (ix *Index) install(g *Index) {
 }
 
 // addLink adds the back link n → s (distance d) on layer l, shrinking n's
-// list with the heuristic when it is full.
+// list with the heuristic when it is full. It reads and writes n's list
+// only, and leaves marking it dirty to the caller.
 func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 	cur := ix.links(n, l)
 	mx := ix.maxLinks(l)
@@ -395,7 +441,7 @@ func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 	for _, c := range sc.sel2 {
 		sc.nb = append(sc.nb, c.s)
 	}
-	ix.setLinks(n, l, sc.nb)
+	ix.writeLinks(n, l, sc.nb)
 }
 
 // remove unlinks slot s: every list pointing at it loses the link and is
@@ -424,6 +470,9 @@ func (ix *Index) remove(s uint32) {
 		}
 	}
 	ix.dirty = slices.DeleteFunc(ix.dirty, func(k uint64) bool { return uint32(k>>8) == s })
+	if i := slices.Index(ix.pending, s); i >= 0 {
+		ix.pending = slices.Delete(ix.pending, i, i+1)
+	}
 	delete(ix.slotOf, ix.ids[s])
 	ix.levels[s] = -1
 	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
@@ -432,7 +481,8 @@ func (ix *Index) remove(s uint32) {
 	if ix.entry == int32(s) {
 		ix.entry, ix.top, ix.metaOK = -1, 0, false
 		for p := range uint32(len(ix.ids)) {
-			if pl := int(ix.levels[p]); pl >= 0 && (ix.entry < 0 || pl > ix.top) {
+			// Queued nodes are not in the graph yet.
+			if pl := int(ix.levels[p]); pl >= 0 && (ix.entry < 0 || pl > ix.top) && !slices.Contains(ix.pending, p) {
 				ix.entry, ix.top = int32(p), pl
 			}
 		}
@@ -494,6 +544,7 @@ func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, 
 	for i, c := range sc.out {
 		sc.out[i].d = ix.exactDist(q, c.s)
 	}
+	sc.out = ix.searchPending(q, sc.out, allow)
 	slices.SortFunc(sc.out, byDist)
 	return ix.hits(sc.out, k), nil
 }
@@ -658,4 +709,96 @@ func (ix *Index) hits(cs []cand, k int) []Hit {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return out
+}
+
+// expanded marks a beam entry whose neighbours beamSearch has compared
+// (slots stay below 2³¹).
+const expanded = 1 << 31
+
+// beamSearch is searchLayer without a filter, for building: the ef best
+// nodes are kept in one array sorted closest first, and the closest not
+// yet expanded is expanded next, until none is left. Without a filter
+// that is the paper's algorithm 2 (a candidate the two heaps would expand
+// is one the beam still holds: one dropped from the results is no closer
+// than the worst kept, which stops the walk), but it needs no frontier
+// heap and no draining, which were a fifth of a build. Leaves the result
+// in sc.out, closest first.
+func (ix *Index) beamSearch(sc *searcher, q qvec, eps []cand, ef, l int) {
+	sc.newGen()
+	beam := sc.out[:0]
+	for _, e := range eps {
+		if !sc.visit(e.s) {
+			beam = insertBeam(beam, e, ef)
+		}
+	}
+	for i := 0; i < len(beam); {
+		c := beam[i]
+		if c.s&expanded != 0 {
+			i++
+			continue
+		}
+		beam[i].s |= expanded
+		if l == 0 {
+			// The next node expanded is likely the next unexpanded one in
+			// the beam: have its list fetched meanwhile.
+			for j := i + 1; j < len(beam); j++ {
+				if nx := beam[j].s; nx&expanded == 0 {
+					prefetch(unsafe.Pointer(&ix.links0[int(nx)*(ix.m0+1)]), 4*(ix.m0+1))
+					break
+				}
+			}
+		}
+		sc.batch = sc.batch[:0]
+		for _, nb := range ix.links(c.s, l) {
+			if sc.visit(nb) {
+				continue
+			}
+			sc.batch = append(sc.batch, nb)
+			prefetch(unsafe.Pointer(&ix.code(nb)[0]), ix.dim)
+		}
+		lo := i + 1
+		for _, nb := range sc.batch {
+			d := ix.dist(q, nb)
+			if len(beam) < ef || d < beam[len(beam)-1].d {
+				var at int
+				beam, at = insertBeamAt(beam, cand{d, nb}, ef)
+				lo = min(lo, at)
+			}
+		}
+		i = lo
+	}
+	for i := range beam {
+		beam[i].s &^= expanded
+	}
+	sc.out = beam
+}
+
+// insertBeam inserts c into the sorted beam of at most ef entries.
+func insertBeam(beam []cand, c cand, ef int) []cand {
+	if len(beam) >= ef && c.d >= beam[len(beam)-1].d {
+		return beam
+	}
+	beam, _ = insertBeamAt(beam, c, ef)
+	return beam
+}
+
+// insertBeamAt inserts c (closer than the worst when the beam is full)
+// after the entries no farther than it, dropping the worst when full,
+// and returns where it went.
+func insertBeamAt(beam []cand, c cand, ef int) ([]cand, int) {
+	lo, hi := 0, len(beam)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if beam[m].d <= c.d {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if len(beam) < ef {
+		beam = append(beam, cand{})
+	}
+	copy(beam[lo+1:], beam[lo:len(beam)-1])
+	beam[lo] = c
+	return beam, lo
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -156,68 +157,99 @@ func TestLoadFloat32Vectors(t *testing.T) {
 	}
 }
 
-// TestDeferredWrites: Adds with a nil writer, flushed in batches, leave
-// the store exactly as Adds that write at once: across the graph build,
-// replacements and deletes, with and without a graph from the start, and
-// write fewer bytes.
+// TestDeferredWrites: Adds with a nil writer, flushed in batches, write
+// the keys that Adds writing at once write (the same vectors, byte for
+// byte, and a list per node and layer; the lists themselves differ, being
+// linked a batch at a time), in fewer bytes: across the graph build,
+// replacements and deletes, with and without a graph from the start. The
+// batched graph is deterministic: linked on one goroutine or several, it
+// is the same, and it is what a reload answers from. Searches before the
+// flush find the queued vectors.
 func TestDeferredWrites(t *testing.T) {
 	ctx := context.Background()
-	vecs := clustered(91, 700, 16, 5)
+	vecs := clustered(91, 1000, 16, 5)
+	defer func(w int) { linkWorkers = w }(linkWorkers)
 	for _, o := range []Options{{Seed: 2, GraphAt: 300}, {Seed: 2, ExactBelow: -1}} {
-		now, later := memKV{}, memKV{}
-		a, b := New(16, []byte("p/"), o), New(16, []byte("p/"), o)
-		r := rand.New(rand.NewPCG(5, 6))
-		var wroteNow, wroteLater int
+		now := memKV{}
+		var wroteNow int
 		count := func(kv memKV, n *int) *countingKV { return &countingKV{kv, n} }
-		for i, v := range vecs {
-			id := uint32(i)
-			if i > 10 && r.IntN(10) == 0 {
-				id = uint32(r.IntN(i)) // replace
+		a := New(16, []byte("p/"), o)
+		var stores [2]memKV
+		var wrote [2]int
+		var last *Index
+		for run, workers := range []int{1, 4} {
+			linkWorkers = workers
+			later := memKV{}
+			b := New(16, []byte("p/"), o)
+			r := rand.New(rand.NewPCG(5, 6))
+			for i, v := range vecs {
+				id := uint32(i)
+				if i > 10 && r.IntN(10) == 0 {
+					id = uint32(r.IntN(i)) // replace
+				}
+				if run == 0 {
+					if err := a.Add(count(now, &wroteNow), id, v); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := b.Add(nil, id, v); err != nil {
+					t.Fatal(err)
+				}
+				if hits, err := b.Search(ctx, v, 1, nil); err != nil || len(hits) != 1 || hits[0].ID != id {
+					t.Fatalf("search for the vector of %d just added: %v, %v", id, hits, err)
+				}
+				switch {
+				case i%97 == 96:
+					del := uint32(r.IntN(i))
+					if run == 0 {
+						if err := a.Delete(count(now, &wroteNow), del); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := b.Delete(count(later, &wrote[run]), del); err != nil {
+						t.Fatal(err)
+					}
+				case i%150 == 149:
+					if err := b.Check(ctx, later); !errors.Is(err, ErrCheck) {
+						t.Fatalf("Check with deferred writes pending: %v", err)
+					}
+					if err := b.Flush(count(later, &wrote[run])); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
-			if err := a.Add(count(now, &wroteNow), id, v); err != nil {
+			if err := b.Flush(count(later, &wrote[run])); err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Add(nil, id, v); err != nil {
+			if err := b.Check(ctx, later); err != nil {
 				t.Fatal(err)
 			}
-			switch {
-			case i%97 == 96:
-				del := uint32(r.IntN(i))
-				if err := a.Delete(count(now, &wroteNow), del); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.Delete(count(later, &wroteLater), del); err != nil {
-					t.Fatal(err)
-				}
-			case i%50 == 49:
-				if err := b.Check(ctx, later); !errors.Is(err, ErrCheck) {
-					t.Fatalf("Check with deferred writes pending: %v", err)
-				}
-				if err := b.Flush(count(later, &wroteLater)); err != nil {
-					t.Fatal(err)
-				}
+			if err := b.Flush(count(later, &wrote[run])); err != nil {
+				t.Fatal(err)
 			}
+			stores[run], last = later, b
 		}
-		if err := b.Flush(count(later, &wroteLater)); err != nil {
-			t.Fatal(err)
-		}
+		later := stores[0]
 		if len(now) != len(later) {
 			t.Fatalf("%d keys written at once, %d deferred", len(now), len(later))
 		}
 		for k, v := range now {
-			if !bytes.Equal(later[k], v) {
-				t.Fatalf("key %x differs", k)
+			w, ok := later[k]
+			if !ok || k[len("p/")] == tagVector && !bytes.Equal(w, v) {
+				t.Fatalf("key %x missing or differs", k)
 			}
 		}
-		if err := b.Check(ctx, later); err != nil {
+		if !maps.EqualFunc(stores[0], stores[1], bytes.Equal) {
+			t.Fatal("batched linking on 1 and 4 goroutines built different graphs")
+		}
+		if wrote[0] >= wroteNow {
+			t.Fatalf("deferred writes wrote %d bytes, immediate %d", wrote[0], wroteNow)
+		}
+		re, err := Load(ctx, later, []byte("p/"), o)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if wroteLater >= wroteNow {
-			t.Fatalf("deferred writes wrote %d bytes, immediate %d", wroteLater, wroteNow)
-		}
-		if err := b.Flush(count(later, &wroteLater)); err != nil {
-			t.Fatal(err)
-		}
+		sameSearches(t, last, re, vecs[:50], nil)
 	}
 }
 

@@ -172,6 +172,7 @@ type Index struct {
 	ml     float64 // level multiplier 1/ln(M)
 	rng    *rand.Rand
 
+	vnni bool // fullVNNI(dim): dist calls the kernel directly
 	// graph: the neighbour lists exist (see Options.GraphAt). Without it
 	// every live slot has level 0, links0 and upper are empty, no link key
 	// is persisted and entry is -1.
@@ -199,6 +200,13 @@ type Index struct {
 	// wait in dirty and metaOK).
 	pendingDels [][]byte
 	pendingRecs []vecRecord
+	// Nodes added with a nil writer, stored but not yet linked, in add
+	// order, and the scratch space of linking them (see batch.go).
+	pending []uint32
+	plans   []pendingPlan
+	workers []*searcher
+	backs   []backLink // phase 3's links, by bucket
+	backs2  []backLink // and in queue order
 }
 
 // New returns an empty index of dimension dim whose keys will all start
@@ -214,6 +222,7 @@ func New(dim int, prefix []byte, o Options) *Index {
 		vecs:   newSlab[float32](dim),
 		codes:  newSlab[int8](dim),
 		graph:  o.GraphAt <= 0,
+		vnni:   fullVNNI(dim),
 	}
 	ix.setM(o.M)
 	ix.rng = rand.New(rand.NewPCG(uint64(o.Seed), 0))
@@ -347,6 +356,12 @@ func (ix *Index) links(s uint32, l int) []uint32 {
 
 // setLinks replaces the neighbour list of slot s on layer l.
 func (ix *Index) setLinks(s uint32, l int, nb []uint32) {
+	ix.writeLinks(s, l, nb)
+	ix.markDirty(s, l)
+}
+
+// writeLinks is setLinks without marking the list dirty.
+func (ix *Index) writeLinks(s uint32, l int, nb []uint32) {
 	var dst []uint32
 	if l == 0 {
 		o := int(s) * (ix.m0 + 1)
@@ -356,10 +371,10 @@ func (ix *Index) setLinks(s uint32, l int, nb []uint32) {
 		dst = ix.upper[s][o : o+1+ix.m]
 	}
 	dst[0] = uint32(copy(dst[1:], nb))
-	ix.markDirty(s, l)
 }
 
-// appendLink adds x to the list of slot s on layer l, which has room.
+// appendLink adds x to the list of slot s on layer l, which has room
+// (without marking it dirty).
 func (ix *Index) appendLink(s uint32, l int, x uint32) {
 	var dst []uint32
 	if l == 0 {
@@ -369,7 +384,6 @@ func (ix *Index) appendLink(s uint32, l int, x uint32) {
 	}
 	dst[1+dst[0]] = x
 	dst[0]++
-	ix.markDirty(s, l)
 }
 
 // markDirty notes that the list of slot s on layer l must be written.
@@ -452,7 +466,12 @@ func grow[T any](s []T, n int) []T {
 //
 // With w nil the writes wait for [Index.Flush] (or the next Add or Delete
 // with a writer): a batch of Adds then writes each neighbour list it
-// changed once, not once per insert that changed it.
+// changed once, not once per insert that changed it. The node is then also
+// linked with its batch, at that flush (or once 256 are queued): the
+// batch's candidate searches run in parallel against the graph as it was
+// before the batch, and the links are made in add order, so the graph
+// depends on the inserts and the flushes, not on scheduling. Searches find
+// a queued vector meanwhile (scored exactly, besides the walk).
 func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	scale, err := ix.scaleOf(vec)
 	if err != nil {
@@ -505,7 +524,14 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		}
 	}
 	s, rec := ix.alloc(id, vec, scale, ix.randomLevel())
-	ix.link(s)
+	if w != nil {
+		ix.link(s)
+		return ix.flush(w, rec)
+	}
+	ix.pending = append(ix.pending, s)
+	if len(ix.pending) >= maxPending {
+		ix.linkPending()
+	}
 	return ix.flush(w, rec)
 }
 

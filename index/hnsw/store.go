@@ -158,6 +158,7 @@ func (ix *Index) flushPending(w kv.Writer) error {
 	if w == nil {
 		return nil
 	}
+	ix.linkPending()
 	for _, k := range ix.pendingDels {
 		if err := w.Delete(k); err != nil {
 			return fmt.Errorf("hnsw: delete links: %w", err)
@@ -274,6 +275,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		return nil, err
 	}
 	ix.dim = md.dim
+	ix.vnni = fullVNNI(ix.dim)
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
 	ix.vecs.reserve(o.Capacity)
 	ix.o.Metric = md.metric
