@@ -85,6 +85,8 @@
 //  3. Postings and per-document term lists describe the same (term, doc,
 //     tf) triples; the dictionary holds exactly the terms with postings.
 //  4. The total length equals the sum of document lengths.
+//  5. A term's pruning bounds hold: no posting has a larger tf or a shorter
+//     document than its term's (and, if kept, its block's) bounds say.
 //
 // # Concurrency
 //
