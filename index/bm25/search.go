@@ -194,6 +194,52 @@ func (c *cursor) blockBound(blk uint32, w, kA, kB float64) float64 {
 	return bound(w, b.maxTF, b.minDL, kA, kB)
 }
 
+// nextBlock returns the first block after blk where an essential term has
+// postings and the terms' block bounds sum to more than theta, and false if
+// there is none: only an essential term can bring a document up (the
+// others' bounds sum to at most theta). Blocks are found in the essential
+// terms' bound lists, so ties are skipped without decoding their postings;
+// when an essential term keeps no per-block bounds any block may qualify
+// and nextBlock answers blk+1.
+func (ix *Index) nextBlock(cs []cursor, query []qterm, blk uint32, theta, kA, kB float64) (uint32, bool) {
+	for i := range cs {
+		if cs[i].essential && !cs[i].done && cs[i].blocks == nil {
+			if blk == math.MaxUint32>>windowShift {
+				return 0, false
+			}
+			return blk + 1, true
+		}
+	}
+	for {
+		// The next block after blk where an essential term has postings.
+		cand, found := uint32(0), false
+		for i := range cs {
+			c := &cs[i]
+			if !c.essential || c.done {
+				continue
+			}
+			j := c.bi
+			for j < len(c.blocks) && c.blocks[j].blk <= blk {
+				j++
+			}
+			if j < len(c.blocks) && (!found || c.blocks[j].blk < cand) {
+				cand, found = c.blocks[j].blk, true
+			}
+		}
+		if !found {
+			return 0, false
+		}
+		sum := 0.0
+		for i := range cs { // query order, as the scores are summed
+			sum += cs[i].blockBound(cand, query[i].w, kA, kB)
+		}
+		if sum > theta {
+			return cand, true
+		}
+		blk = cand
+	}
+}
+
 // scorePostings is the block-at-a-time scorer over the query postings,
 // with two exact dynamic prunings once the heap is full:
 //
@@ -287,9 +333,13 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 				sum += cs[i].blockBound(blk, s.query[i].w, kA, kB)
 			}
 			if sum <= theta {
+				next, ok := ix.nextBlock(cs, s.query, blk, theta, kA, kB)
+				if !ok {
+					return nil
+				}
 				for i := range cs {
 					if cs[i].essential {
-						cs[i].skip(end)
+						cs[i].skip(uint64(next) << windowShift)
 					}
 				}
 				continue
