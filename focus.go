@@ -155,8 +155,17 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 	return f, nil
 }
 
-// hasFacts reports whether entity is the subject of a fact in the view.
+// hasFacts reports whether entity is the subject of a fact in the view
+// (among the first paths of its walk).
 func hasFacts(ctx context.Context, ui *userIndex, entity string, facts *roaring.Bitmap) (bool, error) {
+	// Most names a question shares with memory are values (a city, an
+	// employer), the subject of nothing: the entity's subject documents
+	// answer that without walking its many incoming edges.
+	subj := roaring.New()
+	ui.g.AddSubjectDocs(subj, entity)
+	if !subj.Intersects(facts) {
+		return false, nil
+	}
 	paths, err := ui.g.BFSLimit(ctx, []string{entity}, 1, 4*candidatesPerSignal, facts)
 	if err != nil {
 		return false, err

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // zipfIndex builds an index of n short documents over a Zipfian vocabulary
@@ -70,4 +72,42 @@ func TestMaxScoreExact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkSearchFacts is a one-word query over facts shaped like
+// BenchmarkQuery's one-tenant load (scores tie by the thousand), with a
+// visibility filter of most documents: what block-max pruning is for.
+func BenchmarkSearchFacts(b *testing.B) {
+	n := 300_000
+	if testing.Short() {
+		n = 10_000
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"coffee", "hiking", "jazz", "chess", "sushi", "tennis", "python", "painting", "cycling", "poetry"}
+	ix := New(nil, Options{})
+	allow := roaring.New()
+	for i := range n {
+		text := fmt.Sprintf("entity %d likes like enjoy %s %d", i/100, words[r.IntN(len(words))], i)
+		if i%10 == 0 {
+			text = fmt.Sprintf("entity %d lives in live living home city where reside moved city%d", i/100, r.IntN(10))
+		}
+		_ = ix.Add(discard{}, uint32(i), text)
+		if i%10 != 0 || i%100 == 90 {
+			allow.Add(uint32(i))
+		}
+	}
+	for _, prune := range []bool{true, false} {
+		b.Run(fmt.Sprintf("n=%d/k=50/prune=%v", n, prune), func(b *testing.B) {
+			ix.noPrune = !prune
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := ix.Search(context.Background(), words[i%len(words)], 50, allow); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+	ix.noPrune = false
 }

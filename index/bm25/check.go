@@ -114,7 +114,10 @@ func firstN(b *roaring.Bitmap, n int) []uint32 {
 //  2. a posting has one frequency per document, each > 0, and every
 //     posting (term, doc, tf) appears in doc's term list, and vice versa;
 //  3. the total length is the sum of the document lengths, and each length
-//     is the sum of the document's frequencies.
+//     is the sum of the document's frequencies;
+//  4. a posting's pruning bounds hold: no frequency above maxTF, no document
+//     shorter than minDL, and, where it keeps per-block bounds, the same
+//     within each block (blocks sorted, one entry per block with postings).
 func (ix *Index) checkMemory(f *findings) {
 	for text, id := range ix.ids {
 		if int(id) >= len(ix.terms) || ix.terms[id].text != text || ix.terms[id].docs == nil {
@@ -134,6 +137,10 @@ func (ix *Index) checkMemory(f *findings) {
 			f.add("term %q: %d documents but %d frequencies", t.text, t.docs.GetCardinality(), len(t.tfs))
 			continue
 		}
+		if !slices.IsSortedFunc(t.blocks, func(a, b blockBound) int { return cmpUint32(a.blk, b.blk) }) ||
+			len(slices.CompactFunc(slices.Clone(t.blocks), func(a, b blockBound) bool { return a.blk == b.blk })) != len(t.blocks) {
+			f.add("term %q: block bounds not sorted by block", t.text)
+		}
 		i := 0
 		t.docs.Iterate(func(doc uint32) bool {
 			tf := t.tfs[i]
@@ -147,6 +154,14 @@ func (ix *Index) checkMemory(f *findings) {
 			j, ok := slices.BinarySearchFunc(refs, uint32(id), func(r termRef, id uint32) int { return cmpUint32(r.id, id) })
 			if !ok || refs[j].tf != tf || tf == 0 {
 				f.add("term %q, doc %d: posting tf %d disagrees with the document", t.text, doc, tf)
+			}
+			if dl := ix.docLen(doc); tf > t.maxTF || dl < t.minDL {
+				f.add("term %q, doc %d: tf %d, length %d outside the bounds (%d, %d)", t.text, doc, tf, dl, t.maxTF, t.minDL)
+			} else if t.blocks != nil {
+				j, ok := slices.BinarySearchFunc(t.blocks, doc>>windowShift, func(b blockBound, blk uint32) int { return cmpUint32(b.blk, blk) })
+				if !ok || tf > t.blocks[j].maxTF || dl < t.blocks[j].minDL {
+					f.add("term %q, doc %d: tf %d, length %d outside its block's bounds", t.text, doc, tf, dl)
+				}
 			}
 			return true
 		})

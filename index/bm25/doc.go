@@ -30,9 +30,14 @@
 // the block into a dense accumulator, and the block's touched slots go
 // through the allow filter into a k-sized heap. Once the heap is full,
 // MaxScore pruning stops walking the postings of the terms whose score
-// bounds (idf, the term's largest tf, the shortest document) together
+// bounds (idf, the term's largest tf, its shortest document) together
 // cannot beat the k-th score; they are looked up in the term lists of the
-// candidates the other terms produce. With a small allow-list Search
+// candidates the other terms produce. Block-max pruning skips a block whose
+// terms' bounds within it (a posting of 512 documents or more keeps them
+// per block) sum to no more than the k-th score: both prunings are exact,
+// returning the documents, scores and tie order of full scoring, and a
+// one-word query over facts that tie by the thousand stops after the first
+// blocks instead of scoring the whole posting. With a small allow-list Search
 // instead scores each allowed document from its own term list. Every path
 // sums a document's terms in the same order, so a score is bit-identical
 // whichever path computed it, and equals [Index.Explain]'s.
@@ -80,6 +85,8 @@
 //  3. Postings and per-document term lists describe the same (term, doc,
 //     tf) triples; the dictionary holds exactly the terms with postings.
 //  4. The total length equals the sum of document lengths.
+//  5. A term's pruning bounds hold: no posting has a larger tf or a shorter
+//     document than its term's (and, if kept, its block's) bounds say.
 //
 // # Concurrency
 //

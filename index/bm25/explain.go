@@ -68,7 +68,7 @@ func (ix *Index) Explain(query string, doc uint32) Explanation {
 		if te.TF > 0 {
 			tf := float64(te.TF)
 			// Same expression as the scorers, so Score matches bit for bit.
-			te.Score = te.IDF * (ix.k1 + 1) * tf / (tf + kA + kB*float64(e.DocLen))
+			te.Score = contrib(te.IDF*(ix.k1+1), tf, float64(e.DocLen), kA, kB)
 			e.Score += te.Score
 		}
 		e.Terms = append(e.Terms, te)

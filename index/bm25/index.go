@@ -62,13 +62,37 @@ func (o Options) withDefaults() Options {
 type posting struct {
 	docs *roaring.Bitmap
 	tfs  []uint32
-	// maxTF bounds every frequency in tfs. Deletes leave it as is: it stays
-	// an upper bound, which is all Search's pruning needs.
-	maxTF uint32
+	// maxTF bounds every frequency in tfs from above and minDL the length
+	// of every document in docs from below. Deletes leave them as they
+	// are: they stay bounds, which is all Search's pruning needs.
+	maxTF, minDL uint32
+	// blocks, for a posting that has grown to blockMin documents, holds
+	// the same two bounds per window-sized block of document IDs that has
+	// postings of the term, sorted by block (see Search's block-max
+	// pruning). Shorter postings are not worth skipping in, and do with
+	// the bounds of the whole posting.
+	blocks []blockBound
 }
 
-func (p *posting) insert(doc, tf uint32) {
+// blockBound bounds a term's postings in one block of window document IDs
+// (those with ID >> windowShift == blk).
+type blockBound struct {
+	blk          uint32
+	maxTF, minDL uint32
+}
+
+// blockMin is the posting length from which a term keeps per-block bounds:
+// below it, walking the whole posting costs a few microseconds.
+const blockMin = 512
+
+// insert adds an absent document of length dl (in ID order it is an
+// append, the fast path).
+func (p *posting) insert(doc, tf, dl uint32) {
 	p.maxTF = max(p.maxTF, tf)
+	p.minDL = min(p.minDL, dl)
+	if p.blocks != nil {
+		p.blocks = addBound(p.blocks, doc>>windowShift, tf, dl)
+	}
 	if p.docs.IsEmpty() || doc > p.docs.Maximum() {
 		// Documents mostly arrive in ID order: appending is the fast path.
 		p.docs.Add(doc)
@@ -78,6 +102,37 @@ func (p *posting) insert(doc, tf uint32) {
 	i := p.docs.Rank(doc) // doc is absent: the count of smaller documents
 	p.docs.Add(doc)
 	p.tfs = slices.Insert(p.tfs, int(i), tf)
+}
+
+// addBound widens block blk's bounds to cover a posting (tf, dl).
+func addBound(bs []blockBound, blk, tf, dl uint32) []blockBound {
+	i := len(bs)
+	if i == 0 || bs[i-1].blk < blk {
+		return append(bs, blockBound{blk, tf, dl})
+	}
+	if bs[i-1].blk != blk {
+		i, _ = slices.BinarySearchFunc(bs, blk, func(b blockBound, blk uint32) int { return cmpUint32(b.blk, blk) })
+		if bs[i].blk != blk {
+			return slices.Insert(bs, i, blockBound{blk, tf, dl})
+		}
+	} else {
+		i--
+	}
+	bs[i].maxTF = max(bs[i].maxTF, tf)
+	bs[i].minDL = min(bs[i].minDL, dl)
+	return bs
+}
+
+// buildBounds computes p.blocks from the postings (the lengths of the
+// documents are in the pages).
+func (ix *Index) buildBounds(p *posting) {
+	p.blocks = make([]blockBound, 0, 16)
+	i := 0
+	p.docs.Iterate(func(doc uint32) bool {
+		p.blocks = addBound(p.blocks, doc>>windowShift, p.tfs[i], ix.docLen(doc))
+		i++
+		return true
+	})
 }
 
 func (p *posting) remove(doc uint32) {
@@ -126,25 +181,25 @@ type Index struct {
 	pages []*docPage
 	live  *roaring.Bitmap
 	total uint64 // sum of document lengths
-	// minLen bounds from below the length of every non-empty document;
-	// like maxTF it is not raised on delete.
-	minLen uint32
 
 	pool sync.Pool // *scratch
 
 	noPrune bool // tests and benchmarks: score every posting (no MaxScore)
+	// blockMin is the constant blockMin but for tests, which lower it to
+	// give small corpora per-block bounds.
+	blockMin int
 }
 
 // New returns an empty index whose keys start with prefix (copied).
 func New(prefix []byte, o Options) *Index {
 	o = o.withDefaults()
 	ix := &Index{
-		prefix: bytes.Clone(prefix),
-		k1:     o.K1,
-		b:      o.B,
-		ids:    map[string]uint32{},
-		live:   roaring.New(),
-		minLen: math.MaxUint32,
+		prefix:   bytes.Clone(prefix),
+		k1:       o.K1,
+		b:        o.B,
+		ids:      map[string]uint32{},
+		live:     roaring.New(),
+		blockMin: blockMin,
 	}
 	ix.pool.New = func() any { return new(scratch) }
 	return ix
@@ -270,7 +325,7 @@ func appendCountsRecord(dst []byte, length uint32, counts []count) []byte {
 }
 
 func (ix *Index) newTermLocked(text string) uint32 {
-	p := posting{docs: roaring.New()}
+	p := posting{docs: roaring.New(), minDL: math.MaxUint32}
 	if n := len(ix.free); n > 0 {
 		id := ix.free[n-1]
 		ix.free = ix.free[:n-1]
@@ -287,17 +342,19 @@ func (ix *Index) newTermLocked(text string) uint32 {
 // insertLocked adds an absent document; refs become owned by the index.
 func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
 	slices.SortFunc(refs, func(a, b termRef) int { return cmpUint32(a.id, b.id) })
-	for _, r := range refs {
-		ix.terms[r.id].insert(doc, r.tf)
-	}
+	// The length first: buildBounds reads it.
 	p := ix.pageLocked(doc)
 	p.lens[doc&pageMask] = length
 	p.terms[doc&pageMask] = refs
+	for _, r := range refs {
+		t := &ix.terms[r.id].posting
+		t.insert(doc, r.tf, length)
+		if t.blocks == nil && len(t.tfs) >= ix.blockMin {
+			ix.buildBounds(t)
+		}
+	}
 	ix.live.Add(doc)
 	ix.total += uint64(length)
-	if length > 0 {
-		ix.minLen = min(ix.minLen, length)
-	}
 }
 
 func cmpUint32(a, b uint32) int {

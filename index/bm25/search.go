@@ -19,7 +19,10 @@ type Hit struct {
 // time (Lucene's BooleanScorer does the same): every query term's postings
 // in the block are added into a dense accumulator, then the touched slots
 // are offered to the top-k heap. The accumulator (32 KiB) stays in L1/L2.
-const window = 4096
+const (
+	windowShift = 12
+	window      = 1 << windowShift
+)
 
 // qterm is one distinct query term found in the dictionary.
 type qterm struct {
@@ -32,6 +35,38 @@ type qterm struct {
 // log(1 + (N − df + 0.5)/(df + 0.5)), so that a term in more than half the
 // documents still adds a little instead of subtracting.
 func idf(n, df float64) float64 { return math.Log(1 + (n-df+0.5)/(df+0.5)) }
+
+// contrib is what a term of weight w = idf·(k1+1) occurring tf times adds
+// to the score of a document of length dl: w·tf / (tf + kA + kB·dl). Every
+// scorer, Explain and every pruning bound computes it here, so a score is
+// the same bits wherever it is computed. The conversion stops the compiler
+// from fusing kB·dl into a multiply-add (which Go may do on some
+// architectures): each step is then one correctly rounded, monotone
+// operation, so contrib is exactly non-increasing in dl (see bound).
+func contrib(w, tf, dl, kA, kB float64) float64 {
+	return w * tf / (tf + kA + float64(kB*dl))
+}
+
+// bound returns a number no document can exceed in contrib for a term of
+// weight w occurring at most maxTF times in documents at least minDL long:
+// contrib(w, maxTF, minDL) itself, so that a block whose documents all tie
+// with the k-th best score is recognised as unable to beat it. That value
+// bounds the rounded contrib exactly: the rounded contrib does not grow with
+// dl (monotone steps), and between tf and tf+1 the exact value grows by a
+// relative c/(tf·(tf+1+c)), c = kA + kB·dl, far more than the few ulps of
+// rounding unless tf is huge or c tiny; then a relative margin that covers
+// the rounding is added.
+func bound(w float64, maxTF, minDL uint32, kA, kB float64) float64 {
+	tf, dl := float64(maxTF), float64(minDL)
+	b := contrib(w, tf, dl, kA, kB)
+	if maxTF > 1 {
+		c, t := kA+kB*dl, tf-1
+		if c/(t*(t+1+c)) < 1e-12 {
+			b *= 1 + 1e-12
+		}
+	}
+	return b
+}
 
 // Search returns the k best documents for query by Okapi BM25, best first
 // (ties by ascending document). A query term counts once however often it
@@ -107,8 +142,14 @@ type cursor struct {
 	w    float64
 	done bool
 	// MaxScore state.
-	ub        float64 // upper bound of the term's contribution
+	ub        float64 // upper bound of the term's contribution, with a margin
 	essential bool    // postings still walked
+	// Block-max state: tb bounds the term's contribution exactly (no
+	// margin, see bound); blocks are the posting's per-block bounds (nil:
+	// tb holds in every block), bi the first not before the current block.
+	tb     float64
+	blocks []blockBound
+	bi     int
 }
 
 func (c *cursor) cur() uint32 { return c.buf[c.pos] }
@@ -122,14 +163,104 @@ func (c *cursor) next() {
 	c.done = c.n == 0
 }
 
+// skip moves past every posting below end without scoring it.
+func (c *cursor) skip(end uint64) {
+	for !c.done {
+		if uint64(c.buf[c.n-1]) >= end {
+			j, _ := slices.BinarySearch(c.buf[c.pos:c.n], uint32(end))
+			c.ti += j
+			c.pos += j
+			return
+		}
+		c.ti += c.n - c.pos
+		c.n, c.pos = c.it.NextMany(c.buf), 0
+		c.done = c.n == 0
+	}
+}
+
+// blockBound returns the most the term adds to a document of block blk
+// (blocks are asked in ascending order).
+func (c *cursor) blockBound(blk uint32, w, kA, kB float64) float64 {
+	if c.blocks == nil {
+		return c.tb
+	}
+	for c.bi < len(c.blocks) && c.blocks[c.bi].blk < blk {
+		c.bi++
+	}
+	if c.bi == len(c.blocks) || c.blocks[c.bi].blk != blk {
+		return 0
+	}
+	b := &c.blocks[c.bi]
+	return bound(w, b.maxTF, b.minDL, kA, kB)
+}
+
+// nextBlock returns the first block after blk where an essential term has
+// postings and the terms' block bounds sum to more than theta, and false if
+// there is none: only an essential term can bring a document up (the
+// others' bounds sum to at most theta). Blocks are found in the essential
+// terms' bound lists, so ties are skipped without decoding their postings;
+// when an essential term keeps no per-block bounds any block may qualify
+// and nextBlock answers blk+1.
+func (ix *Index) nextBlock(cs []cursor, query []qterm, blk uint32, theta, kA, kB float64) (uint32, bool) {
+	for i := range cs {
+		if cs[i].essential && !cs[i].done && cs[i].blocks == nil {
+			if blk == math.MaxUint32>>windowShift {
+				return 0, false
+			}
+			return blk + 1, true
+		}
+	}
+	for {
+		// The next block after blk where an essential term has postings.
+		cand, found := uint32(0), false
+		for i := range cs {
+			c := &cs[i]
+			if !c.essential || c.done {
+				continue
+			}
+			j := c.bi
+			for j < len(c.blocks) && c.blocks[j].blk <= blk {
+				j++
+			}
+			if j < len(c.blocks) && (!found || c.blocks[j].blk < cand) {
+				cand, found = c.blocks[j].blk, true
+			}
+		}
+		if !found {
+			return 0, false
+		}
+		sum := 0.0
+		for i := range cs { // query order, as the scores are summed
+			sum += cs[i].blockBound(cand, query[i].w, kA, kB)
+		}
+		if sum > theta {
+			return cand, true
+		}
+		blk = cand
+	}
+}
+
 // scorePostings is the block-at-a-time scorer over the query postings,
-// with MaxScore pruning (Turtle & Flood, "Query evaluation: strategies and
-// optimizations", IP&M 31(6), 1995): once the heap is full, the terms with
-// the smallest score bounds whose bounds sum to at most the k-th best score
-// cannot lift a document into the top k on their own. Their postings are no
-// longer walked ("non-essential"); they are looked up in the term lists of
-// the documents the other terms bring up. The threshold only rises, so a
-// term never becomes essential again.
+// with two exact dynamic prunings once the heap is full:
+//
+// MaxScore (Turtle & Flood, "Query evaluation: strategies and
+// optimizations", IP&M 31(6), 1995): the terms with the smallest score
+// bounds whose bounds sum to at most the k-th best score cannot lift a
+// document into the top k on their own. Their postings are no longer
+// walked ("non-essential"); they are looked up in the term lists of the
+// documents the other terms bring up. The threshold only rises, so a term
+// never becomes essential again.
+//
+// Block-max (Ding & Suel, "Faster top-k document retrieval using
+// block-max indexes", SIGIR 2011, here over MaxScore's essential terms as
+// in Lucene): before a block of window documents is scored, the bounds of
+// every query term in that block (largest tf, shortest document) are summed
+// in query order; a block whose sum does not exceed the k-th best score is
+// skipped. Blocks come in ascending document order, so a document of a
+// later block ties with the k-th only by losing the tie: to enter it must
+// score strictly more. The bounds are exact (see bound) and the sum is taken
+// in the order the scores are, so a block of ties is skipped, which is what
+// a one-word query over near-identical facts is made of.
 //
 // Every document's score is summed in query-term order whichever way each
 // term's contribution was found, so scores are bit-identical to
@@ -140,10 +271,6 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 		s.cursors = make([]cursor, m)
 	}
 	cs := s.cursors[:m]
-	minDL := 0.0
-	if ix.minLen != math.MaxUint32 {
-		minDL = float64(ix.minLen)
-	}
 	s.order = s.order[:0]
 	for i, q := range s.query {
 		t := &ix.terms[q.id]
@@ -154,10 +281,11 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 		c.it, c.tfs, c.w, c.ti = t.docs.ManyIterator(), t.tfs, q.w, -1
 		c.pos, c.n, c.essential = 0, 0, true
 		c.next()
-		// The most a document can get from the term: largest tf, shortest
-		// document. The small relative margin covers rounding.
-		tf := float64(t.maxTF)
-		c.ub = q.w * tf / (tf + kA + kB*minDL) * (1 + 1e-9)
+		c.tb = bound(q.w, t.maxTF, t.minDL, kA, kB)
+		c.blocks, c.bi = t.blocks, 0
+		// MaxScore sums bounds in another order than the scores are
+		// summed; the small relative margin covers that rounding.
+		c.ub = c.tb * (1 + 1e-9)
 		s.order = append(s.order, i)
 	}
 	slices.SortFunc(s.order, func(a, b int) int { return cmpFloat(cs[a].ub, cs[b].ub) })
@@ -199,6 +327,24 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 		}
 		base := uint32(lo) &^ (window - 1)
 		end := uint64(base) + window
+		if full {
+			blk, sum := base>>windowShift, 0.0
+			for i := range cs { // query order, as the scores are summed
+				sum += cs[i].blockBound(blk, s.query[i].w, kA, kB)
+			}
+			if sum <= theta {
+				next, ok := ix.nextBlock(cs, s.query, blk, theta, kA, kB)
+				if !ok {
+					return nil
+				}
+				for i := range cs {
+					if cs[i].essential {
+						cs[i].skip(uint64(next) << windowShift)
+					}
+				}
+				continue
+			}
+		}
 		for i := range cs {
 			c := &cs[i]
 			if !c.essential {
@@ -210,7 +356,7 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 				tf := float64(c.tfs[c.ti])
 				dl := float64(ix.pages[d>>pageShift].lens[d&pageMask])
 				off := d - base
-				a[off] = c.w * tf / (tf + kA + kB*dl)
+				a[off] = contrib(c.w, tf, dl, kA, kB)
 				touched[off>>6] |= 1 << (off & 63)
 				c.next()
 			}
@@ -257,7 +403,7 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 					i := s.order[j]
 					c := 0.0
 					if tf, ok := findTF(refs, s.query[i].id); ok {
-						c = cs[i].w * tf / (tf + kA + kB*dl)
+						c = contrib(cs[i].w, tf, dl, kA, kB)
 					}
 					s.contrib[i] = c
 					est += c
@@ -337,7 +483,7 @@ func (ix *Index) scoreAllowed(ctx context.Context, s *scratch, allow *roaring.Bi
 			if !ok {
 				continue
 			}
-			score += q.w * tf / (tf + kA + kB*dl)
+			score += contrib(q.w, tf, dl, kA, kB)
 			matched = true
 		}
 		if matched {
