@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -126,12 +127,24 @@ type Index struct {
 	docs   map[uint32]quad
 	open   *roaring.Bitmap // docs whose ExpiredAt is open
 	maxRec int64           // largest RecordedAt ever put (never lowered)
+	// maxValid is the largest finite ValidFrom or ValidTo ever put (never
+	// lowered): from it on, current state no longer depends on the
+	// instant (see Current).
+	maxValid int64
+	gen      uint64                    // counts changes to docs
+	current  atomic.Pointer[cachedSet] // Current's answer, for gen
 
 	base     *base           // nil until the first rebuild
 	inBase   *roaring.Bitmap // docs indexed by base
 	stale    *roaring.Bitmap // docs of inBase whose base entry is out of date
 	delta    []deltaEntry    // docs whose current interval is not in base
 	deltaPos map[uint32]int  // doc → index in delta
+}
+
+// cachedSet is a result computed when the index was at generation gen.
+type cachedSet struct {
+	gen  uint64
+	docs *roaring.Bitmap
 }
 
 type deltaEntry struct {
@@ -146,6 +159,7 @@ func New(prefix []byte) *Index {
 		docs:     make(map[uint32]quad),
 		open:     roaring.New(),
 		maxRec:   openStart,
+		maxValid: openStart,
 		inBase:   roaring.New(),
 		stale:    roaring.New(),
 		deltaPos: make(map[uint32]int),
@@ -227,6 +241,13 @@ func (ix *Index) apply(doc uint32, q quad) {
 		return
 	}
 	ix.docs[doc] = q
+	ix.gen++
+	if q.vf != openStart {
+		ix.maxValid = max(ix.maxValid, q.vf)
+	}
+	if q.vt != openEnd {
+		ix.maxValid = max(ix.maxValid, q.vt)
+	}
 	if q.ea == openEnd {
 		ix.open.Add(doc)
 	} else {
@@ -259,6 +280,7 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 		return nil
 	}
 	delete(ix.docs, doc)
+	ix.gen++
 	ix.open.Remove(doc)
 	if ix.inBase.Contains(doc) {
 		ix.stale.Add(doc)
@@ -371,7 +393,13 @@ func (ix *Index) visible(v, k int64) *roaring.Bitmap {
 // Current returns the docs of current state at now: ExpiredAt open and
 // valid at now (and recorded by now). It equals Visible(now, now) but
 // starts from the maintained set of open versions instead of a
-// transaction-time stab.
+// transaction-time stab. The result may be shared with other calls: do
+// not modify it.
+//
+// Past every instant the index holds, the answer no longer depends on now
+// (the open versions whose ValidTo is open), so it is computed once per
+// change to the index and shared: a large tenant's current set is a few
+// hundred kilobytes that every query would otherwise rebuild.
 func (ix *Index) Current(now time.Time) *roaring.Bitmap {
 	ix.rlockFresh()
 	defer ix.mu.RUnlock()
@@ -380,6 +408,14 @@ func (ix *Index) Current(now time.Time) *roaring.Bitmap {
 		// Some version was recorded after now (a clock in the past): the
 		// open set alone would admit it.
 		return ix.visible(t, t)
+	}
+	late := t >= ix.maxValid
+	if late {
+		// Writers are excluded while the read lock is held, so gen is
+		// stable; two readers may both compute and store the same set.
+		if c := ix.current.Load(); c != nil && c.gen == ix.gen {
+			return c.docs
+		}
 	}
 	var out *roaring.Bitmap
 	if ix.base == nil {
@@ -392,6 +428,9 @@ func (ix *Index) Current(now time.Time) *roaring.Bitmap {
 		if e.q.ea == openEnd && e.q.vf <= t && t < e.q.vt {
 			out.Add(e.doc)
 		}
+	}
+	if late {
+		ix.current.Store(&cachedSet{gen: ix.gen, docs: out})
 	}
 	return out
 }

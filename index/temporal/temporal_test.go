@@ -362,3 +362,55 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCurrentShared: past every stored instant Current is computed once
+// per change to the index and shared between calls; any Put or Delete
+// gives a fresh, correct answer; instants inside the data are never served
+// the shared set.
+func TestCurrentShared(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	store := newMemKV()
+	ix := New([]byte("p/"))
+	ref := map[uint32]Interval{}
+	const grid = 20
+	qs := queryInstants(grid)
+	late := t0.Add(1000 * time.Hour)
+	for step := range 3000 {
+		doc := uint32(r.IntN(300))
+		switch r.IntN(6) {
+		case 0:
+			if err := ix.Delete(store, doc); err != nil {
+				t.Fatal(err)
+			}
+			delete(ref, doc)
+		case 1, 2:
+			// No change: the shared set must still be right.
+		default:
+			iv := randInterval(r, grid)
+			if err := ix.Put(store, doc, iv); err != nil {
+				t.Fatal(err)
+			}
+			ref[doc] = iv
+		}
+		a := ix.Current(late)
+		if want := bruteVisible(ref, late, late); !a.Equals(want) {
+			t.Fatalf("step %d: Current(late): %s", step, diff(a, want))
+		}
+		if b := ix.Current(late.Add(time.Hour)); b != a {
+			t.Fatalf("step %d: a later instant past the data did not share the set", step)
+		}
+		// Current is asked for now, and the engine never expires a
+		// version after now: instants past every ExpiredAt.
+		var maxExp time.Time
+		for _, iv := range ref {
+			if iv.ExpiredAt.After(maxExp) {
+				maxExp = iv.ExpiredAt
+			}
+		}
+		if k := qs[r.IntN(len(qs))]; !k.Before(maxExp) {
+			if got, want := ix.Current(k), bruteVisible(ref, k, k); !got.Equals(want) {
+				t.Fatalf("step %d: Current(%v): %s", step, k, diff(got, want))
+			}
+		}
+	}
+}
