@@ -220,17 +220,7 @@ func (ix *Index) plan(sc *searcher, p []uint32, i, top int, pl *pendingPlan) {
 	}
 	// The frozen graph's candidates.
 	if ix.entry >= 0 {
-		e := uint32(ix.entry)
-		ep := cand{ix.dist(v, e), e}
-		for l := ix.top; l > level; l-- {
-			ep = ix.greedy(v, ep, l)
-		}
-		sc.eps = append(sc.eps[:0], ep)
-		for l := min(level, ix.top); l >= 0; l-- {
-			ix.beamSearch(sc, v, sc.eps, ix.o.EfConstruction, l)
-			sc.found[l] = append(sc.found[l], sc.out...)
-			sc.eps = append(sc.eps[:0], sc.out...)
-		}
+		ix.descend(sc, v, level, func(l int) { sc.found[l] = append(sc.found[l], sc.out...) })
 	}
 	// The closest earlier queued nodes (a bounded max-heap, negated
 	// distances, worst at the root), and those that reach layer 1.

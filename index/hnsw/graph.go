@@ -151,6 +151,21 @@ func (ix *Index) allowed(s uint32, allow *roaring.Bitmap) bool {
 	return allow == nil || allow.Contains(ix.ids[s])
 }
 
+// unvisited collects s's neighbours on layer l that sc has not visited
+// (marking them) into sc.batch and has their codes fetched while the
+// earlier ones are compared: at 100k vectors the codes no longer fit in
+// the cache and each comparison would otherwise wait for memory.
+func (ix *Index) unvisited(sc *searcher, s uint32, l int) {
+	sc.batch = sc.batch[:0]
+	for _, nb := range ix.links(s, l) {
+		if sc.visit(nb) {
+			continue
+		}
+		sc.batch = append(sc.batch, nb)
+		prefetch(unsafe.Pointer(&ix.code(nb)[0]), ix.dim)
+	}
+}
+
 // greedy walks layer l from ep to a local minimum (ef = 1).
 func (ix *Index) greedy(q qvec, ep cand, l int) cand {
 	for changed := true; changed; {
@@ -195,18 +210,7 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []ca
 				return err
 			}
 		}
-		// Collect the unvisited neighbours first and have their codes
-		// fetched while the earlier ones are compared: at 100k vectors
-		// the codes no longer fit in the cache and each comparison would
-		// otherwise wait for memory.
-		sc.batch = sc.batch[:0]
-		for _, nb := range ix.links(c.s, l) {
-			if sc.visit(nb) {
-				continue
-			}
-			sc.batch = append(sc.batch, nb)
-			prefetch(unsafe.Pointer(&ix.code(nb)[0]), ix.dim)
-		}
+		ix.unvisited(sc, c.s, l)
 		for _, nb := range sc.batch {
 			d := ix.dist(q, nb)
 			if len(sc.res) < ef || d < -sc.res[0].d {
@@ -276,6 +280,24 @@ func byDist(a, b cand) int {
 	return cmp.Compare(a.s, b.s)
 }
 
+// descend is an insert's search for v of level: a greedy walk down to
+// level, then a beam of efConstruction on each layer from min(level, top)
+// to 0, calling found(l) with the layer's candidates in sc.out (which
+// seed the next layer). The graph must have an entry point.
+func (ix *Index) descend(sc *searcher, v qvec, level int, found func(l int)) {
+	e := uint32(ix.entry)
+	ep := cand{ix.dist(v, e), e}
+	for l := ix.top; l > level; l-- {
+		ep = ix.greedy(v, ep, l)
+	}
+	sc.eps = append(sc.eps[:0], ep)
+	for l := min(level, ix.top); l >= 0; l-- {
+		ix.beamSearch(sc, v, sc.eps, ix.o.EfConstruction, l)
+		found(l)
+		sc.eps = append(sc.eps[:0], sc.out...)
+	}
+}
+
 // link connects slot s, whose vector and level are set and whose lists
 // are empty, into the graph (algorithm 1 of the paper).
 func (ix *Index) link(s uint32) {
@@ -293,17 +315,7 @@ func (ix *Index) link(s uint32) {
 	}
 	sc := ix.build
 	sc.reset(len(ix.ids))
-	e := uint32(ix.entry)
-	ep := cand{ix.dist(v, e), e}
-	for l := ix.top; l > level; l-- {
-		ep = ix.greedy(v, ep, l)
-	}
-	sc.eps = append(sc.eps[:0], ep)
-	for l := min(level, ix.top); l >= 0; l-- {
-		ix.beamSearch(sc, v, sc.eps, ix.o.EfConstruction, l)
-		ix.connect(sc, s, l)
-		sc.eps = append(sc.eps[:0], sc.out...)
-	}
+	ix.descend(sc, v, level, func(l int) { ix.connect(sc, s, l) })
 	// Layers above the old top have only this node: empty lists, persisted
 	// so that the node's level survives a reload.
 	for l := ix.top + 1; l <= level; l++ {
@@ -748,14 +760,7 @@ func (ix *Index) beamSearch(sc *searcher, q qvec, eps []cand, ef, l int) {
 				}
 			}
 		}
-		sc.batch = sc.batch[:0]
-		for _, nb := range ix.links(c.s, l) {
-			if sc.visit(nb) {
-				continue
-			}
-			sc.batch = append(sc.batch, nb)
-			prefetch(unsafe.Pointer(&ix.code(nb)[0]), ix.dim)
-		}
+		ix.unvisited(sc, c.s, l)
 		lo := i + 1
 		for _, nb := range sc.batch {
 			d := ix.dist(q, nb)
