@@ -110,12 +110,15 @@ func Open(dir string, o Options) (*DB, error) {
 	if err := checkSidecar(dir); err != nil {
 		return nil, err
 	}
-	if err := removeStaleTables(dir); err != nil {
-		return nil, err
-	}
 	po.EnsureDefaults()
 	p, err := openPebble(dir, po)
 	if err != nil {
+		return nil, err
+	}
+	// Only now, holding Pebble's lock: another process with the store
+	// open may be about to ingest its table files.
+	if err := removeStaleTables(dir); err != nil {
+		_ = p.Close()
 		return nil, err
 	}
 	if o.IngestMinBytes == 0 {

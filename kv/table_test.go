@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -219,5 +220,26 @@ func TestUsers(t *testing.T) {
 		if i > 0 && bytes.Compare(UserRoot(got[i-1]), UserRoot(u)) >= 0 {
 			t.Errorf("users out of key order: %q then %q", got[i-1], u)
 		}
+	}
+}
+
+// TestOpenLockedKeepsTables: a second Open of a store in use fails without
+// touching the table files the owner may be about to ingest.
+func TestOpenLockedKeepsTables(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pending := filepath.Join(dir, tablePrefix+"1-1.sst")
+	if err := os.WriteFile(pending, []byte("being written"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	if _, err := os.Stat(pending); err != nil {
+		t.Fatalf("the owner's table file was removed: %v", err)
 	}
 }
