@@ -37,7 +37,9 @@ func (b *Batch) commitAsTable() (bool, error) {
 		return false, wrapErr("ingest", err)
 	}
 	defer it.Close()
-	if !it.First() {
+	// Keys come in order and a prefix's keys are contiguous: the batch is
+	// all under the prefix iff its first and last keys are.
+	if !it.Last() || !bytes.HasPrefix(it.Key(), b.local) || !it.First() || !bytes.HasPrefix(it.Key(), b.local) {
 		return false, it.Error()
 	}
 	path := filepath.Join(b.db.dir, fmt.Sprintf("%s%d-%d.sst", tablePrefix, os.Getpid(), b.db.tables.Add(1)))
@@ -52,15 +54,11 @@ func (b *Batch) commitAsTable() (bool, error) {
 		return false, err
 	}
 	for valid := true; valid; valid = it.Next() {
-		k := it.Key()
-		if !bytes.HasPrefix(k, b.local) {
-			return fail(nil)
-		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return fail(wrapErr("ingest", err))
 		}
-		if err := w.Set(k, v); err != nil {
+		if err := w.Set(it.Key(), v); err != nil {
 			return fail(fmt.Errorf("kv: ingest: %w", err))
 		}
 	}

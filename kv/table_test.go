@@ -112,9 +112,11 @@ func TestIngestEqualsLog(t *testing.T) {
 		t.Fatal("ingested table lost at reopen")
 	}
 
-	// Not ingested: a key outside the prefix, a range deletion, too small.
+	// Not ingested: a key outside the prefix (after it, before it), a
+	// range deletion, too small.
 	for i, b := range []*Batch{
 		fillLocal(t, db, "carol", 100, UserKey("dave", SubMeta)),
+		fillLocal(t, db, "gina", 100, []byte{TagMeta, 'g'}),
 		func() *Batch {
 			b := fillLocal(t, db, "erin", 100, nil)
 			if err := b.DeleteRange(UserKey("erin", SubHistory), UserKey("erin", SubLive)); err != nil {
@@ -131,8 +133,10 @@ func TestIngestEqualsLog(t *testing.T) {
 			t.Fatalf("batch %d was ingested", i)
 		}
 	}
-	if _, err := db.Get(UserKey("dave", SubMeta)); err != nil {
-		t.Fatalf("the batch that could not be ingested was not committed: %v", err)
+	for _, k := range [][]byte{UserKey("dave", SubMeta), {TagMeta, 'g'}} {
+		if _, err := db.Get(k); err != nil {
+			t.Fatalf("a batch that could not be ingested was not committed: %v", err)
+		}
 	}
 	db.ingestMin = 1 << 30
 	b = fillLocal(t, db, "frank", 100, nil)
