@@ -44,8 +44,18 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	if err := b.DeleteRange(root, kv.PrefixEnd(root)); err != nil {
 		return err
 	}
-	if err := b.Delete(registryKey(user)); err != nil {
+	// Stores of formats 1–2 also name the user in the registry; later
+	// ones have no key there to delete and compact away.
+	reg := registryKey(user)
+	_, err = b.Get(reg)
+	registered := err == nil
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return err
+	}
+	if registered {
+		if err := b.Delete(reg); err != nil {
+			return err
+		}
 	}
 	if err := b.Commit(); err != nil {
 		return err
@@ -55,9 +65,10 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	if err := e.db.Compact(ctx, root, kv.PrefixEnd(root)); err != nil {
 		return err
 	}
-	reg := registryKey(user)
-	if err := e.db.Compact(ctx, reg, kv.PrefixEnd(reg)); err != nil {
-		return err
+	if registered {
+		if err := e.db.Compact(ctx, reg, kv.PrefixEnd(reg)); err != nil {
+			return err
+		}
 	}
 	return e.db.Scrub()
 }

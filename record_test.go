@@ -349,3 +349,42 @@ func TestFormat1StoreUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestForgetOldRegistry: a store of format 2 or older also names each user
+// in the registry; Forget deletes that key (and its bytes) too, and the
+// user is not listed afterwards.
+func TestForgetOldRegistry(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	e, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, u := range []string{"old", "other"} {
+		if _, err := e.Assert(ctx, u, FactInput{Subject: "user", Predicate: "likes", Object: "tea"}); err != nil {
+			t.Fatal(err)
+		}
+		// What a format-2 build wrote beside the user's first episode.
+		b := e.db.NewBatch()
+		if err := b.Set(registryKey(u), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	if err := e.Forget(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Get(registryKey("old")); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("registry key of a forgotten user: %v", err)
+	}
+	if _, err := e.db.Get(registryKey("other")); err != nil {
+		t.Errorf("another user's registry key: %v", err)
+	}
+	if us, err := e.Users(ctx); err != nil || len(us) != 1 || us[0] != "other" {
+		t.Errorf("Users after Forget: %q, %v", us, err)
+	}
+}
