@@ -236,9 +236,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	} else {
 		facts = ui.tmp.Visible(validAt, knownAt)
 	}
-	// facts is this query's own bitmap: allow shares it unless episodes
-	// are added (copying a large tenant's view cost a tenth of a query).
-	// Neither is changed after this point.
+	// facts may be shared with other queries (temporal.Current caches
+	// it), and allow shares it unless episodes are added (copying a large
+	// tenant's view cost a tenth of a query): neither is ever modified.
 	allow := facts
 	var eps *roaring.Bitmap
 	if !opts.NoEpisodes {
