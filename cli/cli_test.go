@@ -499,7 +499,7 @@ func TestServeAndConformance(t *testing.T) {
 		t.Errorf("state while serving: %+v", r)
 	}
 
-	r := e.run("", "conformance", "--url", base+"/conformance", "--name", "memor")
+	r := e.run("", "conformance", "--url", base+"/conformance", "--name", "memor", "--strict")
 	if r.code != 0 {
 		t.Fatalf("conformance: %+v", r)
 	}
