@@ -151,15 +151,16 @@ func envInt(t *testing.T, name string, def int) int {
 
 // TestConformanceScale measures accuracy and stale rate on memortest's
 // seeded scale workload (users × 20 turns, 3 planted moves or job changes
-// per user at known times, two probes per user: city and employer in
-// force at the end) for the three arms, and holds memor to every probe
-// right and none stale. 100 users by default; the measurement is
+// per user at known times; per user, probes for the city and employer in
+// force at the end and, for each slot that changed, its value on a past
+// day) for the three arms, and holds memor to every probe right and none
+// stale. 100 users by default; the measurement is
 //
 //	MEMORTEST_SCALE_USERS=10000 nice -n 10 go test -p 1 -run TestConformanceScale -v -timeout 2h .
 func TestConformanceScale(t *testing.T) {
 	users := envInt(t, "MEMORTEST_SCALE_USERS", 100)
 	const turns, changes = 20, 3
-	s, err := memortest.GenerateScale(memortest.ScaleOptions{Users: users, TurnsPerUser: turns, Changes: changes, Seed: 1})
+	s, err := memortest.GenerateScale(memortest.ScaleOptions{Users: users, TurnsPerUser: turns, Changes: changes, Seed: 1, AsOf: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +182,8 @@ func TestConformanceScale(t *testing.T) {
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "%d users × %d turns (%d planted changes each), seed 1, top-%d\n\n", users, turns, changes, memortest.DefaultK)
-	md.WriteString("| arm | probes | correct | stale served | missed | add / turn | query / probe | process CPU |\n")
-	md.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	md.WriteString("| arm | probes | correct | stale served | missed | as-of correct | as-of stale | add / turn | query / probe | process CPU |\n")
+	md.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	got := map[string]memortest.ScaleResult{}
 	for _, arm := range arms {
 		backend, closeArm := arm.open()
@@ -195,8 +196,9 @@ func TestConformanceScale(t *testing.T) {
 		cpu = processCPU() - cpu
 		closeArm()
 		got[arm.name] = r
-		fmt.Fprintf(&md, "| %s | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %v | %v | %.1f s |\n", arm.name, r.Probes,
+		fmt.Fprintf(&md, "| %s | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d/%d | %d | %v | %v | %.1f s |\n", arm.name, r.Probes,
 			r.Correct, 100*r.Accuracy(), r.Stale, 100*r.StaleRate(), r.Probes-r.Correct-r.Stale,
+			r.AsOfCorrect, r.AsOfProbes, r.AsOfStale,
 			(r.AddTime / time.Duration(r.Turns)).Round(time.Microsecond), (r.QueryTime / time.Duration(r.Probes)).Round(time.Microsecond),
 			cpu.Seconds())
 	}
@@ -206,7 +208,7 @@ func TestConformanceScale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := got["memor"]; r.Correct != r.Probes || r.Stale != 0 {
+	if r := got["memor"]; r.Correct != r.Probes || r.Stale != 0 || r.AsOfProbes == 0 {
 		t.Errorf("memor at %d users: %d/%d correct, %d stale", users, r.Correct, r.Probes, r.Stale)
 	}
 	// The planted changes must bite the arms without resolution, or the

@@ -99,7 +99,9 @@
 //
 // [GenerateScale] builds a seeded workload of N users × M turns with planted
 // moves and job changes at known times, and the probes whose answers those
-// turns determine; [Scale.Run] measures accuracy, stale rate and time on it.
+// turns determine: the city and employer in force now and, with
+// ScaleOptions.AsOf, on a past day between two changes. [Scale.Run]
+// measures accuracy, stale rate and time on it.
 //
 // # Concurrency
 //

@@ -28,16 +28,28 @@ type ScaleOptions struct {
 	// Rand drives every choice; nil means rand.New(rand.NewPCG(Seed, Seed)).
 	Rand *rand.Rand
 	Seed uint64
+	// AsOf adds time-travel probes: for each slot (city, employer) that
+	// changed, one probe asks for the value in force on a day strictly
+	// between a superseded value's start and the next change ("Where did I
+	// live on 2025-01-04?"). A slot whose changes are all on consecutive
+	// days gets none.
+	AsOf bool
 }
 
-// Probe is a question about a user's current state with a known answer.
+// Probe is a question about a user's state, now or on a past day, with a
+// known answer.
 type Probe struct {
 	User, Question string
 	Expect         string
-	// Stale holds the superseded values of the same slot.
+	// Stale holds the slot's values that were not in force at the instant
+	// asked about: the superseded ones for a current probe, every other
+	// one (later values included) for an as-of probe.
 	Stale []string
 	// ChangedAt is when the expected value was planted.
 	ChangedAt time.Time
+	// AsOf is the day (midnight UTC) an as-of probe asks about, named in
+	// Question; zero for a question about now.
+	AsOf time.Time
 }
 
 // Scale is a generated workload: turns interleaved across users in time
@@ -60,7 +72,7 @@ var (
 // turns. Each user starts with "I live in X." and "I work at Y.", then says
 // filler facts and chatter, with Changes planted moves ("I moved to Z.") or
 // job changes ("I work at W now.") at random turns; the probes ask for the
-// city and employer in force at the end.
+// city and employer in force at the end and, with AsOf, on a past day.
 func GenerateScale(opts ScaleOptions) (Scale, error) {
 	if opts.Changes == 0 {
 		opts.Changes = 2
@@ -99,6 +111,8 @@ func GenerateScale(opts ScaleOptions) (Scale, error) {
 		city, company := pick(scaleCities), pick(scaleCompanies)
 		cities, companies := []string{city}, []string{company}
 		cityAt, companyAt := at(0), at(1)
+		// The instants each value of a slot took effect, for as-of probes.
+		citiesAt, companiesAt := []time.Time{cityAt}, []time.Time{companyAt}
 		turns := []Turn{
 			{User: user, At: at(0), Text: "I live in " + city + "."},
 			{User: user, At: at(1), Text: "I work at " + company + "."},
@@ -110,10 +124,12 @@ func GenerateScale(opts ScaleOptions) (Scale, error) {
 			case slices.Contains(changeAt, i-2) && rng.IntN(2) == 0:
 				city = fresh(scaleCities, cities)
 				cities, cityAt = append(cities, city), at(i)
+				citiesAt = append(citiesAt, cityAt)
 				text = "I moved to " + city + "."
 			case slices.Contains(changeAt, i-2):
 				company = fresh(scaleCompanies, companies)
 				companies, companyAt = append(companies, company), at(i)
+				companiesAt = append(companiesAt, companyAt)
 				text = "I work at " + company + " now."
 			default:
 				switch rng.IntN(4) {
@@ -133,6 +149,14 @@ func GenerateScale(opts ScaleOptions) (Scale, error) {
 		s.Probes = append(s.Probes,
 			Probe{User: user, Question: "Where do I live?", Expect: city, Stale: staleOf(cities, city), ChangedAt: cityAt},
 			Probe{User: user, Question: "Where do I work?", Expect: company, Stale: staleOf(companies, company), ChangedAt: companyAt})
+		if opts.AsOf {
+			if p, ok := asOfProbe(rng, user, "Where did I live on ", cities, citiesAt); ok {
+				s.Probes = append(s.Probes, p)
+			}
+			if p, ok := asOfProbe(rng, user, "Where did I work on ", companies, companiesAt); ok {
+				s.Probes = append(s.Probes, p)
+			}
+		}
 	}
 	// Interleave users turn by turn, as traffic arrives.
 	for i := range opts.TurnsPerUser {
@@ -141,6 +165,29 @@ func GenerateScale(opts ScaleOptions) (Scale, error) {
 		}
 	}
 	return s, nil
+}
+
+// asOfProbe asks for a superseded value of a slot on a whole day after it
+// took effect and before the next value did, so that the answer does not
+// depend on which instant of the day a backend reads the date as. values
+// never repeat, and from[i] is when values[i] took effect.
+func asOfProbe(rng *rand.Rand, user, ask string, values []string, from []time.Time) (Probe, bool) {
+	var days []time.Time
+	var idx []int
+	for i := 0; i+1 < len(values); i++ {
+		day := from[i].UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+		if day.Add(24 * time.Hour).After(from[i+1]) {
+			continue
+		}
+		days, idx = append(days, day), append(idx, i)
+	}
+	if len(days) == 0 {
+		return Probe{}, false
+	}
+	j := rng.IntN(len(days))
+	v := values[idx[j]]
+	return Probe{User: user, Question: ask + days[j].Format(time.DateOnly) + "?", Expect: v,
+		Stale: staleOf(values, v), ChangedAt: from[idx[j]], AsOf: days[j]}, true
 }
 
 func staleOf(values []string, current string) []string {
@@ -156,10 +203,14 @@ func staleOf(values []string, current string) []string {
 // ScaleResult is how a backend did on a Scale.
 type ScaleResult struct {
 	Turns, Probes int
-	// Correct probes served the current value and no stale one; Stale
-	// probes served a superseded value.
-	Correct, Stale     int
-	AddTime, QueryTime time.Duration
+	// Correct probes served the expected value and no stale one; Stale
+	// probes served a value not in force at the instant asked about.
+	// Both count every probe, as-of ones included.
+	Correct, Stale int
+	// AsOfProbes, AsOfCorrect and AsOfStale are the same counts for the
+	// as-of probes alone.
+	AsOfProbes, AsOfCorrect, AsOfStale int
+	AddTime, QueryTime                 time.Duration
 }
 
 // Accuracy is Correct / Probes.
@@ -181,10 +232,11 @@ func ratio(a, b int) float64 {
 func (s Scale) Run(ctx context.Context, b Backend, k int) (ScaleResult, error) {
 	r := ScaleResult{Turns: len(s.Turns), Probes: len(s.Probes)}
 	for i, p := range s.Probes {
-		if i%2 == 0 { // two probes per user
-			if err := b.Reset(ctx, p.User); err != nil {
-				return r, fmt.Errorf("%w: reset: %w", ErrBackend, err)
-			}
+		if i > 0 && s.Probes[i-1].User == p.User { // a user's probes are adjacent
+			continue
+		}
+		if err := b.Reset(ctx, p.User); err != nil {
+			return r, fmt.Errorf("%w: reset: %w", ErrBackend, err)
 		}
 	}
 	start := time.Now()
@@ -212,10 +264,21 @@ func (s Scale) Run(ctx context.Context, b Backend, k int) (ScaleResult, error) {
 				stale = stale || Contains(sv, st)
 			}
 		}
-		if stale {
+		asOf := !p.AsOf.IsZero()
+		if asOf {
+			r.AsOfProbes++
+		}
+		switch {
+		case stale:
 			r.Stale++
-		} else if hit {
+			if asOf {
+				r.AsOfStale++
+			}
+		case hit:
 			r.Correct++
+			if asOf {
+				r.AsOfCorrect++
+			}
 		}
 	}
 	r.QueryTime = time.Since(start)
