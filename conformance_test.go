@@ -154,11 +154,15 @@ func envInt(t *testing.T, name string, def int) int {
 // per user at known times; per user, probes for the city and employer in
 // force at the end and, for each slot that changed, its value on a past
 // day) for the three arms, and holds memor to every probe right and none
-// stale. 100 users by default; the measurement is
+// stale. 100 users by default (30 with -short); the measurement is
 //
 //	MEMORTEST_SCALE_USERS=10000 nice -n 10 go test -p 1 -run TestConformanceScale -v -timeout 2h .
 func TestConformanceScale(t *testing.T) {
-	users := envInt(t, "MEMORTEST_SCALE_USERS", 100)
+	def := 100
+	if testing.Short() { // CI's -race pass
+		def = 30
+	}
+	users := envInt(t, "MEMORTEST_SCALE_USERS", def)
 	const turns, changes = 20, 3
 	s, err := memortest.GenerateScale(memortest.ScaleOptions{Users: users, TurnsPerUser: turns, Changes: changes, Seed: 1, AsOf: true})
 	if err != nil {
