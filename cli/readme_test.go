@@ -274,8 +274,8 @@ func TestREADMECLI(t *testing.T) {
 			documented[name] = true
 			help := e.ok(name, "--help")
 			for _, f := range flagRE.FindAllStringSubmatch(part, -1) {
-				if !regexp.MustCompile(`(?m)^\s+(-\w, )?` + regexp.QuoteMeta(f[1]) + `\b`).MatchString(help) &&
-					!regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(f[1]) + `, `).MatchString(help) {
+				if !regexp.MustCompile(`(?m)^\s+(-\w, )?`+regexp.QuoteMeta(f[1])+`\b`).MatchString(help) &&
+					!regexp.MustCompile(`(?m)^\s+`+regexp.QuoteMeta(f[1])+`, `).MatchString(help) {
 					t.Errorf("README table: memor %s has no flag %s:\n%s", name, f[1], help)
 				}
 			}
