@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memor-db/memor/kv"
 )
 
 // The tests run the real binaries, built once.
@@ -302,7 +304,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"conformance"}, 2, "--url"},
 		{[]string{"conformance", "--url", "ftp://x"}, 2, "--url"},
 		{[]string{"correct", "00000000000000000000000000000000"}, 1, "memor state"},
-		{[]string{"import", "/no/such/file"}, 1, "no such file"},
+		{[]string{"import", "/no/such/file"}, 1, "no such file or directory; check the path"},
 	} {
 		r := e.run("", c.args...)
 		if r.code != c.code {
@@ -558,5 +560,209 @@ func TestMCPStdio(t *testing.T) {
 	// The store is consistent after the session.
 	if out := e.ok("check"); !strings.HasPrefix(out, "ok") {
 		t.Errorf("check after MCP session: %s", out)
+	}
+}
+
+// TestJSONEverywhere: every command that prints data prints one JSON value
+// with --json, and the conflicts listing shows a contested claim.
+func TestJSONEverywhere(t *testing.T) {
+	e := newEnv(t)
+	e.dir = t.TempDir()
+	e.ok("add", "I live in Oslo.", "--at", "2026-03-01", "--user", "c")
+	e.ok("add", "I live in Bergen.", "--at", "2026-03-01", "--user", "c")
+	conf := e.facts("conflicts", "--user", "c")
+	if len(conf) == 0 {
+		t.Fatal("conflicts --json: two cities for the same day are not listed")
+	}
+	human := e.ok("conflicts", "--user", "c")
+	if !strings.Contains(human, "contested") || !strings.Contains(human, "RULE") {
+		t.Errorf("conflicts table:\n%s", human)
+	}
+	// A contested claim is never served as state.
+	if st := objects(e.facts("state", "--user", "c")); strings.Contains(st, ",") {
+		t.Errorf("state serves both contested cities: %s", st)
+	}
+	id := conf[0].ID
+	for _, args := range [][]string{
+		{"add", "I live in Lima.", "--at", "2026-01-01"},
+		{"query", "where do I live"},
+		{"state"},
+		{"history", "lives_in"},
+		{"asof", "--valid", "2026-02-01", "--known", "2030-01-01"},
+		{"conflicts", "--user", "c"},
+		{"correct", id, "--user", "c"},
+		{"prune", "--before", "2000-01-01"},
+		{"rebuild", "--all"},
+		{"check"},
+		{"export", "-o", "x.jsonl"},
+		{"import", "x.jsonl", "--user", "copy"},
+		{"forget", "--yes", "--user", "c"},
+	} {
+		out := e.ok(append(args, "--json")...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Errorf("memor %s --json: not one JSON value (%v):\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// export to stdout is JSON Lines whatever --json says.
+	for _, line := range strings.Split(strings.TrimSpace(e.ok("export", "--json")), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("export line %q is not JSON", line)
+		}
+	}
+}
+
+// TestCheckFinding damages an index behind memor's back: check exits 1 with
+// the finding and a hint, and rebuild --all, the hint, repairs it.
+func TestCheckFinding(t *testing.T) {
+	e := newEnv(t)
+	e.ok("add", "I live in Oslo.", "--at", "2025-01-01")
+	e.ok("add", "I moved to Lima.", "--at", "2025-06-01")
+	db, err := kv.Open(e.db, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kv.UserKey("me", kv.SubFactIndex)
+	if err := db.DeleteRange(p, kv.PrefixEnd(p)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("", "check")
+	if r.code != 1 || !strings.Contains(r.stdout, "fact index") ||
+		strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "memor rebuild --all") {
+		t.Fatalf("check of a damaged store: %+v", r)
+	}
+	r = e.run("", "check", "--json")
+	var chk struct {
+		OK       bool     `json:"ok"`
+		Findings []string `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &chk); r.code != 1 || err != nil || chk.OK || len(chk.Findings) == 0 {
+		t.Errorf("check --json of a damaged store: %+v (%v)", r, err)
+	}
+	e.ok("rebuild", "--all")
+	if out := e.ok("check"); !strings.HasPrefix(out, "ok") {
+		t.Errorf("check after rebuild: %s", out)
+	}
+	if got := objects(e.facts("state")); got != "Lima" {
+		t.Errorf("state after rebuild = %s", got)
+	}
+}
+
+// TestHomeDataFolder: with neither --db, MEMOR_DB nor XDG_DATA_HOME, the
+// store is ~/.local/share/memor on Linux and BSD.
+func TestHomeDataFolder(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		t.Skip("the data folder is not under $HOME/.local/share here")
+	}
+	e := newEnv(t)
+	e.vars = slices.DeleteFunc(e.vars, func(v string) bool { return strings.HasPrefix(v, "MEMOR_DB=") })
+	var home string
+	for _, v := range e.vars {
+		if h, ok := strings.CutPrefix(v, "HOME="); ok {
+			home = h
+		}
+	}
+	e.ok("add", "I live in Oslo.")
+	if _, err := os.Stat(filepath.Join(home, ".local", "share", "memor")); err != nil {
+		t.Errorf("store not in ~/.local/share/memor: %v", err)
+	}
+	if got := objects(e.facts("state")); got != "Oslo" {
+		t.Errorf("state = %s", got)
+	}
+}
+
+// TestMCPSubcommandStdio speaks raw JSON-RPC to `memor mcp` with debug
+// logging on: stdout carries protocol messages only, the logs go to
+// stderr.
+func TestMCPSubcommandStdio(t *testing.T) {
+	e := newEnv(t)
+	cmd := exec.Command(memorBin, "mcp")
+	cmd.Env = append(e.vars, "MEMOR_LOG=debug")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	t.Cleanup(func() {
+		if !done {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	lines := make(chan string)
+	var all []string
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// response sends msg and returns the response with the given id.
+	response := func(msg string, id float64) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("stdout closed; stderr:\n%s", stderr.String())
+				}
+				all = append(all, line)
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil || m["jsonrpc"] != "2.0" {
+					t.Fatalf("stdout line is not JSON-RPC: %q", line)
+				}
+				if m["id"] == id {
+					return m
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no response to %s; stderr:\n%s", msg, stderr.String())
+			}
+		}
+	}
+	init := response(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, 1)
+	if name, _ := init["result"].(map[string]any)["serverInfo"].(map[string]any)["name"].(string); name != "memor" {
+		t.Fatalf("initialize: %v", init)
+	}
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	add := response(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_memory","arguments":{"user_id":"me","text":"I live in Oslo.","at":"2026-01-10"}}}`, 2)
+	res, _ := add["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	if learned, _ := sc["learned"].([]any); res["isError"] == true || len(learned) != 1 {
+		t.Errorf("add_memory: %v", add)
+	}
+	bad := response(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_history","arguments":{"user_id":"me"}}}`, 3)
+	if res, _ := bad["result"].(map[string]any); res["isError"] != true {
+		t.Errorf("get_history without predicate: %v, want a tool error", bad)
+	}
+	stdin.Close()
+	err = cmd.Wait()
+	done = true
+	if err != nil {
+		t.Errorf("memor mcp after stdin closed: %v; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "level=") {
+		t.Errorf("MEMOR_LOG=debug: no logs on stderr")
+	}
+	if len(all) < 3 {
+		t.Errorf("stdout: %q", all)
 	}
 }
