@@ -205,6 +205,9 @@ func TestWorkflow(t *testing.T) {
 	if got := objects(e.facts("asof", "--valid", "2026-02-01")); got != "San Francisco" {
 		t.Errorf("asof 2026-02-01 = %s", got)
 	}
+	if got := objects(e.facts("asof", "--valid", "2026-02-01T12:00:00+02:00", "--known", "2030-01-01")); got != "San Francisco" {
+		t.Errorf("asof --valid in RFC 3339 = %s", got)
+	}
 	// Audit: believed in the year 2000, nothing was known.
 	if got := objects(e.facts("asof", "--valid", "2026-08-01", "--known", "2000-01-01T00:00:00Z")); got != "" {
 		t.Errorf("asof known 2000 = %s", got)
