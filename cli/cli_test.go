@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -490,29 +492,50 @@ func serve(t *testing.T, e *env, args ...string) (string, func() int) {
 	}
 }
 
-func TestServeToken(t *testing.T) {
+// TestConformanceClient runs memor conformance against a stand-in memory
+// that remembers nothing: every request carries MEMOR_TOKEN as a bearer
+// token, --json reports every case failed, and --strict turns that into
+// exit 1. (TestREADMEHTTP runs it against memor serve.)
+func TestConformanceClient(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	var bad []string
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		if got := r.Header.Get("Authorization"); got != "Bearer t0k3n" || r.Method != "POST" {
+			bad = append(bad, r.Method+" "+r.URL.Path+" Authorization="+got)
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/mem/query" {
+			io.WriteString(w, `{"results":[]}`)
+			return
+		}
+		io.WriteString(w, `{}`)
+	}))
+	defer fake.Close()
 	e := newEnv(t)
 	e.vars = append(e.vars, "MEMOR_TOKEN=t0k3n")
-	base, stop := serve(t, e, "--addr", "127.0.0.1:0")
-	defer stop()
-	resp, err := http.Get(base + "/v1/users/me/state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("no token: status %d", resp.StatusCode)
-	}
-	// conformance sends MEMOR_TOKEN: the calls get through (no 401 errors).
-	r := e.run("", "conformance", "--url", base+"/conformance", "--json")
-	if r.code != 0 || strings.Contains(r.stdout, "401") {
-		t.Errorf("conformance with token: %+v", r)
-	}
+	r := e.run("", "conformance", "--url", fake.URL+"/mem", "--json")
 	var rep struct {
-		Cases int `json:"cases"`
+		Arm    string `json:"arm"`
+		Cases  int    `json:"cases"`
+		Passed int    `json:"passed"`
+		Errors int    `json:"errors"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Cases == 0 {
-		t.Errorf("conformance --json: %v %s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != 0 || err != nil || rep.Cases == 0 || rep.Passed >= rep.Cases || rep.Errors != 0 {
+		t.Errorf("conformance --json against an empty memory: %+v %v", r, err)
+	}
+	if want := strings.TrimPrefix(fake.URL, "http://"); rep.Arm != want {
+		t.Errorf("arm %q, want the URL's host %q", rep.Arm, want)
+	}
+	if len(bad) > 0 || calls["/mem/add"] == 0 || calls["/mem/query"] != rep.Cases || calls["/mem/reset"] == 0 {
+		t.Errorf("requests: %v; without the token or not POST: %v", calls, bad)
+	}
+	r = e.run("", "conformance", "--url", fake.URL+"/mem", "--strict", "--name", "empty")
+	if r.code != 1 || !strings.Contains(r.stdout, "| empty |") || !strings.Contains(r.stderr, "cases failed") {
+		t.Errorf("conformance --strict against an empty memory: %+v", r)
 	}
 }
 
