@@ -447,9 +447,9 @@ func strip(fs []fact) string {
 }
 
 // serve starts `memor serve` with args (which should choose port 0) and
-// returns its base URL on loopback and a stop function that interrupts it
-// and returns its exit code.
-func serve(t *testing.T, e *env, args ...string) (string, func() int) {
+// returns its base URL on loopback and a stop function that sends it a
+// signal and returns its exit code.
+func serve(t *testing.T, e *env, args ...string) (string, func(syscall.Signal) int) {
 	t.Helper()
 	cmd := exec.Command(memorBin, append([]string{"serve"}, args...)...)
 	cmd.Env = e.vars
@@ -481,8 +481,8 @@ func serve(t *testing.T, e *env, args ...string) (string, func() int) {
 		t.Fatal("memor serve did not announce its address")
 	}
 	go io.Copy(io.Discard, stderr)
-	return base, func() int {
-		cmd.Process.Signal(syscall.SIGINT)
+	return base, func(sig syscall.Signal) int {
+		cmd.Process.Signal(sig)
 		err := cmd.Wait()
 		exited = true
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -667,3 +667,17 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 		t.Errorf("after shutdown: %+v %v, want the episode applied", f, err)
 	}
 }
+
+// TestDefaultBodyLimit: without Options.MaxBodyBytes, a body over 1 MiB is
+// refused with 413 before the engine sees it.
+func TestDefaultBodyLimit(t *testing.T) {
+	a := newAPI(t, Options{})
+	huge := `{"text":"` + strings.Repeat("y", DefaultMaxBodyBytes) + `"}`
+	st, out := a.do("POST", "/v1/users/u/episodes", huge)
+	if msg, _ := out["error"].(string); st != 413 || out["code"] != "too_large" || !strings.Contains(msg, fmt.Sprint(DefaultMaxBodyBytes)) {
+		t.Errorf("body over 1 MiB: %d %v, want 413 too_large naming the limit", st, out)
+	}
+	if f, err := a.e.Freshness(context.Background(), "u"); err != nil || f.Latest != 0 {
+		t.Errorf("an oversized body reached the engine: %+v %v", f, err)
+	}
+}
