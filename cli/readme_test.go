@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memor-db/memor/server"
 )
 
 // The README's sections on the CLI, the MCP server and the HTTP API are
@@ -584,6 +587,15 @@ func TestREADMEHTTP(t *testing.T) {
 	}
 	if got := objects(plain.e.facts("state", "--user", "srv")); got != "Oslo" {
 		t.Errorf("state after serve stopped = %s", got)
+	}
+	// The limits the README states are the server's.
+	m := regexp.MustCompile(`Bodies are limited to (\d+) MiB; read/write/idle timeouts (\d+) s / (\d+) s / (\d+) min`).FindStringSubmatch(strings.Join(strings.Fields(sec), " "))
+	if m == nil {
+		t.Errorf("README: the body limit and timeouts sentence is gone; update TestREADMEHTTP")
+	} else if m[1] != fmt.Sprint(server.DefaultMaxBodyBytes>>20) || m[2] != fmt.Sprint(server.DefaultReadTimeout.Seconds()) ||
+		m[3] != fmt.Sprint(server.DefaultWriteTimeout.Seconds()) || m[4] != fmt.Sprint(server.DefaultIdleTimeout.Minutes()) {
+		t.Errorf("README states %v; the server: %d MiB, %v / %v / %v", m[1:], server.DefaultMaxBodyBytes>>20,
+			server.DefaultReadTimeout, server.DefaultWriteTimeout, server.DefaultIdleTimeout)
 	}
 	// serve's default address is loopback.
 	if help := plain.e.ok("serve", "--help"); !strings.Contains(help, `(default "127.0.0.1:7420")`) {
