@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -790,5 +791,65 @@ func TestMCPSubcommandStdio(t *testing.T) {
 	}
 	if len(all) < 3 {
 		t.Errorf("stdout: %q", all)
+	}
+}
+
+// TestTransferStructured moves structured writes (AssertBatch, End, with
+// contexts, confidence and quotes) between stores, and shows what --user
+// does to a correction.
+func TestTransferStructured(t *testing.T) {
+	a := newEnv(t)
+	ctx := context.Background()
+	eng, err := memor.Open(a.db, memor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	if _, err := eng.AssertBatch(ctx, "me", []memor.FactInput{
+		{Subject: "user", Predicate: "works_at", Object: "Acme", ValidFrom: day("2025-01-01"), Quote: "I joined Acme"},
+		{Subject: "user", Predicate: "plays_instrument", Object: "violin", ValidFrom: day("2024-05-01"), Confidence: 0.9},
+		{Subject: "service", Predicate: "runs_on", Object: "v1", Context: "prod", ValidFrom: day("2025-02-01")},
+		{Subject: "service", Predicate: "runs_on", Object: "v2", Context: "staging", ValidFrom: day("2025-02-01")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.End(ctx, "me", memor.EndInput{Subject: "user", Predicate: "plays_instrument", Object: "violin", At: day("2025-03-01")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Assert(ctx, "me", memor.FactInput{Subject: "user", Predicate: "works_at", Object: "Globex", ValidFrom: day("2025-06-01")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var globex string
+	for _, f := range a.facts("state") {
+		if f.Object == "Globex" {
+			globex = f.ID
+		}
+	}
+	a.ok("correct", globex)
+
+	dump := a.ok("export")
+	b := newEnv(t)
+	if r := b.run(dump, "import"); r.code != 0 || !strings.Contains(r.stdout, "0 skipped") {
+		t.Fatalf("import: %+v", r)
+	}
+	for _, args := range [][]string{{"state"}, {"history", "works_at"}, {"history", "plays_instrument"},
+		{"history", "service", "runs_on"}, {"asof", "--valid", "2025-04-01"}, {"asof", "--valid", "2024-06-01"}} {
+		if got, want := strip(b.facts(args...)), strip(a.facts(args...)); got != want {
+			t.Errorf("%v after import:\n got %s\nwant %s", args, got, want)
+		}
+	}
+	if got := objects(b.facts("state")); !strings.Contains(got, "Acme") || strings.Contains(got, "Globex") || strings.Contains(got, "violin") {
+		t.Errorf("imported state = %s: want Acme back (Globex corrected) and no violin (ended)", got)
+	}
+
+	// Under another user name the correction cannot find its fact: it is
+	// skipped, with a warning, and the import still succeeds.
+	c := newEnv(t)
+	r := c.run(dump, "import", "--user", "dave")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 skipped") || !strings.Contains(r.stderr, "skipped correction") {
+		t.Errorf("import --user dave: %+v", r)
 	}
 }
