@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -134,6 +135,10 @@ func hint(err error, ue usageError) string {
 		return "; this store was written by a newer memor: upgrade memor"
 	case errors.Is(err, memor.ErrCheck):
 		return "; run 'memor rebuild --all' to recompute facts and indexes from the episode log"
+	case errors.Is(err, fs.ErrNotExist):
+		return "; check the path"
+	case errors.Is(err, fs.ErrPermission):
+		return "; check the permissions, or pass another --db"
 	case errors.Is(err, memor.ErrLocked):
 		return "; another memor process has this store open (is 'memor serve' or 'memor mcp' running?): stop it or pass --db"
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +16,15 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/kv"
 )
 
 // The tests run the real binaries, built once.
@@ -54,6 +59,7 @@ type env struct {
 	t    *testing.T
 	db   string
 	vars []string
+	dir  string // working directory of the commands; "" is the test's
 }
 
 func newEnv(t *testing.T) *env {
@@ -73,6 +79,7 @@ func (e *env) run(stdin string, args ...string) result {
 	e.t.Helper()
 	cmd := exec.Command(memorBin, args...)
 	cmd.Env = e.vars
+	cmd.Dir = e.dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -201,6 +208,9 @@ func TestWorkflow(t *testing.T) {
 	if got := objects(e.facts("asof", "--valid", "2026-02-01")); got != "San Francisco" {
 		t.Errorf("asof 2026-02-01 = %s", got)
 	}
+	if got := objects(e.facts("asof", "--valid", "2026-02-01T12:00:00+02:00", "--known", "2030-01-01")); got != "San Francisco" {
+		t.Errorf("asof --valid in RFC 3339 = %s", got)
+	}
 	// Audit: believed in the year 2000, nothing was known.
 	if got := objects(e.facts("asof", "--valid", "2026-08-01", "--known", "2000-01-01T00:00:00Z")); got != "" {
 		t.Errorf("asof known 2000 = %s", got)
@@ -300,7 +310,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"conformance"}, 2, "--url"},
 		{[]string{"conformance", "--url", "ftp://x"}, 2, "--url"},
 		{[]string{"correct", "00000000000000000000000000000000"}, 1, "memor state"},
-		{[]string{"import", "/no/such/file"}, 1, "no such file"},
+		{[]string{"import", "/no/such/file"}, 1, "no such file or directory; check the path"},
 	} {
 		r := e.run("", c.args...)
 		if r.code != c.code {
@@ -437,11 +447,12 @@ func strip(fs []fact) string {
 	return b.String()
 }
 
-// serve starts `memor serve` on a free loopback port and returns its base
-// URL and a stop function that interrupts it and returns its exit code.
-func serve(t *testing.T, e *env, extra ...string) (string, func() int) {
+// serve starts `memor serve` with args (which should choose port 0) and
+// returns its base URL on loopback and a stop function that sends it a
+// signal and returns its exit code.
+func serve(t *testing.T, e *env, args ...string) (string, func(syscall.Signal) int) {
 	t.Helper()
-	cmd := exec.Command(memorBin, append([]string{"serve", "--addr", "127.0.0.1:0"}, extra...)...)
+	cmd := exec.Command(memorBin, append([]string{"serve"}, args...)...)
 	cmd.Env = e.vars
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -458,10 +469,12 @@ func serve(t *testing.T, e *env, extra ...string) (string, func() int) {
 		}
 	})
 	sc := bufio.NewScanner(stderr)
-	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+	urlRE := regexp.MustCompile(`serving http://(\S+):(\d+) `)
 	var base string
 	for sc.Scan() {
-		if base = urlRE.FindString(sc.Text()); base != "" {
+		if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
+			// Every interface includes loopback.
+			base = "http://127.0.0.1:" + m[2]
 			break
 		}
 	}
@@ -469,8 +482,8 @@ func serve(t *testing.T, e *env, extra ...string) (string, func() int) {
 		t.Fatal("memor serve did not announce its address")
 	}
 	go io.Copy(io.Discard, stderr)
-	return base, func() int {
-		cmd.Process.Signal(syscall.SIGINT)
+	return base, func(sig syscall.Signal) int {
+		cmd.Process.Signal(sig)
 		err := cmd.Wait()
 		exited = true
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -480,68 +493,50 @@ func serve(t *testing.T, e *env, extra ...string) (string, func() int) {
 	}
 }
 
-func TestServeAndConformance(t *testing.T) {
-	e := newEnv(t)
-	base, stop := serve(t, e)
-	resp, err := http.Get(base + "/v1/health")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("health: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	resp, err = http.Post(base+"/v1/users/srv/episodes", "application/json", strings.NewReader(`{"text":"I live in Oslo.","at":"2025-01-01"}`))
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("add: %v %v", resp, err)
-	}
-	resp.Body.Close()
-
-	// The store is held by the server: another process is told why.
-	if r := e.run("", "state"); r.code != 1 || !strings.Contains(r.stderr, "another memor process") {
-		t.Errorf("state while serving: %+v", r)
-	}
-
-	r := e.run("", "conformance", "--url", base+"/conformance", "--name", "memor", "--strict")
-	if r.code != 0 {
-		t.Fatalf("conformance: %+v", r)
-	}
-	for _, want := range []string{"| arm | correct |", "| memor | ", "| update |", "| time-travel |"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("conformance report lacks %q:\n%s", want, r.stdout)
+// TestConformanceClient runs memor conformance against a stand-in memory
+// that remembers nothing: every request carries MEMOR_TOKEN as a bearer
+// token, --json reports every case failed, and --strict turns that into
+// exit 1. (TestREADMEHTTP runs it against memor serve.)
+func TestConformanceClient(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	var bad []string
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		if got := r.Header.Get("Authorization"); got != "Bearer t0k3n" || r.Method != "POST" {
+			bad = append(bad, r.Method+" "+r.URL.Path+" Authorization="+got)
 		}
-	}
-	t.Logf("conformance report of memor serve:\n%s", r.stdout)
-
-	if code := stop(); code != 0 {
-		t.Errorf("serve exit code after SIGINT: %d", code)
-	}
-	// Shut down gracefully: the queued episode was applied.
-	if got := objects(e.facts("state", "--user", "srv")); got != "Oslo" {
-		t.Errorf("state after serve stopped = %s", got)
-	}
-}
-
-func TestServeToken(t *testing.T) {
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/mem/query" {
+			io.WriteString(w, `{"results":[]}`)
+			return
+		}
+		io.WriteString(w, `{}`)
+	}))
+	defer fake.Close()
 	e := newEnv(t)
 	e.vars = append(e.vars, "MEMOR_TOKEN=t0k3n")
-	base, stop := serve(t, e)
-	defer stop()
-	resp, err := http.Get(base + "/v1/users/me/state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("no token: status %d", resp.StatusCode)
-	}
-	// conformance sends MEMOR_TOKEN: the calls get through (no 401 errors).
-	r := e.run("", "conformance", "--url", base+"/conformance", "--json")
-	if r.code != 0 || strings.Contains(r.stdout, "401") {
-		t.Errorf("conformance with token: %+v", r)
-	}
+	r := e.run("", "conformance", "--url", fake.URL+"/mem", "--json")
 	var rep struct {
-		Cases int `json:"cases"`
+		Arm    string `json:"arm"`
+		Cases  int    `json:"cases"`
+		Passed int    `json:"passed"`
+		Errors int    `json:"errors"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Cases == 0 {
-		t.Errorf("conformance --json: %v %s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != 0 || err != nil || rep.Cases == 0 || rep.Passed >= rep.Cases || rep.Errors != 0 {
+		t.Errorf("conformance --json against an empty memory: %+v %v", r, err)
+	}
+	if want := strings.TrimPrefix(fake.URL, "http://"); rep.Arm != want {
+		t.Errorf("arm %q, want the URL's host %q", rep.Arm, want)
+	}
+	if len(bad) > 0 || calls["/mem/add"] == 0 || calls["/mem/query"] != rep.Cases || calls["/mem/reset"] == 0 {
+		t.Errorf("requests: %v; without the token or not POST: %v", calls, bad)
+	}
+	r = e.run("", "conformance", "--url", fake.URL+"/mem", "--strict", "--name", "empty")
+	if r.code != 1 || !strings.Contains(r.stdout, "| empty |") || !strings.Contains(r.stderr, "cases failed") {
+		t.Errorf("conformance --strict against an empty memory: %+v", r)
 	}
 }
 
@@ -592,5 +587,269 @@ func TestMCPStdio(t *testing.T) {
 	// The store is consistent after the session.
 	if out := e.ok("check"); !strings.HasPrefix(out, "ok") {
 		t.Errorf("check after MCP session: %s", out)
+	}
+}
+
+// TestJSONEverywhere: every command that prints data prints one JSON value
+// with --json, and the conflicts listing shows a contested claim.
+func TestJSONEverywhere(t *testing.T) {
+	e := newEnv(t)
+	e.dir = t.TempDir()
+	e.ok("add", "I live in Oslo.", "--at", "2026-03-01", "--user", "c")
+	e.ok("add", "I live in Bergen.", "--at", "2026-03-01", "--user", "c")
+	conf := e.facts("conflicts", "--user", "c")
+	if len(conf) == 0 {
+		t.Fatal("conflicts --json: two cities for the same day are not listed")
+	}
+	human := e.ok("conflicts", "--user", "c")
+	if !strings.Contains(human, "contested") || !strings.Contains(human, "RULE") {
+		t.Errorf("conflicts table:\n%s", human)
+	}
+	// A contested claim is never served as state.
+	if st := objects(e.facts("state", "--user", "c")); strings.Contains(st, ",") {
+		t.Errorf("state serves both contested cities: %s", st)
+	}
+	id := conf[0].ID
+	for _, args := range [][]string{
+		{"add", "I live in Lima.", "--at", "2026-01-01"},
+		{"query", "where do I live"},
+		{"state"},
+		{"history", "lives_in"},
+		{"asof", "--valid", "2026-02-01", "--known", "2030-01-01"},
+		{"conflicts", "--user", "c"},
+		{"correct", id, "--user", "c"},
+		{"prune", "--before", "2000-01-01"},
+		{"rebuild", "--all"},
+		{"check"},
+		{"export", "-o", "x.jsonl"},
+		{"import", "x.jsonl", "--user", "copy"},
+		{"forget", "--yes", "--user", "c"},
+	} {
+		out := e.ok(append(args, "--json")...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Errorf("memor %s --json: not one JSON value (%v):\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// export to stdout is JSON Lines whatever --json says.
+	for _, line := range strings.Split(strings.TrimSpace(e.ok("export", "--json")), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("export line %q is not JSON", line)
+		}
+	}
+}
+
+// TestCheckFinding damages an index behind memor's back: check exits 1 with
+// the finding and a hint, and rebuild --all, the hint, repairs it.
+func TestCheckFinding(t *testing.T) {
+	e := newEnv(t)
+	e.ok("add", "I live in Oslo.", "--at", "2025-01-01")
+	e.ok("add", "I moved to Lima.", "--at", "2025-06-01")
+	db, err := kv.Open(e.db, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kv.UserKey("me", kv.SubFactIndex)
+	if err := db.DeleteRange(p, kv.PrefixEnd(p)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("", "check")
+	if r.code != 1 || !strings.Contains(r.stdout, "fact index") ||
+		strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "memor rebuild --all") {
+		t.Fatalf("check of a damaged store: %+v", r)
+	}
+	r = e.run("", "check", "--json")
+	var chk struct {
+		OK       bool     `json:"ok"`
+		Findings []string `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &chk); r.code != 1 || err != nil || chk.OK || len(chk.Findings) == 0 {
+		t.Errorf("check --json of a damaged store: %+v (%v)", r, err)
+	}
+	e.ok("rebuild", "--all")
+	if out := e.ok("check"); !strings.HasPrefix(out, "ok") {
+		t.Errorf("check after rebuild: %s", out)
+	}
+	if got := objects(e.facts("state")); got != "Lima" {
+		t.Errorf("state after rebuild = %s", got)
+	}
+}
+
+// TestHomeDataFolder: with neither --db, MEMOR_DB nor XDG_DATA_HOME, the
+// store is ~/.local/share/memor on Linux and BSD.
+func TestHomeDataFolder(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		t.Skip("the data folder is not under $HOME/.local/share here")
+	}
+	e := newEnv(t)
+	e.vars = slices.DeleteFunc(e.vars, func(v string) bool { return strings.HasPrefix(v, "MEMOR_DB=") })
+	var home string
+	for _, v := range e.vars {
+		if h, ok := strings.CutPrefix(v, "HOME="); ok {
+			home = h
+		}
+	}
+	e.ok("add", "I live in Oslo.")
+	if _, err := os.Stat(filepath.Join(home, ".local", "share", "memor")); err != nil {
+		t.Errorf("store not in ~/.local/share/memor: %v", err)
+	}
+	if got := objects(e.facts("state")); got != "Oslo" {
+		t.Errorf("state = %s", got)
+	}
+}
+
+// TestMCPSubcommandStdio speaks raw JSON-RPC to `memor mcp` with debug
+// logging on: stdout carries protocol messages only, the logs go to
+// stderr.
+func TestMCPSubcommandStdio(t *testing.T) {
+	e := newEnv(t)
+	cmd := exec.Command(memorBin, "mcp")
+	cmd.Env = append(e.vars, "MEMOR_LOG=debug")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	t.Cleanup(func() {
+		if !done {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	lines := make(chan string)
+	var all []string
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// response sends msg and returns the response with the given id.
+	response := func(msg string, id float64) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(stdin, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("stdout closed; stderr:\n%s", stderr.String())
+				}
+				all = append(all, line)
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil || m["jsonrpc"] != "2.0" {
+					t.Fatalf("stdout line is not JSON-RPC: %q", line)
+				}
+				if m["id"] == id {
+					return m
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no response to %s; stderr:\n%s", msg, stderr.String())
+			}
+		}
+	}
+	init := response(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, 1)
+	if name, _ := init["result"].(map[string]any)["serverInfo"].(map[string]any)["name"].(string); name != "memor" {
+		t.Fatalf("initialize: %v", init)
+	}
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	add := response(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_memory","arguments":{"user_id":"me","text":"I live in Oslo.","at":"2026-01-10"}}}`, 2)
+	res, _ := add["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	if learned, _ := sc["learned"].([]any); res["isError"] == true || len(learned) != 1 {
+		t.Errorf("add_memory: %v", add)
+	}
+	bad := response(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_history","arguments":{"user_id":"me"}}}`, 3)
+	if res, _ := bad["result"].(map[string]any); res["isError"] != true {
+		t.Errorf("get_history without predicate: %v, want a tool error", bad)
+	}
+	stdin.Close()
+	err = cmd.Wait()
+	done = true
+	if err != nil {
+		t.Errorf("memor mcp after stdin closed: %v; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "level=") {
+		t.Errorf("MEMOR_LOG=debug: no logs on stderr")
+	}
+	if len(all) < 3 {
+		t.Errorf("stdout: %q", all)
+	}
+}
+
+// TestTransferStructured moves structured writes (AssertBatch, End, with
+// contexts, confidence and quotes) between stores, and shows what --user
+// does to a correction.
+func TestTransferStructured(t *testing.T) {
+	a := newEnv(t)
+	ctx := context.Background()
+	eng, err := memor.Open(a.db, memor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	if _, err := eng.AssertBatch(ctx, "me", []memor.FactInput{
+		{Subject: "user", Predicate: "works_at", Object: "Acme", ValidFrom: day("2025-01-01"), Quote: "I joined Acme"},
+		{Subject: "user", Predicate: "plays_instrument", Object: "violin", ValidFrom: day("2024-05-01"), Confidence: 0.9},
+		{Subject: "service", Predicate: "runs_on", Object: "v1", Context: "prod", ValidFrom: day("2025-02-01")},
+		{Subject: "service", Predicate: "runs_on", Object: "v2", Context: "staging", ValidFrom: day("2025-02-01")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.End(ctx, "me", memor.EndInput{Subject: "user", Predicate: "plays_instrument", Object: "violin", At: day("2025-03-01")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Assert(ctx, "me", memor.FactInput{Subject: "user", Predicate: "works_at", Object: "Globex", ValidFrom: day("2025-06-01")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var globex string
+	for _, f := range a.facts("state") {
+		if f.Object == "Globex" {
+			globex = f.ID
+		}
+	}
+	a.ok("correct", globex)
+
+	dump := a.ok("export")
+	b := newEnv(t)
+	if r := b.run(dump, "import"); r.code != 0 || !strings.Contains(r.stdout, "0 skipped") {
+		t.Fatalf("import: %+v", r)
+	}
+	for _, args := range [][]string{{"state"}, {"history", "works_at"}, {"history", "plays_instrument"},
+		{"history", "service", "runs_on"}, {"asof", "--valid", "2025-04-01"}, {"asof", "--valid", "2024-06-01"}} {
+		if got, want := strip(b.facts(args...)), strip(a.facts(args...)); got != want {
+			t.Errorf("%v after import:\n got %s\nwant %s", args, got, want)
+		}
+	}
+	if got := objects(b.facts("state")); !strings.Contains(got, "Acme") || strings.Contains(got, "Globex") || strings.Contains(got, "violin") {
+		t.Errorf("imported state = %s: want Acme back (Globex corrected) and no violin (ended)", got)
+	}
+
+	// Under another user name the correction cannot find its fact: it is
+	// skipped, with a warning, and the import still succeeds.
+	c := newEnv(t)
+	r := c.run(dump, "import", "--user", "dave")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 skipped") || !strings.Contains(r.stderr, "skipped correction") {
+		t.Errorf("import --user dave: %+v", r)
 	}
 }

@@ -115,9 +115,16 @@ func (a *app) demo(cmd *cobra.Command, e *memor.Engine, dir string, keep bool, u
 	}
 	tw.Flush()
 
-	// The multi-hop answer needs Query; the section is shown only when this
-	// build's engine answers it.
-	if rs, err := e.Query(ctx, user, demoQuestion, memor.QueryOptions{K: 3}); err == nil && len(rs) > 0 {
+	// The multi-hop answer: the best result that was reached through the
+	// graph, else the best result.
+	rs, err := e.Query(ctx, user, demoQuestion, memor.QueryOptions{K: 3})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%-51s(memor query)\n", demoQuestion)
+	if len(rs) == 0 {
+		fmt.Fprintln(w, "  nothing relevant is known")
+	} else {
 		best := rs[0]
 		for _, r := range rs {
 			if r.Path != "" {
@@ -125,7 +132,6 @@ func (a *app) demo(cmd *cobra.Command, e *memor.Engine, dir string, keep bool, u
 				break
 			}
 		}
-		fmt.Fprintf(w, "\n%-51s(memor query)\n", demoQuestion)
 		fmt.Fprintf(w, "  %s\n", best.Text())
 		if best.Path != "" {
 			fmt.Fprintf(w, "  path: %s\n", best.Path)

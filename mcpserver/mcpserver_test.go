@@ -241,3 +241,53 @@ func TestBadArguments(t *testing.T) {
 	}
 	mustCall(t, cs, "get_user_profile", map[string]any{"user_id": "u"}, nil)
 }
+
+// TestClosedEngine: when the store is gone, every tool answers a readable
+// tool error and the session survives.
+func TestClosedEngine(t *testing.T) {
+	cs, e := connect(t)
+	e.Close()
+	for name, args := range map[string]map[string]any{
+		"add_memory":       {"user_id": "u", "text": "I live in Oslo."},
+		"query_memory":     {"user_id": "u", "text": "where"},
+		"get_user_profile": {"user_id": "u"},
+		"get_history":      {"user_id": "u", "predicate": "lives_in"},
+		"query_as_of":      {"user_id": "u", "valid_at": "2026-02-01"},
+		"correct_memory":   {"user_id": "u", "fact_id": "00000000000000000000000000000000"},
+		"list_conflicts":   {"user_id": "u"},
+		"forget_memory":    {"user_id": "u"},
+	} {
+		if msg := call(t, cs, name, args, nil); !strings.Contains(msg, "closed") {
+			t.Errorf("%s on a closed store: %q, want a tool error saying it is closed", name, msg)
+		}
+	}
+}
+
+// TestSchemas: the input schemas require exactly the arguments a call
+// cannot do without.
+func TestSchemas(t *testing.T) {
+	cs, _ := connect(t)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"add_memory": {"text", "user_id"}, "query_memory": {"text", "user_id"}, "get_user_profile": {"user_id"},
+		"forget_memory": {"user_id"}, "get_history": {"predicate", "user_id"}, "query_as_of": {"user_id"},
+		"correct_memory": {"fact_id", "user_id"}, "list_conflicts": {"user_id"},
+	}
+	for _, tool := range res.Tools {
+		data, _ := json.Marshal(tool.InputSchema)
+		var s struct {
+			Type     string   `json:"type"`
+			Required []string `json:"required"`
+		}
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(s.Required)
+		if s.Type != "object" || !slices.Equal(s.Required, want[tool.Name]) {
+			t.Errorf("%s: input schema type %q required %v, want object requiring %v", tool.Name, s.Type, s.Required, want[tool.Name])
+		}
+	}
+}

@@ -170,6 +170,12 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	// The engine stores any text; an empty episode over the API is a
+	// client mistake (as in the CLI and the MCP tools).
+	if strings.TrimSpace(req.Text) == "" {
+		h.fail(w, r, fmt.Errorf("%w: text is empty: send {\"text\": \"what the user said\"}", memor.ErrInvalidText))
+		return
+	}
 	at, err := ParseTime(req.At, time.Time{})
 	if err != nil {
 		h.fail(w, r, err)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -491,5 +492,192 @@ func TestReadTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("connection closed after %v, want about the 200ms read timeout", d)
+	}
+}
+
+// userRoutes is every route under /v1/users/{user}, with a request that
+// would succeed for a valid user.
+var userRoutes = []struct{ method, path, body string }{
+	{"POST", "/episodes", `{"text":"I live in Oslo."}`},
+	{"GET", "/state", ""},
+	{"GET", "/history?predicate=lives_in", ""},
+	{"GET", "/query?q=where", ""},
+	{"GET", "/asof?valid=2026-02-01", ""},
+	{"GET", "/conflicts", ""},
+	{"GET", "/freshness", ""},
+	{"POST", "/facts/00000000000000000000000000000000/correct", ""},
+	{"DELETE", "", ""},
+}
+
+// TestEveryRouteErrors sends each route the mistakes a client can make:
+// an invalid user (400), no token (401), a wrong method (405 with Allow).
+func TestEveryRouteErrors(t *testing.T) {
+	a := newAPI(t, Options{Token: "tok"})
+	for _, r := range userRoutes {
+		path, query, _ := strings.Cut(r.path, "?")
+		if query != "" {
+			query = "?" + query
+		}
+		t.Run(r.method+" "+path, func(t *testing.T) {
+			a.token = "tok"
+			// A user ID that is not UTF-8.
+			if st, out := a.do(r.method, "/v1/users/%FF"+path+query, r.body); st != 400 || out["code"] != "invalid_user" {
+				t.Errorf("invalid user: %d %v, want 400 invalid_user", st, out)
+			}
+			a.token = ""
+			if st, out := a.do(r.method, "/v1/users/u"+path+query, r.body); st != 401 || out["code"] != "unauthorized" {
+				t.Errorf("no token: %d %v, want 401 unauthorized", st, out)
+			}
+			a.token = "tok"
+			wrong := "PUT"
+			req, _ := http.NewRequest(wrong, a.srv.URL+"/v1/users/u"+path, nil)
+			req.Header.Set("Authorization", "Bearer tok")
+			resp, err := a.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var eb errorBody
+			err = json.NewDecoder(resp.Body).Decode(&eb)
+			resp.Body.Close()
+			if resp.StatusCode != 405 || err != nil || eb.Code != "method_not_allowed" || resp.Header.Get("Allow") != r.method {
+				t.Errorf("PUT: %d %+v Allow=%q, want 405 method_not_allowed Allow=%s", resp.StatusCode, eb, resp.Header.Get("Allow"), r.method)
+			}
+		})
+	}
+	a.token = "tok"
+	if st, out := a.do("POST", "/v1/users/u/episodes", map[string]any{"text": "   "}); st != 400 || out["code"] != "invalid_text" {
+		t.Errorf("blank text: %d %v, want 400 invalid_text", st, out)
+	}
+	if st, out := a.do("POST", "/v1/users/u/episodes", "{}"); st != 400 || out["code"] != "invalid_text" {
+		t.Errorf("no text: %d %v, want 400 invalid_text", st, out)
+	}
+	if st, out := a.do("POST", "/v1/users/u/episodes", ""); st != 400 || out["code"] != "bad_request" {
+		t.Errorf("empty body: %d %v, want 400 bad_request", st, out)
+	}
+}
+
+// TestConflictsRoute: a same-day disagreement is listed by /conflicts and
+// not served by /state.
+func TestConflictsRoute(t *testing.T) {
+	a := newAPI(t, Options{})
+	a.tell("c", "I live in Oslo.", "2026-03-01")
+	a.tell("c", "I live in Bergen.", "2026-03-01")
+	c := a.must(200, "GET", "/v1/users/c/conflicts", nil)
+	fs, _ := c["facts"].([]any)
+	if len(fs) == 0 {
+		t.Fatalf("conflicts = %v, want the contested city", c)
+	}
+	if st := fs[0].(map[string]any)["status"]; st != "contested" {
+		t.Errorf("conflict status %v, want contested", st)
+	}
+	if got := objects(a.must(200, "GET", "/v1/users/c/state", nil)); len(got) > 1 {
+		t.Errorf("state serves both cities: %v", got)
+	}
+}
+
+// TestServeBeyondLoopbackWithToken: with a token, a listener on every
+// interface is allowed, and the token is enforced.
+func TestServeBeyondLoopbackWithToken(t *testing.T) {
+	e := openEngine(t, memor.Options{})
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Skipf("cannot listen on every interface here: %v", err)
+	}
+	// Without a token Serve refuses it (and closes it).
+	if err := Serve(context.Background(), e, ln, ServeOptions{}); !errors.Is(err, ErrUnsafeBind) {
+		t.Fatalf("Serve on %s without a token: %v, want ErrUnsafeBind", ln.Addr(), err)
+	}
+	ln, err = net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, e, ln, ServeOptions{Options: Options{Token: "tok"}}) }()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	base := "http://127.0.0.1:" + port
+	resp, err := http.Get(base + "/v1/users/u/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("no token: %d, want 401", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/users/u/state", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("with the token: %d, want 200", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
+
+// TestShutdownFinishesInFlight: a request still being received when the
+// server is told to stop is completed and answered, and its episode is
+// applied before Serve returns.
+func TestShutdownFinishesInFlight(t *testing.T) {
+	e := openEngine(t, memor.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, e, ln, ServeOptions{}) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"text":"I live in Oslo.","at":"2026-01-10"}`
+	head := fmt.Sprintf("POST /v1/users/u/episodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	if _, err := conn.Write([]byte(head + body[:10])); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the server has the request's head
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned with a request in flight: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := conn.Write([]byte(body[10:])); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to the request in flight: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("in-flight request: %d, want 202", resp.StatusCode)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if f, err := e.Freshness(context.Background(), "u"); err != nil || f.Latest != 1 || f.Pending != 0 {
+		t.Errorf("after shutdown: %+v %v, want the episode applied", f, err)
+	}
+}
+
+// TestDefaultBodyLimit: without Options.MaxBodyBytes, a body over 1 MiB is
+// refused with 413 before the engine sees it.
+func TestDefaultBodyLimit(t *testing.T) {
+	a := newAPI(t, Options{})
+	huge := `{"text":"` + strings.Repeat("y", DefaultMaxBodyBytes) + `"}`
+	st, out := a.do("POST", "/v1/users/u/episodes", huge)
+	if msg, _ := out["error"].(string); st != 413 || out["code"] != "too_large" || !strings.Contains(msg, fmt.Sprint(DefaultMaxBodyBytes)) {
+		t.Errorf("body over 1 MiB: %d %v, want 413 too_large naming the limit", st, out)
+	}
+	if f, err := a.e.Freshness(context.Background(), "u"); err != nil || f.Latest != 0 {
+		t.Errorf("an oversized body reached the engine: %+v %v", f, err)
 	}
 }

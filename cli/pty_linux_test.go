@@ -1,0 +1,101 @@
+package cli_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY returns the two ends of a new pseudo-terminal.
+func openPTY(t *testing.T) (master, tty *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		t.Skipf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		m.Close()
+		t.Skipf("ptsname: %v", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Skipf("open the terminal end: %v", err)
+	}
+	return m, s
+}
+
+// runOnTTY runs memor with stderr on a terminal and returns stdout and
+// what the terminal showed.
+func runOnTTY(t *testing.T, e *env, args ...string) (stdout, screen string) {
+	t.Helper()
+	m, s := openPTY(t)
+	defer m.Close()
+	cmd := exec.Command(memorBin, args...)
+	cmd.Env = e.vars
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, s
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // the child holds its copy; reads end when it exits
+	var scr bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(&scr, m) // ends with EIO once the terminal end is closed
+		close(copied)
+	}()
+	err := cmd.Wait()
+	<-copied
+	if err != nil {
+		t.Fatalf("memor %s: %v\n%s", strings.Join(args, " "), err, scr.String())
+	}
+	return out.String(), scr.String()
+}
+
+// TestProgressOnTerminal: import, export and rebuild draw a progress bar
+// when stderr is a terminal (the tests elsewhere check that they are quiet
+// when it is not).
+func TestProgressOnTerminal(t *testing.T) {
+	a := newEnv(t)
+	for i := range 6 {
+		a.ok("add", fmt.Sprintf("I live in City%d.", i), "--at", fmt.Sprintf("2025-01-%02dT00:00:00Z", i%28+1), "--user", fmt.Sprint("u", i%3))
+	}
+	file := filepath.Join(t.TempDir(), "dump.jsonl")
+	out, screen := runOnTTY(t, a, "export", "-o", file)
+	if !strings.Contains(out, "exported 6 episodes of 3 user(s)") {
+		t.Errorf("export: %s", out)
+	}
+	if !strings.Contains(screen, "\rexport [") || !strings.Contains(screen, "100%") {
+		t.Errorf("export on a terminal drew no progress bar: %q", screen)
+	}
+
+	b := newEnv(t)
+	out, screen = runOnTTY(t, b, "import", file)
+	if !strings.Contains(out, "imported 6 episodes of 3 user(s)") {
+		t.Errorf("import: %s", out)
+	}
+	if !strings.Contains(screen, "\rimport [") || !strings.Contains(screen, "[==============================] 100%") {
+		t.Errorf("import on a terminal drew no complete progress bar: %q", screen)
+	}
+	if strings.Contains(out, "\r") || strings.Contains(out, "[=") {
+		t.Errorf("progress went to stdout: %q", out)
+	}
+
+	_, screen = runOnTTY(t, b, "rebuild", "--all")
+	if !strings.Contains(screen, "\rrebuild [") || !strings.Contains(screen, "100%") {
+		t.Errorf("rebuild on a terminal drew no progress bar: %q", screen)
+	}
+}
