@@ -41,6 +41,9 @@ import (
 // Defaults for Options.
 const (
 	DefaultMaxTextBytes = 64 << 10
+	// DefaultIndexCacheBytes bounds the loaded per-user indexes when
+	// Options.IndexCacheBytes is 0: about 250k facts' worth.
+	DefaultIndexCacheBytes = 1 << 30
 	// MaxUserBytes bounds a user ID.
 	MaxUserBytes = 16 << 10
 )
@@ -84,8 +87,11 @@ type Options struct {
 	// kept loaded, as estimated from their documents (each costs its
 	// vector plus about 1.5 KB). Past it, loading a user's indexes evicts
 	// the least recently used users', which are reloaded from the store
-	// when next read (about 2 ms for a 100-fact user). 0: no bound, every
-	// user stays loaded once read (about 4 KB per fact).
+	// when next read (about 2 ms for a 100-fact user). 0 means
+	// DefaultIndexCacheBytes: a long-running server that meets new users
+	// must not grow without bound. Negative: no bound, every user stays
+	// loaded once read (about 4 KB per fact). A single user larger than
+	// the budget stays loaded while it is the one in use.
 	IndexCacheBytes int64
 	// Ungoverned turns resolution off: every predicate is treated as Many,
 	// so contradicting values all stand (ends and restatements still
@@ -155,6 +161,9 @@ func Open(dir string, o Options) (*Engine, error) {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 1024
 	}
+	if o.IndexCacheBytes == 0 {
+		o.IndexCacheBytes = DefaultIndexCacheBytes
+	}
 	e := &Engine{db: db, opts: o, log: lg, clock: o.Clock, preds: newPredicates(), ext: o.Extractor,
 		closing: make(chan struct{})}
 	if e.clock == nil {
@@ -170,7 +179,7 @@ func Open(dir string, o Options) (*Engine, error) {
 	if emb == nil {
 		emb = embed.NewHash(0)
 	}
-	e.idx = newIndexSet(e, emb, o.IndexCacheBytes)
+	e.idx = newIndexSet(e, emb, max(o.IndexCacheBytes, 0)) // negative: no bound
 	e.ing = newIngester(e, o.Workers, o.QueueSize)
 	if err := e.recoverPending(context.Background()); err != nil {
 		e.Close()

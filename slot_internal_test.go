@@ -226,3 +226,21 @@ func checkedDump(t *testing.T, e *Engine) []byte {
 	}
 	return dump.Bytes()
 }
+
+// TestIndexCacheDefault: the zero Options bound the loaded indexes (a
+// server meeting new users must not grow without limit); a negative
+// budget means no bound, a positive one is taken as given.
+func TestIndexCacheDefault(t *testing.T) {
+	for _, tc := range []struct {
+		opt, want int64
+	}{{0, DefaultIndexCacheBytes}, {-1, 0}, {12345, 12345}} {
+		e, err := Open(t.TempDir(), Options{NoSync: true, IndexCacheBytes: tc.opt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.idx.budget != tc.want {
+			t.Errorf("IndexCacheBytes %d: budget %d, want %d", tc.opt, e.idx.budget, tc.want)
+		}
+		e.Close()
+	}
+}

@@ -16,13 +16,13 @@ import (
 var queryShapes = []struct {
 	name         string
 	users, facts int   // facts per user
-	cacheBytes   int64 // Options.IndexCacheBytes (0: every user stays loaded)
+	cacheBytes   int64 // Options.IndexCacheBytes (-1: every user stays loaded)
 }{
-	{"10k-users", 10_000, 100, 0},
+	{"10k-users", 10_000, 100, -1},
 	// A 1 GiB index cache holds about a quarter of the users: most
 	// queries load the user's indexes first.
 	{"10k-users-1GiB-cache", 10_000, 100, 1 << 30},
-	{"1-tenant", 1, 1_000_000, 0},
+	{"1-tenant", 1, 1_000_000, -1},
 }
 
 var queryWords = []string{"coffee", "hiking", "jazz", "chess", "sushi", "tennis", "python", "painting", "cycling", "poetry",
@@ -76,7 +76,10 @@ func BenchmarkQuery(b *testing.B) {
 	for _, s := range queryShapes {
 		users, facts, cacheBytes := s.users, s.facts, s.cacheBytes
 		if testing.Short() {
-			users, facts, cacheBytes = max(users/100, 1), min(facts, 10_000), cacheBytes/100
+			users, facts = max(users/100, 1), min(facts, 10_000)
+			if cacheBytes > 0 {
+				cacheBytes /= 100
+			}
 		}
 		// MEMOR_BENCH_TENANT_FACTS sizes the one-tenant shape (building a
 		// 1M-vector graph in one tenant takes many minutes on 2 cores).
