@@ -1,0 +1,37 @@
+package llm
+
+import (
+	"time"
+	"unicode/utf8"
+
+	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/extract/llm/llmjson"
+)
+
+// DecodeOps decodes a model's extraction answer, {"ops":[…]}, into ops and
+// checks every op against text: the quote must be a non-empty verbatim
+// substring of text (else ErrInvented). Any failure returns no ops and a
+// *DecodeError wrapping ErrMalformed, ErrSchema or ErrInvented. See
+// [llmjson.DecodeOps] for the field rules; it is the same function.
+func DecodeOps(data []byte, text string, at time.Time) ([]extract.Op, error) {
+	return llmjson.DecodeOps(data, text, at)
+}
+
+// DecodeVerdict decodes a judge's answer, {"verdict":"replace"|"append",
+// "reason":"…"} ([llmjson.DecodeVerdict]).
+func DecodeVerdict(data []byte) (extract.Verdict, error) { return llmjson.DecodeVerdict(data) }
+
+// DecodeScores decodes a reranker's answer, {"scores":[…]}, which must hold
+// exactly n finite numbers ([llmjson.DecodeScores]).
+func DecodeScores(data []byte, n int) ([]float64, error) { return llmjson.DecodeScores(data, n) }
+
+// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
