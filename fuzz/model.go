@@ -340,9 +340,9 @@ func (c Claim) sortKey() string {
 
 // outcome is the valid-time state of one claim after a fold.
 type outcome struct {
-	status     Status // 0: not a fact of its own (an end, or a restatement)
-	validTo    int64        // 0: open
-	into       *claimKey    // the fact a restatement reinforces
+	status     Status    // 0: not a fact of its own (an end, or a restatement)
+	validTo    int64     // 0: open
+	into       *claimKey // the fact a restatement reinforces
 	reinforced int
 	conf       float64
 }

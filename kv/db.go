@@ -57,12 +57,12 @@ type Options struct {
 
 // DB is a Pebble store with memor's format. Safe for concurrent use.
 type DB struct {
-	p      *pebble.DB
-	// po and cacheSize reopen Pebble (rewriteManifest).
+	p *pebble.DB
+	// po and cacheSize reopen Pebble (rewriteManifestIfDirty).
 	po        *pebble.Options
 	cacheSize int64
-	noSync bool
-	syncs  *syncCounts
+	noSync    bool
+	syncs     *syncCounts
 	// Ingested tables (see Batch.commitAsTable).
 	dir       string
 	fs        vfs.FS
