@@ -142,7 +142,7 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	if err := writeSidecar(dir); err != nil {
-		_ = p.Close()
+		_ = db.p.Close() // p itself, unless the rewrite reopened it
 		return nil, err
 	}
 	return db, nil
