@@ -20,7 +20,11 @@ var derivedSubs = []kv.Sub{kv.SubClaim, kv.SubFactIndex, kv.SubLive, kv.SubHisto
 
 // Forget hard-deletes everything of user: episodes, facts, history,
 // archive, resolution log and index entries, then compacts the range so
-// that the bytes leave the table files (GDPR erasure).
+// that the bytes leave the table files and the write-ahead logs (GDPR
+// erasure). One file still names some of the user's keys when Forget
+// returns: Pebble's MANIFEST, which records every table's first and last
+// key. Close rewrites it (or, after a crash, the next Open), so once the
+// engine is closed no file under the store's folder holds the user's bytes.
 func (e *Engine) Forget(ctx context.Context, user string) error {
 	release, err := e.admit(ctx, user)
 	if err != nil {

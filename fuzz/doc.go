@@ -11,7 +11,8 @@
 // straightforward loop over instants, derives fact versions by diffing
 // consecutive folds, and answers AsOf by testing every version against the
 // visibility formula of DESIGN §2. It is slow and obviously correct; it is
-// meant to be read.
+// meant to be read. model.go imports the standard library only, not even
+// memor's types (TestModelIsIndependent).
 //
 // # The tests
 //
@@ -25,6 +26,8 @@
 //     valid-time state.
 //   - TestForgetCanary, TestOpenBadStorage and TestSoak cover GDPR erasure at
 //     the byte level, damaged or foreign stores, and concurrency under -race.
+//     TestCrashRecovery (in package memor: its test binary is the child it
+//     kills) covers SIGKILL during writes; MEMOR_CRASH_TRIALS=200 for many.
 //
 // The seed corpus is in testdata/fuzz; a plain `go test ./fuzz/...` runs it
 // plus short property runs. scripts/fuzz.sh runs every fuzz target of the

@@ -138,7 +138,21 @@ func opLine(kind string, op Op) string {
 func fromEngine(f memor.Fact) Fact {
 	return Fact{Subject: f.Subject, Predicate: f.Predicate, Object: f.Object, Context: f.Context,
 		ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, RecordedAt: f.RecordedAt, ExpiredAt: f.ExpiredAt,
-		Status: f.Status, Reinforced: f.Reinforced, Confidence: f.Confidence}
+		Status: statusOf(f.Status), Reinforced: f.Reinforced, Confidence: f.Confidence}
+}
+
+// statusOf maps the engine's status onto the model's by name; a status the
+// model does not know renders as such and fails every comparison.
+func statusOf(s memor.Status) Status {
+	switch s {
+	case memor.Active:
+		return Active
+	case memor.Contested:
+		return Contested
+	case memor.Retracted:
+		return Retracted
+	}
+	return Status(100 + s)
 }
 
 // view selects the fields a comparison looks at.

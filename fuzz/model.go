@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/memor-db/memor"
 )
 
 // ErrNotFound is returned by [Model.Correct] for a fact the model does not
@@ -22,6 +20,35 @@ const (
 	ConfidenceMargin = 0.1
 	confidenceEps    = 1e-9
 )
+
+// Status is a fact version's standing in the model: the three statuses of
+// DESIGN §3. The model has its own type, not the engine's, so that it
+// imports nothing of memor (TestModelIsIndependent); the harness maps the
+// engine's statuses onto it by name.
+type Status uint8
+
+// The statuses, as DESIGN §3 names them.
+const (
+	// Active: accepted; visible wherever its intervals allow.
+	Active Status = iota + 1
+	// Contested: stored and listed in History, never served as state.
+	Contested
+	// Retracted: the user said it was never true; kept for the audit.
+	Retracted
+)
+
+// String is the status's name in DESIGN §3.
+func (s Status) String() string {
+	switch s {
+	case Active:
+		return "active"
+	case Contested:
+		return "contested"
+	case Retracted:
+		return "retracted"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
 
 // Op is one operation of a transaction: an assertion, or an end when End
 // is set. It mirrors what an extractor proposes (extract.Op).
@@ -44,7 +71,7 @@ type Fact struct {
 	Subject, Predicate, Object, Context string
 	ValidFrom, ValidTo                  time.Time
 	RecordedAt, ExpiredAt               time.Time
-	Status                              memor.Status
+	Status                              Status
 	Reinforced                          int
 	Confidence                          float64
 }
@@ -313,9 +340,9 @@ func (c Claim) sortKey() string {
 
 // outcome is the valid-time state of one claim after a fold.
 type outcome struct {
-	status     memor.Status // 0: not a fact of its own (an end, or a restatement)
-	validTo    int64        // 0: open
-	into       *claimKey    // the fact a restatement reinforces
+	status     Status    // 0: not a fact of its own (an end, or a restatement)
+	validTo    int64     // 0: open
+	into       *claimKey // the fact a restatement reinforces
 	reinforced int
 	conf       float64
 }
@@ -357,7 +384,7 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 				continue
 			}
 			if c.retracted {
-				out[c.key] = &outcome{status: memor.Retracted, reinforced: 1, conf: c.conf}
+				out[c.key] = &outcome{status: Retracted, reinforced: 1, conf: c.conf}
 				continue
 			}
 			live = append(live, c)
@@ -366,7 +393,7 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 			// Different objects at one instant: nobody knows which; all
 			// contested, the value in force stays.
 			for _, c := range live {
-				out[c.key] = &outcome{status: memor.Contested, reinforced: 1, conf: c.conf}
+				out[c.key] = &outcome{status: Contested, reinforced: 1, conf: c.conf}
 			}
 			continue
 		}
@@ -381,13 +408,13 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 				case cur != nil && cur.obj == c.key.obj:
 					reinforce(out, *cur, c)
 				case cur != nil && out[*cur].conf-c.conf > ConfidenceMargin+confidenceEps:
-					out[c.key] = &outcome{status: memor.Contested, reinforced: 1, conf: c.conf}
+					out[c.key] = &outcome{status: Contested, reinforced: 1, conf: c.conf}
 				default:
 					if cur != nil {
 						out[*cur].validTo = t
 						delete(open, cur.obj)
 					}
-					out[c.key] = &outcome{status: memor.Active, reinforced: 1, conf: c.conf}
+					out[c.key] = &outcome{status: Active, reinforced: 1, conf: c.conf}
 					open[c.key.obj] = c.key
 				}
 				continue
@@ -396,7 +423,7 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 				reinforce(out, k, c)
 				continue
 			}
-			out[c.key] = &outcome{status: memor.Active, reinforced: 1, conf: c.conf}
+			out[c.key] = &outcome{status: Active, reinforced: 1, conf: c.conf}
 			open[c.key.obj] = c.key
 		}
 	}
@@ -466,7 +493,7 @@ func fromNanos(n int64) time.Time {
 
 // Visible is the visibility formula of DESIGN §2.
 func (f Fact) Visible(validAt, knownAt time.Time) bool {
-	return f.Status == memor.Active &&
+	return f.Status == Active &&
 		!f.RecordedAt.After(knownAt) && (f.ExpiredAt.IsZero() || knownAt.Before(f.ExpiredAt)) &&
 		!f.ValidFrom.After(validAt) && (f.ValidTo.IsZero() || validAt.Before(f.ValidTo))
 }
@@ -554,7 +581,7 @@ func (m *Model) AsOfByFold(user string, validAt, knownAt time.Time) []Fact {
 			}
 		}
 		for k, o := range fold(s.one, cs) {
-			if o.status != memor.Active || k.vf > validAt.UnixNano() || (o.validTo != 0 && o.validTo <= validAt.UnixNano()) {
+			if o.status != Active || k.vf > validAt.UnixNano() || (o.validTo != 0 && o.validTo <= validAt.UnixNano()) {
 				continue
 			}
 			for _, c := range cs {

@@ -49,7 +49,7 @@ func TestSoak(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	var ops atomic.Int64
-	for g := range 6 {
+	for g := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -68,7 +68,12 @@ func TestSoak(t *testing.T) {
 				case k < 11:
 					_, err = e.Query(ctx, u, "where do I live", memor.QueryOptions{})
 				case k < 13:
-					_, err = e.State(ctx, u)
+					// Invariant: the current state holds at most one value
+					// of a One slot, and only active facts in force now.
+					var fs []memor.Fact
+					if fs, err = e.State(ctx, u); err == nil {
+						err = stateInvariant(fs, time.Now())
+					}
 				case k < 15:
 					_, err = e.AsOf(ctx, u, time.Date(2026, 1, 1+rng.IntN(30), 0, 0, 0, 0, time.UTC), time.Now())
 				case k < 18:
@@ -118,6 +123,30 @@ func TestSoak(t *testing.T) {
 	if err := e.Check(cctx); err != nil {
 		t.Fatal(err)
 	}
+	// Whatever the interleaving, each user's state is what replaying
+	// their episode log gives (Rebuild), for a sample of users.
+	for i, u := range users {
+		if i%10 != 0 {
+			continue
+		}
+		before, err := e.State(cctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stateInvariant(before, time.Now()); err != nil {
+			t.Error(err)
+		}
+		if err := e.Rebuild(cctx, u); err != nil {
+			t.Fatal(err)
+		}
+		after, err := e.State(cctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := renderEngine(before, view{reinforced: true}), renderEngine(after, view{reinforced: true}); a != b {
+			t.Errorf("user %s: state after the soak differs from its replay:\n%s", u, diffLines(a, b))
+		}
+	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,4 +161,24 @@ func TestSoak(t *testing.T) {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines after Close, %d before Open:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// stateInvariant checks a current state: only active facts valid now, and
+// at most one value per (subject, lives_in, context) — a One slot.
+func stateInvariant(fs []memor.Fact, now time.Time) error {
+	one := map[string]string{}
+	for _, f := range fs {
+		if f.Status != memor.Active || f.ValidFrom.After(now) || (!f.ValidTo.IsZero() && !now.Before(f.ValidTo)) || !f.ExpiredAt.IsZero() {
+			return fmt.Errorf("state holds %v (%s, valid [%v, %v), expired %v)", f.Object, f.Status, f.ValidFrom, f.ValidTo, f.ExpiredAt)
+		}
+		if f.Predicate != "lives_in" {
+			continue
+		}
+		k := NormKey(f.Subject) + "\x00" + NormKey(f.Context)
+		if o, ok := one[k]; ok {
+			return fmt.Errorf("state holds two values of the One slot %s lives_in: %q and %q", f.Subject, o, f.Object)
+		}
+		one[k] = f.Object
+	}
+	return nil
 }

@@ -237,7 +237,9 @@ func TestOpenBadStorage(t *testing.T) {
 					t.Fatal("a damaged store opened and read without any error")
 				}
 				t.Logf("Open succeeded (tables open lazily); first use failed: %v", uerr)
-				return
+				if !errors.Is(uerr, memor.ErrCorrupt) {
+					t.Errorf("first use: %v, want ErrCorrupt", uerr)
+				}
 			} else {
 				t.Logf("Open: %v", err)
 				if !errors.Is(err, memor.ErrCorrupt) {

@@ -57,9 +57,12 @@ type Options struct {
 
 // DB is a Pebble store with memor's format. Safe for concurrent use.
 type DB struct {
-	p      *pebble.DB
-	noSync bool
-	syncs  *syncCounts
+	p *pebble.DB
+	// po and cacheSize reopen Pebble (rewriteManifestIfDirty).
+	po        *pebble.Options
+	cacheSize int64
+	noSync    bool
+	syncs     *syncCounts
 	// Ingested tables (see Batch.commitAsTable).
 	dir       string
 	fs        vfs.FS
@@ -124,14 +127,22 @@ func Open(dir string, o Options) (*DB, error) {
 	if o.IngestMinBytes == 0 {
 		o.IngestMinBytes = DefaultIngestMinBytes
 	}
-	db := &DB{p: p, noSync: o.NoSync, syncs: counts, dir: dir, fs: po.FS,
+	db := &DB{p: p, po: po, cacheSize: o.CacheSize, noSync: o.NoSync, syncs: counts, dir: dir, fs: po.FS,
 		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes}
 	if err := db.checkFormat(); err != nil {
 		_ = p.Close()
 		return nil, err
 	}
+	// A process that scrubbed and then crashed before Close left a MANIFEST
+	// that may name deleted data.
+	if err := db.rewriteManifestIfDirty(); err != nil {
+		if db.p != nil {
+			_ = db.p.Close()
+		}
+		return nil, err
+	}
 	if err := writeSidecar(dir); err != nil {
-		_ = p.Close()
+		_ = db.p.Close() // p itself, unless the rewrite reopened it
 		return nil, err
 	}
 	return db, nil
@@ -259,7 +270,65 @@ func (db *DB) SetFormatVersionForTest(dir string, v uint32) error {
 }
 
 // Close flushes and closes the store.
-func (db *DB) Close() error { return db.p.Close() }
+//
+// If Scrub ran since the store was opened, Close also rewrites Pebble's
+// MANIFEST (see Scrub): it opens the store twice more, which takes a few
+// milliseconds per thousand table files.
+func (db *DB) Close() error {
+	if db.p == nil {
+		return nil // a failed rewrite closed it
+	}
+	if err := db.rewriteManifestIfDirty(); err != nil {
+		if db.p != nil {
+			_ = db.p.Close()
+			db.p = nil
+		}
+		return err
+	}
+	err := db.p.Close()
+	db.p = nil
+	return err
+}
+
+// manifestKey is present while Pebble's MANIFEST may still name data that
+// Scrub was called to erase.
+var manifestKey = []byte{TagMeta, 'm', 'a', 'n', 'i', 'f', 'e', 's', 't'}
+
+// rewriteManifestIfDirty rewrites the MANIFEST if manifestKey says it may
+// name erased data. Pebble's MANIFEST is a log of version edits: every table
+// ever added is recorded with its smallest and largest key, and memor's
+// keys hold user names and values, so a forgotten user's keys stay in it
+// after their tables are compacted away. Pebble starts a new MANIFEST (a
+// snapshot of the live tables) at every open and deletes all obsolete ones
+// but the newest: opening twice leaves no MANIFEST older than the call.
+// On failure the store is closed (db.p is nil).
+func (db *DB) rewriteManifestIfDirty() error {
+	if _, closer, err := db.p.Get(manifestKey); errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return wrapErr("get", err)
+	} else {
+		_ = closer.Close()
+	}
+	for range 2 {
+		if err := db.p.Close(); err != nil {
+			db.p = nil
+			return fmt.Errorf("kv: rewrite manifest: %w", err)
+		}
+		c := pebble.NewCache(db.cacheSize)
+		db.po.Cache = c
+		p, err := openPebble(db.dir, db.po)
+		c.Unref()
+		db.p = p
+		if err != nil {
+			return fmt.Errorf("kv: rewrite manifest: %w", err)
+		}
+	}
+	if err := db.p.Delete(manifestKey, pebble.Sync); err != nil {
+		return fmt.Errorf("kv: rewrite manifest: %w", err)
+	}
+	return nil
+}
 
 // Get returns a copy of the value at key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
@@ -360,7 +429,15 @@ func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
 // enough times that every log written before the call is obsolete, and
 // obsolete logs are deleted rather than recycled (noRecycleFS). Call it
 // after a range deletion and its compaction (Forget).
+//
+// Pebble's MANIFEST still names the deleted keys (as bounds of the tables
+// they were in) until it is rewritten, which only an open of the store
+// does: Scrub marks the store so that Close rewrites it, or, after a crash,
+// the next Open.
 func (db *DB) Scrub() error {
+	if err := db.p.Set(manifestKey, []byte{1}, pebble.Sync); err != nil {
+		return fmt.Errorf("kv: scrub: %w", err)
+	}
 	// Pebble keeps up to MemTableStopWritesThreshold+1 obsolete logs for
 	// reuse; each rotation consumes (and, here, deletes) one of them.
 	for i := range 6 {

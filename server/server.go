@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -378,7 +379,9 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		return fmt.Errorf("%w: body is not the expected JSON object: %v", ErrBadRequest, err)
 	}
-	if dec.More() {
+	// Only white space may follow. (dec.More would let a stray ']' or '}'
+	// through: FuzzRequest found `{"text":"a"}]` accepted.)
+	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("%w: body holds more than one JSON value", ErrBadRequest)
 	}
 	return nil

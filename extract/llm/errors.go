@@ -2,46 +2,27 @@ package llm
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/memor-db/memor/extract/llm/llmjson"
 )
 
-// Sentinel errors; match them with errors.Is.
+// Sentinel errors; match them with errors.Is. ErrMalformed, ErrSchema and
+// ErrInvented are llmjson's, re-exported: the same values.
 var (
 	// ErrConfig: the client is not configured (no model, bad base URL).
 	ErrConfig = errors.New("llm: not configured")
 	// ErrMalformed: the model's answer is not a single JSON value.
-	ErrMalformed = errors.New("llm: malformed JSON")
+	ErrMalformed = llmjson.ErrMalformed
 	// ErrSchema: the answer is JSON but not of the required shape, or a
 	// value is out of range.
-	ErrSchema = errors.New("llm: answer violates schema")
+	ErrSchema = llmjson.ErrSchema
 	// ErrInvented: an op's quote is not a verbatim substring of the text.
-	ErrInvented = errors.New("llm: quote not in text")
+	ErrInvented = llmjson.ErrInvented
 	// ErrNoAnswer: the endpoint returned no choice, an empty message or a
 	// refusal.
 	ErrNoAnswer = errors.New("llm: no answer")
 )
 
 // DecodeError locates a decoding failure in the model's answer. It wraps
-// one of the sentinels.
-type DecodeError struct {
-	Index int    // index of the offending op or score; -1 for the whole answer
-	Field string // offending field, if any
-	Err   error  // ErrMalformed, ErrSchema or ErrInvented
-	Msg   string
-}
-
-func (e *DecodeError) Error() string {
-	switch {
-	case e.Index >= 0 && e.Field != "":
-		return fmt.Sprintf("%v: item %d: %s: %s", e.Err, e.Index, e.Field, e.Msg)
-	case e.Index >= 0:
-		return fmt.Sprintf("%v: item %d: %s", e.Err, e.Index, e.Msg)
-	}
-	return fmt.Sprintf("%v: %s", e.Err, e.Msg)
-}
-
-func (e *DecodeError) Unwrap() error { return e.Err }
-
-func decodeErr(sentinel error, index int, field, format string, args ...any) error {
-	return &DecodeError{Index: index, Field: field, Err: sentinel, Msg: fmt.Sprintf(format, args...)}
-}
+// ErrMalformed, ErrSchema or ErrInvented.
+type DecodeError = llmjson.DecodeError

@@ -1,13 +1,18 @@
-package llm
+package llmjson
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memor-db/memor/extract"
 )
+
+var said = time.Date(2026, 7, 11, 15, 4, 0, 0, time.UTC)
 
 func TestDecodeOps(t *testing.T) {
 	text := "I quit my job and moved to Bangalore."
@@ -87,6 +92,88 @@ func FuzzDecodeOps(f *testing.F) {
 			}
 			if o.Confidence < 0 || o.Confidence > 1 {
 				t.Fatalf("confidence %v", o.Confidence)
+			}
+		}
+		// What was accepted, written back in the wire form, decodes to
+		// the same ops: the decoder loses or invents nothing.
+		again, err := DecodeOps(encodeOps(t, ops), text, time.Unix(0, 0).UTC())
+		if err != nil || !sameOps(ops, again) {
+			t.Fatalf("round trip of %+v: %+v, %v", ops, again, err)
+		}
+	})
+}
+
+// encodeOps writes ops in the wire form the model answers in.
+func encodeOps(t *testing.T, ops []extract.Op) []byte {
+	w := make([]map[string]any, len(ops))
+	for i, o := range ops {
+		kind := "assert"
+		if o.Kind == extract.End {
+			kind = "end"
+		}
+		m := map[string]any{"kind": kind, "subject": o.Subject, "predicate": o.Predicate, "object": o.Object,
+			"context": o.Context, "confidence": o.Confidence, "additive": o.Additive, "quote": o.Quote}
+		if !o.ValidFrom.IsZero() {
+			m["valid_from"] = o.ValidFrom.Format(time.RFC3339Nano)
+		}
+		w[i] = m
+	}
+	b, err := json.Marshal(map[string]any{"ops": w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sameOps(a, b []extract.Op) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if !x.ValidFrom.Equal(y.ValidFrom) {
+			return false
+		}
+		x.ValidFrom, y.ValidFrom = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzDecodeAnswers: the judge's and the reranker's decoders never panic,
+// fail only with the typed errors, and return only what they promise.
+func FuzzDecodeAnswers(f *testing.F) {
+	f.Add([]byte(`{"verdict":"replace","reason":"a job changes"}`), 0)
+	f.Add([]byte(`{"verdict":"append"}`), 0)
+	f.Add([]byte(`{"scores":[0.5,1,-2]}`), 3)
+	f.Add([]byte(`{"scores":[1e999]}`), 1)
+	f.Add([]byte(`{"scores":null}`), 0)
+	f.Fuzz(func(t *testing.T, data []byte, n int) {
+		typed := func(err error) bool {
+			return errors.Is(err, ErrMalformed) || errors.Is(err, ErrSchema)
+		}
+		v, err := DecodeVerdict(data)
+		if err != nil && !typed(err) {
+			t.Fatalf("verdict: untyped error %v", err)
+		}
+		if err == nil && v != extract.Replace && v != extract.Append {
+			t.Fatalf("verdict %v", v)
+		}
+		s, err := DecodeScores(data, n)
+		if err != nil {
+			if !typed(err) || s != nil {
+				t.Fatalf("scores: %v, %v", s, err)
+			}
+			return
+		}
+		if len(s) != n {
+			t.Fatalf("%d scores for %d docs", len(s), n)
+		}
+		for _, x := range s {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				t.Fatalf("score %v accepted", x)
 			}
 		}
 	})
