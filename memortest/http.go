@@ -177,6 +177,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		http.Error(w, "memortest: bad request: "+err.Error(), status)
 		return false
 	}
+	// Only white space may follow the object (dec.More would let a stray
+	// ']' through).
+	if _, err := dec.Token(); err != io.EOF {
+		http.Error(w, "memortest: bad request: more than one JSON value", http.StatusBadRequest)
+		return false
+	}
 	return true
 }
 

@@ -283,6 +283,16 @@ func TestHTTPBackendErrors(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("add without at: status %d", resp.StatusCode)
 	}
+	for _, body := range []string{`{"user":"u","q":"hi","k":1}]`, `{"user":"u","q":"hi","k":1} {"user":"v"}`} {
+		resp, err := srv.Client().Post(srv.URL+"/query", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("query body %s: status %d, want 400", body, resp.StatusCode)
+		}
+	}
 	b := memortest.HTTPBackend(srv.URL, nil)
 	if got, err := b.Query(ctx, "nobody", "Where do I live?", 3); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("empty query = %#v, %v; want an empty, non-nil list", got, err)
