@@ -199,6 +199,18 @@ func flushTables(t *testing.T, e *memor.Engine, dir string, o memor.Options) *me
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+	flushStore(t, dir)
+	e, err := memor.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// flushStore writes everything a closed store holds in its logs into table
+// files.
+func flushStore(t *testing.T, dir string) {
+	t.Helper()
 	db, err := kv.Open(dir, kv.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -209,8 +221,4 @@ func flushTables(t *testing.T, e *memor.Engine, dir string, o memor.Options) *me
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if e, err = memor.Open(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	return e
 }

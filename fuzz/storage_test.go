@@ -39,16 +39,7 @@ func makeStore(t *testing.T) string {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := kv.Open(dir, kv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	flushStore(t, dir)
 	return dir
 }
 
