@@ -514,36 +514,46 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	for _, f := range fails {
 		pre := e.extractEpisode(ctx, nil, f.Episode)
 		if pre == nil || pre.err != nil {
+			if err := ctx.Err(); err != nil {
+				return still, err
+			}
 			still++
 			continue
 		}
-		if err := e.retryOne(ctx, user, f.Episode, pre); err != nil {
+		failed, err := e.retryOne(ctx, user, f.Episode, pre)
+		if err != nil {
 			return still, err
+		}
+		if failed {
+			still++ // the judge failed this time
 		}
 	}
 	return still, nil
 }
 
-func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted) error {
+// retryOne applies failed episode ep, extracted as pre. It reports whether
+// the episode failed again (its judge failed), in which case the new
+// failure is recorded instead.
+func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted) (bool, error) {
 	unlock := e.lockUser(user)
 	defer unlock()
 	t, err := e.begin(ctx, user, 0)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer t.close()
 	if _, err := t.b.Get(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
-		return nil // retried or forgotten meanwhile
+		return false, nil // retried or forgotten meanwhile
 	}
 	if err := t.b.Delete(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
-		return err
+		return false, err
 	}
 	t.pre = pre
 	if err := t.applyEpisode(ep); err != nil {
-		return err
+		return false, err
 	}
 	if err := t.commit(); err != nil {
-		return err
+		return false, err
 	}
-	return nil
+	return t.failed, nil
 }
