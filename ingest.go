@@ -498,8 +498,12 @@ func (e *Engine) failed(ctx context.Context, user string) ([]FailedEpisode, erro
 }
 
 // Retry re-runs extraction for user's failed episodes and applies the ones
-// that now succeed. It returns how many still fail. Retried facts are
-// recorded at the time of the retry (memor learned them then).
+// that now succeed. An episode fails when its extractor returns an error
+// (for the LLM extractor: transport, malformed JSON, schema violation,
+// invented quote) or when the Judge fails on one of its unknown
+// predicates; a failed episode applies nothing. Retry returns how many
+// still fail. Retried facts are recorded at the time of the retry (memor
+// learned them then).
 func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	release, err := e.admit(ctx, user)
 	if err != nil {
