@@ -21,7 +21,9 @@ import (
 // process died are applied after the next Open.
 
 // Freshness says how far ingestion has got for a user. Every episode with
-// Seq ≤ Applied is reflected in reads.
+// Seq ≤ Applied is reflected in reads, and Applied never goes back: a read
+// made after Freshness returned reflects at least the episodes it reports
+// applied (call Freshness first to label a read with a lower bound).
 type Freshness struct {
 	// Applied is the highest episode sequence number applied (or failed).
 	Applied uint64 `json:"applied"`

@@ -408,14 +408,21 @@ func TestJudge(t *testing.T) {
 }
 
 // blockingExtractor blocks the episodes whose text starts with "slow:"
-// until the gate opens; every other episode goes straight to the rule
-// extractor.
-type blockingExtractor struct{ gate chan struct{} }
+// until gate opens (and "later:" until later opens); every other episode
+// goes straight to the rule extractor.
+type blockingExtractor struct{ gate, later chan struct{} }
 
 func (b *blockingExtractor) Extract(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
-	if len(text) >= 5 && text[:5] == "slow:" {
+	var wait chan struct{}
+	switch {
+	case strings.HasPrefix(text, "slow:"):
+		wait = b.gate
+	case strings.HasPrefix(text, "later:"):
+		wait = b.later
+	}
+	if wait != nil {
 		select {
-		case <-b.gate:
+		case <-wait:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -679,6 +686,71 @@ func TestRebuildSameAsFirstPass(t *testing.T) {
 		t.Fatalf("progress %v, want %v", progress, want)
 	}
 	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuoteFromFenceRejected: the quote check runs against the text the
+// extractor was given, fenced recall removed, so an extractor that reads
+// the raw episode and quotes the recalled span is rejected too.
+func TestQuoteFromFenceRejected(t *testing.T) {
+	raw := extract.ExtractorFunc(func(_ context.Context, _ string, _ time.Time) ([]extract.Op, error) {
+		return []extract.Op{
+			{Kind: extract.Assert, Subject: "user", Predicate: "lives_in", Object: "Paris", Quote: "I live in Paris"},
+			{Kind: extract.Assert, Subject: "user", Predicate: "likes", Object: "tea", Quote: "I like tea"},
+		}, nil
+	})
+	e, _ := openTest(t, memor.Options{Extractor: raw})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", extract.Fence("I live in Paris.")+" I like tea."); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != "[likes=tea]" {
+		t.Fatalf("state: %s", got)
+	}
+	log, _ := e.Log(ctx, "u")
+	if len(log) != 2 || log[0].Rule != memor.RuleReject || log[0].Object != "Paris" || !strings.Contains(log[0].Detail, "quote") {
+		t.Fatalf("log: %+v", log)
+	}
+}
+
+// TestRebuildOfPendingReleasesQueue: Rebuild applies a user's queued
+// episodes too; the queue slots they held are released, so the bounded
+// queue does not shrink for good.
+func TestRebuildOfPendingReleasesQueue(t *testing.T) {
+	x := &blockingExtractor{gate: make(chan struct{}), later: make(chan struct{})}
+	e, _ := openTest(t, memor.Options{Extractor: x, Workers: 1, QueueSize: 2})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "a", "slow: I live in Oslo."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Add(ctx, "b", "I live in Rome."); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Rebuild(ctx, "b"); err != nil { // applies b's queued episode
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "b")); got != "[lives_in=Rome]" {
+		t.Fatalf("b after rebuild: %s", got)
+	}
+	close(x.gate)
+	if err := e.Flush(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// Both slots must be free again: two Adds fit without waiting, while
+	// the worker is held on a slow episode.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if _, err := e.Add(short, "c", fmt.Sprintf("later: I like thing%d.", i)); err != nil {
+			t.Fatalf("add %d: a queue slot leaked: %v", i, err)
+		}
+	}
+	close(x.later)
+	if err := e.Flush(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
 }
