@@ -136,6 +136,7 @@ func BenchmarkGuards(b *testing.B) {
 	})
 	b.Run("step=quote-check", func(b *testing.B) {
 		stripped := extract.StripFenced(text)
+		b.ReportMetric(float64(len(ops)), "ops/episode")
 		for b.Loop() {
 			for _, op := range ops {
 				if !strings.Contains(stripped, op.Quote) {
