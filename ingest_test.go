@@ -743,3 +743,22 @@ func TestRebuildOfPendingReleasesQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRejectedOpNotJudged: an op the resolver rejects (its quote is not in
+// the text) never reaches the judge, so it cannot fix a predicate's
+// cardinality for good.
+func TestRejectedOpNotJudged(t *testing.T) {
+	liar := extract.ExtractorFunc(func(_ context.Context, _ string, _ time.Time) ([]extract.Op, error) {
+		return []extract.Op{{Kind: extract.Assert, Subject: "user", Predicate: "current_car", Object: "Tesla", Quote: "I drive a Tesla"}}, nil
+	})
+	j := &countingJudge{}
+	e, _ := openTest(t, memor.Options{Extractor: liar, Judge: j})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", "Nice weather today.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := e.Log(ctx, "u")
+	if j.calls.Load() != 0 || len(log) != 1 || log[0].Rule != memor.RuleReject {
+		t.Fatalf("judge calls %d, log %+v", j.calls.Load(), log)
+	}
+}

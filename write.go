@@ -397,13 +397,14 @@ func (t *txn) applyEpisode(ep Episode) error {
 		if pre == nil {
 			pre = t.e.extractEpisode(t.ctx, t, ep)
 		}
+		text := extract.StripFenced(ep.Text)
 		failure := pre.err
 		if failure == nil {
 			// Ask the judge about every unknown predicate before anything
 			// is written, so that a judge that fails (a model down past
 			// its retries) fails the episode like its extractor would,
 			// instead of stalling the user's queue behind it.
-			if err := t.judgeOps(pre.ops); errors.Is(err, errJudge) {
+			if err := t.judgeOps(pre.ops, text); errors.Is(err, errJudge) {
 				failure = err
 			} else if err != nil {
 				return err
@@ -417,7 +418,6 @@ func (t *txn) applyEpisode(ep Episode) error {
 			t.failed = true
 			return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: failure.Error(), Failed: t.now}))
 		}
-		text := extract.StripFenced(ep.Text)
 		claims := t.claims
 		if err := t.applyOps(pre.ops, text); err != nil {
 			return err
@@ -654,13 +654,13 @@ func (t *txn) logDecision(d *Decision) {
 var errJudge = errors.New("memor: judge")
 
 // judgeOps obtains (and caches) the judge's verdict for the unknown
-// predicate of every op that applyOps would accept.
-func (t *txn) judgeOps(ops []extract.Op) error {
+// predicate of every op that applyOps would accept from text.
+func (t *txn) judgeOps(ops []extract.Op, text string) error {
 	for _, op := range ops {
 		if op.ValidFrom.IsZero() {
 			op.ValidFrom = t.ep.At
 		}
-		if validOp(op) != nil {
+		if validOp(op) != nil || op.Quote == "" || !strings.Contains(text, op.Quote) {
 			continue // rejected later, never resolved
 		}
 		if _, _, err := t.cardinality(t.e.preds.canonical(op.Predicate)); err != nil {
