@@ -196,6 +196,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 	}
 	e.idx.dropUser(user)
 	t.ui, t.indexed = nil, true // the replay loads the indexes from the batch
+	wasApplied := t.meta.Applied
 	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
 	for i, ep := range eps {
 		if err := ctx.Err(); err != nil {
@@ -212,6 +213,11 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 	}
 	if err := t.commit(); err != nil {
 		return err
+	}
+	if t.meta.Applied > wasApplied {
+		// Episodes still queued were applied by the replay: free their
+		// queue slots and wake their waiters, as the workers would have.
+		e.ing.applied(user, int(t.meta.Applied-wasApplied))
 	}
 	return nil
 }

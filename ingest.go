@@ -21,7 +21,9 @@ import (
 // process died are applied after the next Open.
 
 // Freshness says how far ingestion has got for a user. Every episode with
-// Seq ≤ Applied is reflected in reads.
+// Seq ≤ Applied is reflected in reads, and Applied never goes back: a read
+// made after Freshness returned reflects at least the episodes it reports
+// applied (call Freshness first to label a read with a lower bound).
 type Freshness struct {
 	// Applied is the highest episode sequence number applied (or failed).
 	Applied uint64 `json:"applied"`
@@ -498,8 +500,12 @@ func (e *Engine) failed(ctx context.Context, user string) ([]FailedEpisode, erro
 }
 
 // Retry re-runs extraction for user's failed episodes and applies the ones
-// that now succeed. It returns how many still fail. Retried facts are
-// recorded at the time of the retry (memor learned them then).
+// that now succeed. An episode fails when its extractor returns an error
+// (for the LLM extractor: transport, malformed JSON, schema violation,
+// invented quote) or when the Judge fails on one of its unknown
+// predicates; a failed episode applies nothing. Retry returns how many
+// still fail. Retried facts are recorded at the time of the retry (memor
+// learned them then).
 func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	release, err := e.admit(ctx, user)
 	if err != nil {
@@ -514,36 +520,46 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	for _, f := range fails {
 		pre := e.extractEpisode(ctx, nil, f.Episode)
 		if pre == nil || pre.err != nil {
+			if err := ctx.Err(); err != nil {
+				return still, err
+			}
 			still++
 			continue
 		}
-		if err := e.retryOne(ctx, user, f.Episode, pre); err != nil {
+		failed, err := e.retryOne(ctx, user, f.Episode, pre)
+		if err != nil {
 			return still, err
+		}
+		if failed {
+			still++ // the judge failed this time
 		}
 	}
 	return still, nil
 }
 
-func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted) error {
+// retryOne applies failed episode ep, extracted as pre. It reports whether
+// the episode failed again (its judge failed), in which case the new
+// failure is recorded instead.
+func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted) (bool, error) {
 	unlock := e.lockUser(user)
 	defer unlock()
 	t, err := e.begin(ctx, user, 0)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer t.close()
 	if _, err := t.b.Get(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
-		return nil // retried or forgotten meanwhile
+		return false, nil // retried or forgotten meanwhile
 	}
 	if err := t.b.Delete(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
-		return err
+		return false, err
 	}
 	t.pre = pre
 	if err := t.applyEpisode(ep); err != nil {
-		return err
+		return false, err
 	}
 	if err := t.commit(); err != nil {
-		return err
+		return false, err
 	}
-	return nil
+	return t.failed, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -403,5 +404,361 @@ func TestJudge(t *testing.T) {
 	}
 	if err := e.Check(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// blockingExtractor blocks the episodes whose text starts with "slow:"
+// until gate opens (and "later:" until later opens); every other episode
+// goes straight to the rule extractor.
+type blockingExtractor struct{ gate, later chan struct{} }
+
+func (b *blockingExtractor) Extract(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
+	var wait chan struct{}
+	switch {
+	case strings.HasPrefix(text, "slow:"):
+		wait = b.gate
+	case strings.HasPrefix(text, "later:"):
+		wait = b.later
+	}
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return extract.NewRuleExtractor().Extract(ctx, text, at)
+}
+
+// TestUsersInParallel: with two workers, a user whose extraction hangs
+// does not hold up another user; with one worker it does (the option is
+// what provides the parallelism).
+func TestUsersInParallel(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			x := &blockingExtractor{gate: make(chan struct{})}
+			e, _ := openTest(t, memor.Options{Extractor: x, Workers: workers})
+			ctx := context.Background()
+			if _, err := e.Add(ctx, "slow", "slow: I live in Oslo."); err != nil {
+				t.Fatal(err)
+			}
+			// Users are served in the order they became ready, so a
+			// worker takes the slow user first.
+			if _, err := e.Add(ctx, "fast", "I live in Rome."); err != nil {
+				t.Fatal(err)
+			}
+			// One worker: the fast user cannot be served, a short wait
+			// shows it. Two: it is served; the long bound only absorbs a
+			// loaded machine.
+			bound := 300 * time.Millisecond
+			if workers > 1 {
+				bound = 10 * time.Second
+			}
+			wait, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			err := e.Flush(wait, "fast")
+			switch {
+			case workers == 2 && err != nil:
+				t.Fatalf("fast user waited behind the slow one: %v", err)
+			case workers == 1 && !errors.Is(err, context.DeadlineExceeded):
+				t.Fatalf("one worker served two users at once: %v", err)
+			}
+			if f, _ := e.Freshness(ctx, "slow"); f.Pending != 1 {
+				t.Fatalf("slow user: %+v", f)
+			}
+			close(x.gate)
+			for _, u := range []string{"slow", "fast"} {
+				if err := e.Flush(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := fmt.Sprint(objects(t, e, "slow"), objects(t, e, "fast")); got != "[lives_in=Oslo] [lives_in=Rome]" {
+				t.Fatalf("state: %s", got)
+			}
+		})
+	}
+}
+
+// TestSyncAddFailure: an inline Add whose extraction fails still commits
+// the episode, records the failure on it and applies nothing.
+func TestSyncAddFailure(t *testing.T) {
+	x := &flakyExtractor{}
+	e, _ := openTest(t, memor.Options{Extractor: x})
+	ctx := context.Background()
+	ep, err := e.Add(ctx, "u", "I work at Initech.", memor.Sync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := e.Freshness(ctx, "u"); f != (memor.Freshness{Applied: ep.Seq, Latest: ep.Seq, Failed: 1}) {
+		t.Fatalf("freshness: %+v", f)
+	}
+	if got := objects(t, e, "u"); len(got) != 0 {
+		t.Fatalf("state: %v", got)
+	}
+	x.healed.Store(true)
+	if n, err := e.Retry(ctx, "u"); err != nil || n != 0 {
+		t.Fatalf("retry: %d %v", n, err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != "[works_at=Initech]" {
+		t.Fatalf("after retry: %s", got)
+	}
+}
+
+// partialExtractor returns ops together with an error: the episode must
+// fail as a whole, none of the ops applied.
+func partialExtractor(_ context.Context, text string, at time.Time) ([]extract.Op, error) {
+	ops, _ := extract.NewRuleExtractor().Extract(context.Background(), text, at)
+	return ops, errors.New("model stopped half-way")
+}
+
+func TestNoPartialState(t *testing.T) {
+	e, _ := openTest(t, memor.Options{Extractor: extract.ExtractorFunc(partialExtractor)})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", "I live in Oslo and I speak Norwegian."); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := objects(t, e, "u"); len(got) != 0 {
+		t.Fatalf("partial state: %v", got)
+	}
+	if log, _ := e.Log(ctx, "u"); len(log) != 0 {
+		t.Fatalf("partial log: %v", log)
+	}
+	if f, _ := e.Freshness(ctx, "u"); f.Failed != 1 {
+		t.Fatalf("freshness: %+v", f)
+	}
+}
+
+// TestContextFedBack: an agent pastes what Context returned (facts and
+// the verbatim episodes it recalls, "I just moved to Seattle." among them)
+// into its next turn. Through the default asynchronous Add, nothing of it
+// is learned again: not a new claim, not a reinforcement, not a log entry,
+// and the fenced words do not make the new episode recallable. The same
+// text without its markers does change the state, so the test can fail.
+func TestContextFedBack(t *testing.T) {
+	ctx := context.Background()
+	turns := []string{
+		"I live in San Francisco.",
+		"I work at Google as a software engineer.",
+		"My brother Alex adopted a golden retriever named Buddy last month.",
+		"I just moved to Seattle.",
+		"I play the violin and I speak Spanish.",
+	}
+	setup := func() *memor.Engine {
+		e, _ := openTest(t, memor.Options{})
+		for i, s := range turns {
+			if _, err := e.Add(ctx, "me", s, memor.At(day(i*10))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.Flush(ctx, "me"); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e := setup()
+	var blocks []string
+	for _, q := range []string{"where do I live?", "I just moved to Seattle", "what instruments do I play", "Alex dog Buddy"} {
+		b, err := e.Context(ctx, "me", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, b)
+	}
+	all := strings.Join(blocks, "\n")
+	if !strings.Contains(all, "I just moved to Seattle.") || !strings.Contains(all, "violin") {
+		t.Fatalf("Context did not recall the episodes this test needs:\n%s", all)
+	}
+	before := fullDump(t, e, "me")
+	for _, b := range blocks {
+		if _, err := e.Add(ctx, "me", "Here is what you know:\n"+b+"\nThanks, what should I do this weekend?", memor.At(day(100))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if after := fullDump(t, e, "me"); after != before {
+		t.Fatalf("fenced recall was re-learned:\n%s\n---\n%s", before, after)
+	}
+	rs, err := e.Query(ctx, "me", "violin golden retriever", memor.QueryOptions{K: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Episode != nil && r.Episode.Seq > uint64(len(turns)) {
+			t.Fatalf("the fed-back episode is recalled by its fenced words: %q", r.Text())
+		}
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Control: without the markers the same text teaches something.
+	bare := strings.NewReplacer(extract.FenceOpen, "", extract.FenceClose, "").Replace(strings.Join(blocks, "\n"))
+	c := setup()
+	before = fullDump(t, c, "me")
+	if _, err := c.Add(ctx, "me", bare, memor.At(day(100)), memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	if fullDump(t, c, "me") == before {
+		t.Fatal("control: the unfenced recall changed nothing, so the test proves nothing")
+	}
+}
+
+// TestRebuildSameAsFirstPass: a conversation ingested by the asynchronous
+// workers (relations named in one episode and used in later ones, ends,
+// additive values, a failure-free extractor) is rebuilt into exactly the
+// same versions and log, corrections kept, with progress reported per
+// episode.
+func TestRebuildSameAsFirstPass(t *testing.T) {
+	var mu sync.Mutex
+	var progress []string
+	e, _ := openTest(t, memor.Options{Workers: 3, RebuildProgress: func(user string, done, total int) {
+		mu.Lock()
+		progress = append(progress, fmt.Sprintf("%s:%d/%d", user, done, total))
+		mu.Unlock()
+	}})
+	ctx := context.Background()
+	conv := []string{
+		"I live in Austin and I work at Dell.",
+		"My brother Alex lives in Denver.",
+		"Alex moved to Dallas.",
+		"I adopted a cat called Luna last weekend.",
+		"I also work at Starbucks on weekends.",
+		"I quit my job at Dell.",
+		"I moved to Seattle in January.",
+		"My friend Sarah lives in Austin. She is vegan.",
+		"I no longer live in Seattle.",
+		"I speak English and Spanish.",
+	}
+	for _, u := range []string{"a", "b"} {
+		for i, s := range conv {
+			if _, err := e.Add(ctx, u, s, memor.At(time.Date(2026, 3, 1+i, 12, 0, 0, 0, time.UTC))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, u := range []string{"a", "b"} {
+		if err := e.Flush(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(objects(t, e, "a")); got != fmt.Sprint(objects(t, e, "b")) || !strings.Contains(got, "lives_in=Dallas") {
+		t.Fatalf("first pass: %s", got)
+	}
+	// A correction: Luna was never the user's cat.
+	fs, _ := e.History(ctx, "a", "user", "has_pet")
+	if len(fs) != 1 {
+		t.Fatalf("has_pet history: %v", fs)
+	}
+	if err := e.Correct(ctx, "a", fs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	first := fullDump(t, e, "a")
+	if strings.Contains(fmt.Sprint(objects(t, e, "a")), "has_pet") {
+		t.Fatal("correction not applied")
+	}
+	if err := e.Rebuild(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if again := fullDump(t, e, "a"); again != first {
+		t.Fatalf("rebuild differs from the first pass:\n%s\n---\n%s", first, again)
+	}
+	want := make([]string, 0, len(conv)+1)
+	for i := range len(conv) + 1 {
+		want = append(want, fmt.Sprintf("a:%d/%d", i+1, len(conv)+1))
+	}
+	if fmt.Sprint(progress) != fmt.Sprint(want) {
+		t.Fatalf("progress %v, want %v", progress, want)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQuoteFromFenceRejected: the quote check runs against the text the
+// extractor was given, fenced recall removed, so an extractor that reads
+// the raw episode and quotes the recalled span is rejected too.
+func TestQuoteFromFenceRejected(t *testing.T) {
+	raw := extract.ExtractorFunc(func(_ context.Context, _ string, _ time.Time) ([]extract.Op, error) {
+		return []extract.Op{
+			{Kind: extract.Assert, Subject: "user", Predicate: "lives_in", Object: "Paris", Quote: "I live in Paris"},
+			{Kind: extract.Assert, Subject: "user", Predicate: "likes", Object: "tea", Quote: "I like tea"},
+		}, nil
+	})
+	e, _ := openTest(t, memor.Options{Extractor: raw})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", extract.Fence("I live in Paris.")+" I like tea."); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "u")); got != "[likes=tea]" {
+		t.Fatalf("state: %s", got)
+	}
+	log, _ := e.Log(ctx, "u")
+	if len(log) != 2 || log[0].Rule != memor.RuleReject || log[0].Object != "Paris" || !strings.Contains(log[0].Detail, "quote") {
+		t.Fatalf("log: %+v", log)
+	}
+}
+
+// TestRebuildOfPendingReleasesQueue: Rebuild applies a user's queued
+// episodes too; the queue slots they held are released, so the bounded
+// queue does not shrink for good.
+func TestRebuildOfPendingReleasesQueue(t *testing.T) {
+	x := &blockingExtractor{gate: make(chan struct{}), later: make(chan struct{})}
+	e, _ := openTest(t, memor.Options{Extractor: x, Workers: 1, QueueSize: 2})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "a", "slow: I live in Oslo."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Add(ctx, "b", "I live in Rome."); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Rebuild(ctx, "b"); err != nil { // applies b's queued episode
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(objects(t, e, "b")); got != "[lives_in=Rome]" {
+		t.Fatalf("b after rebuild: %s", got)
+	}
+	close(x.gate)
+	if err := e.Flush(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	// Both slots must be free again: two Adds fit without waiting, while
+	// the worker is held on a slow episode.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if _, err := e.Add(short, "c", fmt.Sprintf("later: I like thing%d.", i)); err != nil {
+			t.Fatalf("add %d: a queue slot leaked: %v", i, err)
+		}
+	}
+	close(x.later)
+	if err := e.Flush(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRejectedOpNotJudged: an op the resolver rejects (its quote is not in
+// the text) never reaches the judge, so it cannot fix a predicate's
+// cardinality for good.
+func TestRejectedOpNotJudged(t *testing.T) {
+	liar := extract.ExtractorFunc(func(_ context.Context, _ string, _ time.Time) ([]extract.Op, error) {
+		return []extract.Op{{Kind: extract.Assert, Subject: "user", Predicate: "current_car", Object: "Tesla", Quote: "I drive a Tesla"}}, nil
+	})
+	j := &countingJudge{}
+	e, _ := openTest(t, memor.Options{Extractor: liar, Judge: j})
+	ctx := context.Background()
+	if _, err := e.Add(ctx, "u", "Nice weather today.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := e.Log(ctx, "u")
+	if j.calls.Load() != 0 || len(log) != 1 || log[0].Rule != memor.RuleReject {
+		t.Fatalf("judge calls %d, log %+v", j.calls.Load(), log)
 	}
 }

@@ -269,6 +269,7 @@ type txn struct {
 	decisions []Decision
 	pre       *extracted // the next text episode's extraction, if done already
 	claims    int        // ops accepted (not rejected) so far
+	failed    bool       // the last text episode applied failed (see Retry)
 	// Per-transaction caches of reads that a bulk batch would repeat.
 	ends     map[string][]claimRec // see slotClaims
 	contexts map[string]bool       // (subject, predicate, context) → other contexts exist
@@ -388,6 +389,7 @@ func (t *txn) commit() error {
 // (see Retry) and applies nothing.
 func (t *txn) applyEpisode(ep Episode) error {
 	t.ep = ep
+	t.failed = false
 	switch ep.Kind {
 	case EpisodeText:
 		pre := t.pre
@@ -395,14 +397,27 @@ func (t *txn) applyEpisode(ep Episode) error {
 		if pre == nil {
 			pre = t.e.extractEpisode(t.ctx, t, ep)
 		}
-		if pre.err != nil {
+		text := extract.StripFenced(ep.Text)
+		failure := pre.err
+		if failure == nil {
+			// Ask the judge about every unknown predicate before anything
+			// is written, so that a judge that fails (a model down past
+			// its retries) fails the episode like its extractor would,
+			// instead of stalling the user's queue behind it.
+			if err := t.judgeOps(pre.ops, text); errors.Is(err, errJudge) {
+				failure = err
+			} else if err != nil {
+				return err
+			}
+		}
+		if failure != nil {
 			if err := t.ctx.Err(); err != nil {
 				return err
 			}
-			t.e.log.Warn("memor: extraction failed", "user", t.user, "episode", ep.Seq, "err", pre.err)
-			return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: pre.err.Error(), Failed: t.now}))
+			t.e.log.Warn("memor: extraction failed", "user", t.user, "episode", ep.Seq, "err", failure)
+			t.failed = true
+			return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: failure.Error(), Failed: t.now}))
 		}
-		text := extract.StripFenced(ep.Text)
 		claims := t.claims
 		if err := t.applyOps(pre.ops, text); err != nil {
 			return err
@@ -634,6 +649,27 @@ func (t *txn) logDecision(d *Decision) {
 	_ = t.b.Set(seqKey(t.user, kv.SubLog, d.Seq), appendDecision(nil, d))
 }
 
+// errJudge marks a judge that failed to give a verdict: the episode that
+// needed it fails (see Retry), the store is not at fault.
+var errJudge = errors.New("memor: judge")
+
+// judgeOps obtains (and caches) the judge's verdict for the unknown
+// predicate of every op that applyOps would accept from text.
+func (t *txn) judgeOps(ops []extract.Op, text string) error {
+	for _, op := range ops {
+		if op.ValidFrom.IsZero() {
+			op.ValidFrom = t.ep.At
+		}
+		if validOp(op) != nil || op.Quote == "" || !strings.Contains(text, op.Quote) {
+			continue // rejected later, never resolved
+		}
+		if _, _, err := t.cardinality(t.e.preds.canonical(op.Predicate)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // cardinality returns whether pred is One, consulting (and caching) the
 // judge for predicates memor does not know.
 func (t *txn) cardinality(pred string) (one, judged bool, err error) {
@@ -652,10 +688,10 @@ func (t *txn) cardinality(pred string) (one, judged bool, err error) {
 	}
 	verdict, err := t.e.opts.Judge.Judge(t.ctx, pred, []string{renderOp(extract.Op{Subject: "user", Predicate: pred})})
 	if err != nil {
-		return false, false, fmt.Errorf("memor: judge %q: %w", pred, err)
+		return false, false, fmt.Errorf("%w %q: %w", errJudge, pred, err)
 	}
 	if verdict != extract.Replace && verdict != extract.Append {
-		return false, false, fmt.Errorf("memor: judge %q: invalid verdict %d", pred, verdict)
+		return false, false, fmt.Errorf("%w %q: invalid verdict %d", errJudge, pred, verdict)
 	}
 	if err := t.b.Set(key, []byte{byte(verdict)}); err != nil {
 		return false, false, err

@@ -255,6 +255,9 @@ func (st *state) clauses(toks []tok) [][]tok {
 		if _, n := st.contextAt(toks, s); n > 0 && s+n > k {
 			continue // "At work, I use …": the phrase belongs to its clause
 		}
+		if appositive(toks, s, k) {
+			continue // "Alex, my brother, …": the relation names Alex
+		}
 		if j < len(toks) && st.startsClause(toks, j) {
 			out = append(out, toks[start:k])
 			start = k + 1
@@ -262,6 +265,35 @@ func (st *state) clauses(toks []tok) [][]tok {
 		}
 	}
 	return append(out, toks[start:])
+}
+
+// appositive reports whether the comma at toks[k] follows a name that
+// opens the clause at toks[s] and precedes "my/our [adjective] RELATION"
+// and a comma or the end: "Alex, my brother, lives in Austin".
+func appositive(toks []tok, s, k int) bool {
+	if toks[k].w != "," || k == s || k-s > 2 {
+		return false
+	}
+	for i := s; i < k; i++ {
+		if !isNameTok(toks[i]) {
+			return false
+		}
+	}
+	j := k + 1
+	if j >= len(toks) || (toks[j].w != "my" && toks[j].w != "our") {
+		return false
+	}
+	j++
+	for j < len(toks) && relationAdjectives[toks[j].w] && !toks[j].cap {
+		j++
+	}
+	if j >= len(toks) {
+		return false
+	}
+	if _, ok := relations[toks[j].w]; !ok || toks[j].cap {
+		return false
+	}
+	return j+1 == len(toks) || toks[j+1].w == ","
 }
 
 // startsClause reports whether toks[j:] opens a clause: a subject, a known

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -278,5 +279,83 @@ func TestNewConfig(t *testing.T) {
 	}
 	if c, err := New(WithModel("opt-model")); err != nil || c.model != "opt-model" {
 		t.Fatalf("option must override env: %v %v", c, err)
+	}
+}
+
+// TestEnvConfigReachesServer: with no options, the base URL, model and API
+// key come from MEMOR_LLM_*; OPENAI_API_KEY is never sent to that host.
+func TestEnvConfigReachesServer(t *testing.T) {
+	var auth, model atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		var req map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		model.Store(fmt.Sprint(req["model"]))
+		answer(w, `{"verdict":"append","reason":"r"}`)
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "must-not-leak")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	t.Setenv(EnvBaseURL, srv.URL+"/v1")
+	t.Setenv(EnvModel, "env-model")
+	t.Setenv(EnvAPIKey, "env-key")
+	c, err := New(WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := NewJudge(c).Judge(context.Background(), "owns_book", nil); err != nil || v != extract.Append {
+		t.Fatalf("judge via env config: %v, %v", v, err)
+	}
+	if auth.Load() != "Bearer env-key" || model.Load() != "env-model" {
+		t.Fatalf("Authorization %q, model %q", auth.Load(), model.Load())
+	}
+	// No key configured: none is sent, not OpenAI's.
+	t.Setenv(EnvAPIKey, "")
+	c, err = New(WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewJudge(c).Judge(context.Background(), "owns_book", nil); err != nil {
+		t.Fatal(err)
+	}
+	if a := auth.Load().(string); strings.Contains(a, "must-not-leak") {
+		t.Fatalf("OPENAI_API_KEY sent: %q", a)
+	}
+}
+
+// TestRerankOneCall: every candidate is scored in a single request that
+// carries all of them, in order.
+func TestRerankOneCall(t *testing.T) {
+	docs := []string{"Alex lives in Austin", "Sarah is vegan", "I play the violin", "Buddy is a golden retriever"}
+	c, f := newClient(t, func(n int, req map[string]any, w http.ResponseWriter) {
+		msgs, _ := req["messages"].([]any)
+		var in struct {
+			Query string `json:"query"`
+			Docs  []struct {
+				N    int    `json:"n"`
+				Text string `json:"text"`
+			} `json:"documents"`
+		}
+		if err := json.Unmarshal([]byte(msgs[1].(map[string]any)["content"].(string)), &in); err != nil {
+			t.Errorf("rerank input: %v", err)
+		}
+		for i, d := range in.Docs {
+			if d.N != i || d.Text != docs[i] {
+				t.Errorf("doc %d = %+v", i, d)
+			}
+		}
+		if len(in.Docs) != len(docs) || in.Query != "who has a dog" {
+			t.Errorf("input %+v", in)
+		}
+		answer(w, `{"scores":[0.1,0,0,0.95]}`)
+	})
+	s, err := NewReranker(c).Rerank(context.Background(), "who has a dog", docs)
+	if err != nil || fmt.Sprint(s) != "[0.1 0 0 0.95]" || f.calls.Load() != 1 {
+		t.Fatalf("scores %v, %v after %d calls", s, err, f.calls.Load())
+	}
+	// A score outside [0, 1] or not a number is a schema violation.
+	c, _ = newClient(t, func(n int, req map[string]any, w http.ResponseWriter) { answer(w, `{"scores":[0.1,"x"]}`) })
+	if _, err := NewReranker(c).Rerank(context.Background(), "q", docs[:2]); !errors.Is(err, ErrSchema) {
+		t.Fatalf("bad score: %v", err)
 	}
 }
