@@ -295,6 +295,8 @@ func TestBadInput(t *testing.T) {
 		{"invalid UTF-8 user", func() error { _, err := e.Add(ctx, "\xff", "hi"); return err }, memor.ErrInvalidUser},
 		{"huge user", func() error { _, err := e.Add(ctx, strings.Repeat("x", memor.MaxUserBytes+1), "hi"); return err }, memor.ErrInvalidUser},
 		{"invalid UTF-8 text", func() error { _, err := e.Add(ctx, "u", "I live in \xff"); return err }, memor.ErrInvalidText},
+		{"empty text", func() error { _, err := e.Add(ctx, "u", ""); return err }, memor.ErrInvalidText},
+		{"blank text", func() error { _, err := e.Add(ctx, "u", " \n\t", memor.Sync()); return err }, memor.ErrInvalidText},
 		{"text over limit", func() error { _, err := e.Add(ctx, "u", strings.Repeat("a", 1001)); return err }, memor.ErrTooLarge},
 		{"episode time out of range", func() error {
 			_, err := e.Add(ctx, "u", "hi", memor.At(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)))

@@ -47,6 +47,11 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 	if err := e.validText(text); err != nil {
 		return Episode{}, err
 	}
+	if strings.TrimSpace(text) == "" {
+		// Nothing to remember: a caller's bug (an empty chat turn), not
+		// an episode worth a sequence number.
+		return Episode{}, fmt.Errorf("%w: empty text", ErrInvalidText)
+	}
 	at, err := e.episodeTime(cfg.at)
 	if err != nil {
 		return Episode{}, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -175,6 +176,12 @@ func (a *app) replay(cmd *cobra.Command, e *memor.Engine, ep memor.Episode, st *
 	ctx := cmd.Context()
 	switch ep.Kind {
 	case memor.EpisodeText:
+		if strings.TrimSpace(ep.Text) == "" {
+			// Older stores accepted blank episodes; Add refuses them.
+			st.skipped++
+			fmt.Fprintf(a.io.Err, "memor: import: skipped a blank episode of %q\n", ep.User)
+			return nil
+		}
 		var opts []memor.AddOption
 		if !ep.At.IsZero() {
 			opts = append(opts, memor.At(ep.At))
