@@ -853,3 +853,25 @@ func TestTransferStructured(t *testing.T) {
 		t.Errorf("import --user dave: %+v", r)
 	}
 }
+
+// TestImportSkipsBlankEpisode: a blank text episode (older stores accepted
+// them; Add now refuses them) is skipped with a warning, and the rest of
+// the file imports.
+func TestImportSkipsBlankEpisode(t *testing.T) {
+	a := newEnv(t)
+	a.ok("add", "I live in Oslo.", "--at", "2026-01-10")
+	dump := a.ok("export")
+	line, _, _ := strings.Cut(strings.TrimSpace(dump), "\n")
+	blank := regexp.MustCompile(`"text":"[^"]*"`).ReplaceAllString(line, `"text":" \n"`)
+	if blank == line {
+		t.Fatalf("no text field in the export line %s", line)
+	}
+	b := newEnv(t)
+	r := b.run(blank+"\n"+dump, "import")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 skipped") || !strings.Contains(r.stderr, "skipped a blank episode") {
+		t.Fatalf("import: %+v", r)
+	}
+	if got := objects(b.facts("state")); got != "Oslo" {
+		t.Errorf("state after import = %s, want Oslo", got)
+	}
+}
