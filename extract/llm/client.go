@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/memor-db/memor/extract/llm/llmjson"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
@@ -155,7 +156,7 @@ func (c *Client) complete(ctx context.Context, system, user, schemaName string, 
 	}
 	msg := resp.Choices[0].Message
 	if msg.Refusal != "" {
-		return nil, fmt.Errorf("%w: refused: %s", ErrNoAnswer, truncate(msg.Refusal, 200))
+		return nil, fmt.Errorf("%w: refused: %s", ErrNoAnswer, llmjson.Truncate(msg.Refusal, 200))
 	}
 	if msg.Content == "" {
 		return nil, fmt.Errorf("%w: empty message (finish reason %q)", ErrNoAnswer, resp.Choices[0].FinishReason)

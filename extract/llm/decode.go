@@ -2,7 +2,6 @@ package llm
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/extract/llm/llmjson"
@@ -25,13 +24,3 @@ func DecodeVerdict(data []byte) (extract.Verdict, error) { return llmjson.Decode
 // exactly n finite numbers ([llmjson.DecodeScores]).
 func DecodeScores(data []byte, n int) ([]float64, error) { return llmjson.DecodeScores(data, n) }
 
-// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}

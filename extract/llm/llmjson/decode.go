@@ -179,12 +179,14 @@ func (o *wireOp) op(i int, text string, at time.Time) (extract.Op, error) {
 		return op, decodeErr(ErrInvented, i, "quote", "empty")
 	}
 	if !strings.Contains(text, op.Quote) {
-		return op, decodeErr(ErrInvented, i, "quote", "%q is not in the text", truncate(op.Quote, 80))
+		return op, decodeErr(ErrInvented, i, "quote", "%q is not in the text", Truncate(op.Quote, 80))
 	}
 	return op, nil
 }
 
-func truncate(s string, n int) string {
+// Truncate shortens s to at most n bytes on a rune boundary, marking the
+// cut: model output quoted in an error stays readable.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
