@@ -23,4 +23,3 @@ func DecodeVerdict(data []byte) (extract.Verdict, error) { return llmjson.Decode
 // DecodeScores decodes a reranker's answer, {"scores":[…]}, which must hold
 // exactly n finite numbers ([llmjson.DecodeScores]).
 func DecodeScores(data []byte, n int) ([]float64, error) { return llmjson.DecodeScores(data, n) }
-
