@@ -122,11 +122,24 @@ type indexSet struct {
 	lru   *list.List               // front: most recently used
 	// budget bounds the estimated bytes of the cached indexes; 0: none.
 	budget int64
+	// total is the sum of the entries' counted bytes. Writes grow an
+	// index without telling the set, so an entry's count is refreshed
+	// whenever it is used (cached, put): the total lags by at most the
+	// last write of each user, and no operation sums every user.
+	total int64
 }
 
 type cachedIndex struct {
-	user string
-	ui   *userIndex
+	user    string
+	ui      *userIndex
+	counted int64 // ui.bytes when last added to total
+}
+
+// recount brings c's share of the total up to date (s.mu held).
+func (s *indexSet) recount(c *cachedIndex) {
+	n := c.ui.bytes.Load()
+	s.total += n - c.counted
+	c.counted = n
 }
 
 func newIndexSet(e *Engine, emb embed.Embedder, budget int64) *indexSet {
@@ -141,7 +154,9 @@ func (s *indexSet) cached(user string) *userIndex {
 		return nil
 	}
 	s.lru.MoveToFront(el)
-	return el.Value.(*cachedIndex).ui
+	c := el.Value.(*cachedIndex)
+	s.recount(c)
+	return c.ui
 }
 
 // put caches user's freshly loaded indexes and evicts the least recently
@@ -150,42 +165,42 @@ func (s *indexSet) put(user string, ui *userIndex) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if el := s.users[user]; el != nil {
-		s.lru.Remove(el)
+		s.removeLocked(el)
 	}
-	keep := s.lru.PushFront(&cachedIndex{user, ui})
+	c := &cachedIndex{user: user, ui: ui}
+	keep := s.lru.PushFront(c)
 	s.users[user] = keep
+	s.recount(c)
 	if s.budget <= 0 {
 		return
 	}
-	total := s.bytesLocked()
-	for el := s.lru.Back(); el != nil && total > s.budget; {
+	for el := s.lru.Back(); el != nil && s.total > s.budget; {
 		prev := el.Prev()
 		if el != keep {
-			c := el.Value.(*cachedIndex)
-			total -= c.ui.bytes.Load()
-			s.lru.Remove(el)
-			delete(s.users, c.user)
+			s.removeLocked(el)
 		}
 		el = prev
 	}
 }
 
+// removeLocked drops an entry and its share of the total (s.mu held).
+func (s *indexSet) removeLocked(el *list.Element) {
+	c := el.Value.(*cachedIndex)
+	s.total -= c.counted
+	s.lru.Remove(el)
+	delete(s.users, c.user)
+}
+
 // size returns how many users' indexes are cached and their estimated
-// bytes.
+// bytes, summed afresh.
 func (s *indexSet) size() (int, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lru.Len(), s.bytesLocked()
-}
-
-// bytesLocked sums the cached indexes' estimates (s.mu held). Writes grow
-// an index without telling the set, so the sum is taken afresh.
-func (s *indexSet) bytesLocked() int64 {
 	total := int64(0)
 	for el := s.lru.Front(); el != nil; el = el.Next() {
 		total += el.Value.(*cachedIndex).ui.bytes.Load()
 	}
-	return total
+	return s.lru.Len(), total
 }
 
 // get returns user's indexes for a caller that holds the user's lock,
@@ -195,7 +210,7 @@ func (s *indexSet) get(ctx context.Context, r kv.Reader, user string) (*userInde
 	if ui := s.cached(user); ui != nil {
 		return ui, nil
 	}
-	ui, err := s.load(ctx, r, user)
+	ui, err := s.load(ctx, r, user, false)
 	if err != nil {
 		return nil, err
 	}
@@ -214,12 +229,21 @@ func (s *indexSet) view(ctx context.Context, user string) (*userIndex, error) {
 	return s.get(ctx, s.e.db, user)
 }
 
-func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userIndex, error) {
-	bm, err := bm25.Load(ctx, r, kv.UserKey(user, kv.SubBM25), s.bmO)
+// load reads user's indexes through r. A user whose counters say no
+// document was ever made (a new user's first episode, before it is
+// applied) has empty indexes: unless full, they are made without the
+// half-dozen scans that would find nothing.
+func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool) (*userIndex, error) {
+	m, err := loadMeta(r, user)
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadMeta(r, user)
+	if m.Doc == 0 && !full {
+		return s.newUserIndex(bm25.New(kv.UserKey(user, kv.SubBM25), s.bmO),
+			hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO),
+			temporal.New(kv.UserKey(user, kv.SubTemporal)), graph.New(kv.UserKey(user, kv.SubGraph))), nil
+	}
+	bm, err := bm25.Load(ctx, r, kv.UserKey(user, kv.SubBM25), s.bmO)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +263,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 	if err != nil {
 		return nil, err
 	}
-	ui := &userIndex{dim: vec.Dim(), bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{}, factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{}, contextsOf: map[uint64]map[string]bool{}}
+	ui := s.newUserIndex(bm, vec, tmp, g)
 	docs := kv.UserKey(user, kv.SubDoc)
 	err = r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
@@ -268,6 +292,12 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string) (*userInd
 		return nil, err
 	}
 	return ui, nil
+}
+
+func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
+	return &userIndex{dim: vec.Dim(), bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
+		factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{},
+		contextsOf: map[uint64]map[string]bool{}}
 }
 
 func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint32) {
@@ -300,8 +330,7 @@ func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint3
 func (s *indexSet) dropUser(user string) {
 	s.mu.Lock()
 	if el := s.users[user]; el != nil {
-		s.lru.Remove(el)
-		delete(s.users, user)
+		s.removeLocked(el)
 	}
 	s.mu.Unlock()
 }
@@ -467,10 +496,11 @@ func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasC
 // graph; every text episode is in BM25 and the vector index.
 func (s *indexSet) check(ctx context.Context, user string) error {
 	s.dropUser(user) // check what is on disk, not a cache
-	ui, err := s.get(ctx, s.e.db, user)
+	ui, err := s.load(ctx, s.e.db, user, true)
 	if err != nil {
 		return err
 	}
+	s.put(user, ui)
 	var errs []error
 	for _, c := range []interface {
 		Check(context.Context, kv.Reader) error

@@ -244,3 +244,46 @@ func TestIndexCacheDefault(t *testing.T) {
 		e.Close()
 	}
 }
+
+// TestIndexCacheTotal: the cache's running total (kept so that a load
+// does not sum every user) equals the fresh sum once each entry has been
+// used since its last write, also after evictions and drops.
+func TestIndexCacheTotal(t *testing.T) {
+	e, err := Open(t.TempDir(), Options{NoSync: true, IndexCacheBytes: 100 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for i := range 60 {
+		user := fmt.Sprintf("u%d", i%9)
+		if _, err := e.Assert(ctx, user, FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("thing %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			e.idx.dropUser(fmt.Sprintf("u%d", (i+3)%9))
+		}
+	}
+	e.idx.mu.Lock()
+	var users []string
+	for u := range e.idx.users {
+		users = append(users, u)
+	}
+	e.idx.mu.Unlock()
+	if len(users) == 0 || len(users) == 9 {
+		t.Fatalf("%d users cached: the budget should hold some but not all", len(users))
+	}
+	for _, u := range users {
+		e.idx.cached(u)
+	}
+	_, fresh := e.idx.size()
+	e.idx.mu.Lock()
+	total := e.idx.total
+	e.idx.mu.Unlock()
+	if total != fresh {
+		t.Errorf("running total %d, fresh sum %d", total, fresh)
+	}
+	if total > 100<<10 {
+		t.Errorf("cached %d bytes over the 100 KiB budget", total)
+	}
+}
