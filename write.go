@@ -505,15 +505,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if err := t.ctx.Err(); err != nil {
 			return err
 		}
-		if op.ValidFrom.IsZero() {
-			op.ValidFrom = t.ep.At
-		}
-		if err := validOp(op); err != nil {
-			t.reject(op, err.Error())
-			continue
-		}
-		if text != "" && (op.Quote == "" || !strings.Contains(text, op.Quote)) {
-			t.reject(op, "quote is not a verbatim span of the episode text")
+		if why := t.vet(&op, text); why != "" {
+			t.reject(op, why)
 			continue
 		}
 		t.claims++
@@ -654,6 +647,22 @@ func (t *txn) logDecision(d *Decision) {
 	_ = t.b.Set(seqKey(t.user, kv.SubLog, d.Seq), appendDecision(nil, d))
 }
 
+// vet defaults op's valid time to the episode's and says why the resolver
+// rejects it ("" if it does not): an invalid op, or one extracted from
+// text whose quote is not a verbatim span of it.
+func (t *txn) vet(op *extract.Op, text string) string {
+	if op.ValidFrom.IsZero() {
+		op.ValidFrom = t.ep.At
+	}
+	if err := validOp(*op); err != nil {
+		return err.Error()
+	}
+	if text != "" && (op.Quote == "" || !strings.Contains(text, op.Quote)) {
+		return "quote is not a verbatim span of the episode text"
+	}
+	return ""
+}
+
 // errJudge marks a judge that failed to give a verdict: the episode that
 // needed it fails (see Retry), the store is not at fault.
 var errJudge = errors.New("memor: judge")
@@ -662,10 +671,7 @@ var errJudge = errors.New("memor: judge")
 // predicate of every op that applyOps would accept from text.
 func (t *txn) judgeOps(ops []extract.Op, text string) error {
 	for _, op := range ops {
-		if op.ValidFrom.IsZero() {
-			op.ValidFrom = t.ep.At
-		}
-		if validOp(op) != nil || op.Quote == "" || !strings.Contains(text, op.Quote) {
+		if t.vet(&op, text) != "" {
 			continue // rejected later, never resolved
 		}
 		if _, _, err := t.cardinality(t.e.preds.canonical(op.Predicate)); err != nil {
