@@ -23,4 +23,9 @@ var (
 	ErrLocked = kv.ErrLocked
 	// ErrCheck wraps every finding of Check.
 	ErrCheck = errors.New("memor: check failed")
+	// ErrExtractionFailed: Add with Sync stored the episode, but its
+	// extraction (or the judge it needed) failed, so nothing was learned
+	// from it. The failure is recorded on the episode (Failed, Freshness)
+	// and Retry re-runs it.
+	ErrExtractionFailed = errors.New("memor: extraction failed")
 )

@@ -42,7 +42,10 @@ type epState struct {
 }
 
 // Sync makes Add extract and apply the episode before it returns, in the
-// same atomic batch as the episode (read-your-writes without Flush).
+// same atomic batch as the episode (read-your-writes without Flush). If
+// the extraction fails, the episode is still stored, recorded as failed
+// (see Retry), and Add returns it with an error wrapping
+// ErrExtractionFailed.
 func Sync() AddOption { return func(c *addConfig) { c.sync = true } }
 
 type ingester struct {
@@ -561,5 +564,5 @@ func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *ext
 	if err := t.commit(); err != nil {
 		return false, err
 	}
-	return t.failed, nil
+	return t.failure != nil, nil
 }

@@ -480,14 +480,15 @@ func TestUsersInParallel(t *testing.T) {
 }
 
 // TestSyncAddFailure: an inline Add whose extraction fails still commits
-// the episode, records the failure on it and applies nothing.
+// the episode, records the failure on it, applies nothing, and says so
+// (ErrExtractionFailed, with the episode).
 func TestSyncAddFailure(t *testing.T) {
 	x := &flakyExtractor{}
 	e, _ := openTest(t, memor.Options{Extractor: x})
 	ctx := context.Background()
 	ep, err := e.Add(ctx, "u", "I work at Initech.", memor.Sync())
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, memor.ErrExtractionFailed) || ep.Seq == 0 {
+		t.Fatalf("inline Add with a failing extractor: episode %d, err %v; want the stored episode and ErrExtractionFailed", ep.Seq, err)
 	}
 	if f, _ := e.Freshness(ctx, "u"); f != (memor.Freshness{Applied: ep.Seq, Latest: ep.Seq, Failed: 1}) {
 		t.Fatalf("freshness: %+v", f)

@@ -247,6 +247,11 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 	if t.caught > 0 {
 		e.ing.applied(user, t.caught)
 	}
+	if t.failure != nil {
+		// Stored, recorded as failed, nothing applied: an inline Add
+		// says so (an asynchronous one shows it in Freshness).
+		return t.decisions, fmt.Errorf("%w: episode %d: %w", ErrExtractionFailed, ep.Seq, t.failure)
+	}
 	return t.decisions, nil
 }
 
@@ -274,7 +279,7 @@ type txn struct {
 	decisions []Decision
 	pre       *extracted // the next text episode's extraction, if done already
 	claims    int        // ops accepted (not rejected) so far
-	failed    bool       // the last text episode applied failed (see Retry)
+	failure   error      // why the last text episode applied failed (see Retry), or nil
 	// Per-transaction caches of reads that a bulk batch would repeat.
 	ends     map[string][]claimRec // see slotClaims
 	contexts map[string]bool       // (subject, predicate, context) → other contexts exist
@@ -394,7 +399,7 @@ func (t *txn) commit() error {
 // (see Retry) and applies nothing.
 func (t *txn) applyEpisode(ep Episode) error {
 	t.ep = ep
-	t.failed = false
+	t.failure = nil
 	switch ep.Kind {
 	case EpisodeText:
 		pre := t.pre
@@ -420,7 +425,7 @@ func (t *txn) applyEpisode(ep Episode) error {
 				return err
 			}
 			t.e.log.Warn("memor: extraction failed", "user", t.user, "episode", ep.Seq, "err", failure)
-			t.failed = true
+			t.failure = failure
 			return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: failure.Error(), Failed: t.now}))
 		}
 		claims := t.claims
