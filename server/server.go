@@ -356,6 +356,9 @@ func Status(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, memor.ErrClosed):
 		return http.StatusServiceUnavailable, "closed"
+	case errors.Is(err, memor.ErrExtractionFailed):
+		// The episode is stored; the extractor (a model) failed on it.
+		return http.StatusBadGateway, "extraction_failed"
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, context.DeadlineExceeded):
