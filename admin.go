@@ -3,8 +3,10 @@ package memor
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/memor-db/memor/internal/resolve"
@@ -36,6 +38,26 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	root := kv.UserRoot(user)
 	b := e.db.NewBatch()
 	defer b.Close()
+	stored, err := hasKey(ctx, b, root)
+	if err != nil {
+		return err
+	}
+	pending, err := pendingForgets(ctx, b)
+	if err != nil {
+		return err
+	}
+	reg := registryKey(user)
+	_, err = b.Get(reg)
+	registered := err == nil
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	if !stored && !registered && len(pending) == 0 {
+		// Nothing of the user is stored, and no earlier Forget was cut
+		// short (its deleted bytes could still be on disk): there is
+		// nothing to delete or scrub.
+		return nil
+	}
 	// The store's clock floor keeps the forgotten user's last transaction
 	// time: current reads after a restart never precede it.
 	m, err := loadMeta(b, user)
@@ -50,31 +72,107 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	}
 	// Stores of formats 1–2 also name the user in the registry; later
 	// ones have no key there to delete and compact away.
-	reg := registryKey(user)
-	_, err = b.Get(reg)
-	registered := err == nil
-	if err != nil && !errors.Is(err, kv.ErrNotFound) {
-		return err
-	}
 	if registered {
 		if err := b.Delete(reg); err != nil {
 			return err
 		}
+	}
+	// The marker commits with the deletion: if the compaction or scrub
+	// below is cut short (a crash, a cancelled ctx), the next Open (or
+	// the next Forget) finishes the job.
+	marker := forgetMarker()
+	if err := b.Set(marker, nil); err != nil {
+		return err
 	}
 	if err := b.Commit(); err != nil {
 		return err
 	}
 	e.idx.dropUser(user)
 	e.ing.forget(user)
-	if err := e.db.Compact(ctx, root, kv.PrefixEnd(root)); err != nil {
-		return err
-	}
-	if registered {
-		if err := e.db.Compact(ctx, reg, kv.PrefixEnd(reg)); err != nil {
+	if testHookForgetCommitted != nil {
+		if err := testHookForgetCommitted(); err != nil {
 			return err
 		}
 	}
-	return e.db.Scrub()
+	ranges := [][2][]byte{{root, kv.PrefixEnd(root)}}
+	if registered {
+		ranges = append(ranges, [2][]byte{reg, kv.PrefixEnd(reg)})
+	}
+	if len(pending) > 0 {
+		ranges = forgottenRanges // an earlier Forget's user is unknown
+	}
+	return e.finishForget(ctx, ranges, append(pending, marker))
+}
+
+// testHookForgetCommitted, if set, runs between a Forget's deletion and
+// its compaction: a test cuts Forget short there, as a crash would.
+var testHookForgetCommitted func() error
+
+// Forget markers: one per Forget whose compaction and scrub have not
+// finished. They name no user (a marker must not outlive the bytes it
+// guards with the user's name in it), so finishing one compacts every
+// user's keyspace.
+var forgetPrefix = []byte{kv.TagMeta, 'f', 'o', 'r', 'g', 'e', 't'}
+
+// forgottenRanges are the keyspaces a Forget may have deleted from: users'
+// keys and the registry of formats 1–2.
+var forgottenRanges = [][2][]byte{{{kv.TagUser}, {kv.TagUser + 1}}, {{kv.TagUserList}, {kv.TagUserList + 1}}}
+
+func forgetMarker() []byte {
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return append(slices.Clone(forgetPrefix), id[:]...)
+}
+
+// pendingForgets lists the markers of Forgets not yet finished.
+func pendingForgets(ctx context.Context, r kv.Reader) ([][]byte, error) {
+	var out [][]byte
+	err := r.Scan(ctx, forgetPrefix, func(k, _ []byte) error {
+		out = append(out, slices.Clone(k))
+		return nil
+	})
+	return out, err
+}
+
+// finishForget compacts the deleted ranges out of the table files, scrubs
+// the write-ahead logs, and then drops the markers.
+func (e *Engine) finishForget(ctx context.Context, ranges [][2][]byte, markers [][]byte) error {
+	for _, r := range ranges {
+		if err := e.db.Compact(ctx, r[0], r[1]); err != nil {
+			return err
+		}
+	}
+	if err := e.db.Scrub(); err != nil {
+		return err
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	for _, m := range markers {
+		if err := b.Delete(m); err != nil {
+			return err
+		}
+	}
+	return b.Commit()
+}
+
+// finishForgets completes, at Open, the Forgets a crash cut short.
+func (e *Engine) finishForgets(ctx context.Context) error {
+	pending, err := pendingForgets(ctx, e.db)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	e.log.Info("memor: finishing interrupted forgets", "count", len(pending))
+	return e.finishForget(ctx, forgottenRanges, pending)
+}
+
+// hasKey reports whether r holds any key under prefix.
+func hasKey(ctx context.Context, r kv.Reader, prefix []byte) (bool, error) {
+	found := false
+	err := r.Scan(ctx, prefix, func(_, _ []byte) error { found = true; return errStop })
+	if err != nil && !errors.Is(err, errStop) {
+		return false, err
+	}
+	return found, nil
 }
 
 // users lists every user with data.

@@ -181,6 +181,10 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	e.idx = newIndexSet(e, emb, max(o.IndexCacheBytes, 0)) // negative: no bound
 	e.ing = newIngester(e, o.Workers, o.QueueSize)
+	if err := e.finishForgets(context.Background()); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if err := e.recoverPending(context.Background()); err != nil {
 		e.Close()
 		return nil, err

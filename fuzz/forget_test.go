@@ -3,6 +3,7 @@ package fuzz
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -20,10 +21,16 @@ func filesContaining(t testing.TB, dir string, needle []byte) []string {
 	t.Helper()
 	var hits []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted between listing and visiting
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // an obsolete file Pebble deleted meanwhile
+		}
 		if err != nil {
 			return err
 		}
