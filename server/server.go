@@ -171,8 +171,7 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	// The engine stores any text; an empty episode over the API is a
-	// client mistake (as in the CLI and the MCP tools).
+	// The engine refuses it too; this message says what to send.
 	if strings.TrimSpace(req.Text) == "" {
 		h.fail(w, r, fmt.Errorf("%w: text is empty: send {\"text\": \"what the user said\"}", memor.ErrInvalidText))
 		return
@@ -203,7 +202,24 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, episodeResponse{Episode: ep, Applied: true})
 }
 
+// stampFreshness labels a read with how fresh it is: the user's episode
+// watermark, taken before the read (Applied never goes back, so the read
+// reflects at least Memor-Applied episodes). Headers, so that every read's
+// body keeps its shape.
+func (h *Handler) stampFreshness(w http.ResponseWriter, r *http.Request) {
+	f, err := h.e.Freshness(r.Context(), r.PathValue("user"))
+	if err != nil {
+		return // the read that follows reports the error
+	}
+	hd := w.Header()
+	hd.Set("Memor-Applied", strconv.FormatUint(f.Applied, 10))
+	hd.Set("Memor-Latest", strconv.FormatUint(f.Latest, 10))
+	hd.Set("Memor-Pending", strconv.FormatUint(f.Pending, 10))
+	hd.Set("Memor-Failed", strconv.Itoa(f.Failed))
+}
+
 func (h *Handler) state(w http.ResponseWriter, r *http.Request) {
+	h.stampFreshness(w, r)
 	fs, err := h.e.State(r.Context(), r.PathValue("user"))
 	h.facts(w, r, fs, err)
 }
@@ -218,6 +234,7 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fmt.Errorf("%w: predicate is required (e.g. ?predicate=lives_in&subject=user)", ErrBadRequest))
 		return
 	}
+	h.stampFreshness(w, r)
 	fs, err := h.e.History(r.Context(), r.PathValue("user"), subject, predicate)
 	h.facts(w, r, fs, err)
 }
@@ -228,11 +245,13 @@ func (h *Handler) asOf(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	h.stampFreshness(w, r)
 	fs, err := h.e.AsOf(r.Context(), r.PathValue("user"), valid, known)
 	h.facts(w, r, fs, err)
 }
 
 func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
+	h.stampFreshness(w, r)
 	fs, err := h.e.Conflicts(r.Context(), r.PathValue("user"))
 	h.facts(w, r, fs, err)
 }
@@ -271,6 +290,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	h.stampFreshness(w, r)
 	res, err := h.e.Query(r.Context(), r.PathValue("user"), text, opts)
 	if err != nil {
 		h.fail(w, r, err)
