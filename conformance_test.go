@@ -113,29 +113,6 @@ func TestConformanceReport(t *testing.T) {
 	}
 }
 
-// freshReset forwards Reset only for users it has added to: the backend
-// under it was opened empty, so any other user has nothing to forget.
-// memor's Reset is Forget, which compacts and scrubs the user's key range
-// (about 0.25 s); resetting 10k never-seen users first would measure
-// compactions of nothing, not the memory.
-type freshReset struct {
-	memortest.Backend
-	added map[string]bool
-}
-
-func (f freshReset) Add(ctx context.Context, user, text string, at time.Time) error {
-	f.added[user] = true
-	return f.Backend.Add(ctx, user, text, at)
-}
-
-func (f freshReset) Reset(ctx context.Context, user string) error {
-	if !f.added[user] {
-		return nil
-	}
-	delete(f.added, user)
-	return f.Backend.Reset(ctx, user)
-}
-
 // envInt reads a positive integer from the environment, or def.
 func envInt(t *testing.T, name string, def int) int {
 	s := os.Getenv(name)
@@ -191,9 +168,8 @@ func TestConformanceScale(t *testing.T) {
 	got := map[string]memortest.ScaleResult{}
 	for _, arm := range arms {
 		backend, closeArm := arm.open()
-		b := freshReset{Backend: backend, added: map[string]bool{}}
 		cpu := processCPU()
-		r, err := s.Run(t.Context(), b, memortest.DefaultK)
+		r, err := s.Run(t.Context(), backend, memortest.DefaultK)
 		if err != nil {
 			t.Fatalf("%s: %v", arm.name, err)
 		}
@@ -256,7 +232,7 @@ func BenchmarkConformanceScale(b *testing.B) {
 					}
 					backend = memorArm{e}
 				}
-				r, err = s.Run(b.Context(), freshReset{Backend: backend, added: map[string]bool{}}, memortest.DefaultK)
+				r, err = s.Run(b.Context(), backend, memortest.DefaultK)
 				if err != nil {
 					b.Fatal(err)
 				}
