@@ -1,42 +1,22 @@
 package memor
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memor-db/memor/internal/diskscan"
 )
 
 // filesHolding lists the files under dir that contain any of needles.
 func filesHolding(t *testing.T, dir string, needles ...string) []string {
 	t.Helper()
-	var hits []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted between listing and visiting
-		}
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // an obsolete file Pebble deleted meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		for _, n := range needles {
-			if bytes.Contains(data, []byte(n)) {
-				hits = append(hits, filepath.Base(path))
-				break
-			}
-		}
-		return nil
-	})
+	var bs [][]byte
+	for _, n := range needles {
+		bs = append(bs, []byte(n))
+	}
+	hits, err := diskscan.FilesContaining(dir, bs...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,44 +1,21 @@
 package fuzz
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/diskscan"
 	"github.com/memor-db/memor/kv"
 )
 
 // filesContaining lists the files under dir whose bytes contain needle.
 func filesContaining(t testing.TB, dir string, needle []byte) []string {
 	t.Helper()
-	var hits []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted between listing and visiting
-		}
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // an obsolete file Pebble deleted meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, needle) {
-			hits = append(hits, filepath.Base(path))
-		}
-		return nil
-	})
+	hits, err := diskscan.FilesContaining(dir, needle)
 	if err != nil {
 		t.Fatal(err)
 	}
