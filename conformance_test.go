@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/cputime"
 	"github.com/memor-db/memor/memortest"
 	"github.com/memor-db/memor/memortest/naive"
 )
@@ -168,12 +169,12 @@ func TestConformanceScale(t *testing.T) {
 	got := map[string]memortest.ScaleResult{}
 	for _, arm := range arms {
 		backend, closeArm := arm.open()
-		cpu := processCPU()
+		cpu := cputime.Process()
 		r, err := s.Run(t.Context(), backend, memortest.DefaultK)
 		if err != nil {
 			t.Fatalf("%s: %v", arm.name, err)
 		}
-		cpu = processCPU() - cpu
+		cpu = cputime.Process() - cpu
 		closeArm()
 		got[arm.name] = r
 		fmt.Fprintf(&md, "| %s | %d | %d (%.1f%%) | %d (%.1f%%) | %d | %d/%d | %d | %v | %v | %.1f s |\n", arm.name, r.Probes,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/cputime"
 )
 
 func openEngine(b *testing.B, o memor.Options) *memor.Engine {
@@ -252,7 +253,7 @@ func BenchmarkBulk(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					cpu0 := processCPU()
+					cpu0 := cputime.Process()
 					b.StartTimer()
 					var wg sync.WaitGroup
 					for w := range writers {
@@ -277,7 +278,7 @@ func BenchmarkBulk(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StopTimer()
-					cpu += processCPU() - cpu0
+					cpu += cputime.Process() - cpu0
 					e.Close()
 					b.StartTimer()
 				}

@@ -21,6 +21,7 @@ import (
 	coder "github.com/coder/hnsw"
 
 	"github.com/memor-db/memor/index/hnsw"
+	"github.com/memor-db/memor/internal/cputime"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -386,12 +387,12 @@ func BenchmarkHNSWBuild(b *testing.B) {
 	b.Run(fmt.Sprintf("n=%d/engine=memor", n), func(b *testing.B) {
 		b.ReportAllocs()
 		var w *memKV
-		cpu0 := processCPU()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			w = &memKV{m: map[string][]byte{}}
 			buildMemor(b, d.vecs, w)
 		}
-		cpu := processCPU() - cpu0
+		cpu := cputime.Process() - cpu0
 		written, stored := w.bytes, w.storedSize()
 		b.ReportMetric(float64(stored)/float64(n), "bytes/vector")
 		b.ReportMetric(float64(written)/float64(n), "written-bytes/vector")
@@ -401,7 +402,7 @@ func BenchmarkHNSWBuild(b *testing.B) {
 	b.Run(fmt.Sprintf("n=%d/engine=coder-hnsw", n), func(b *testing.B) {
 		b.ReportAllocs()
 		var size int
-		cpu0 := processCPU()
+		cpu0 := cputime.Process()
 		for b.Loop() {
 			g := buildCoder(d.vecs)
 			var c countWriter
@@ -411,7 +412,7 @@ func BenchmarkHNSWBuild(b *testing.B) {
 			size = int(c)
 		}
 		b.ReportMetric(float64(size)/float64(n), "bytes/vector")
-		b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/build")
+		b.ReportMetric((cputime.Process()-cpu0).Seconds()/float64(b.N), "cpu-s/build")
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "vectors/s")
 	})
 }
@@ -428,15 +429,6 @@ func threadCPU() time.Duration {
 	var ru syscall.Rusage
 	const rusageThread = 1 // RUSAGE_THREAD
 	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// processCPU is the CPU time of the whole process, for the builds.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/cputime"
 )
 
 var turns = []string{
@@ -54,7 +55,7 @@ func BenchmarkIngest(b *testing.B) {
 				}
 				n := 0
 				b.ReportAllocs()
-				cpu0 := processCPU()
+				cpu0 := cputime.Process()
 				for b.Loop() {
 					if _, err := e.Add(ctx, fmt.Sprintf("user-%d", n%users), turn(n), opts...); err != nil {
 						b.Fatal(err)
@@ -68,7 +69,7 @@ func BenchmarkIngest(b *testing.B) {
 					}
 				}
 				drain := time.Since(start)
-				cpu := processCPU() - cpu0
+				cpu := cputime.Process() - cpu0
 				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "episodes/s")
 				b.ReportMetric(float64(n)/(b.Elapsed()+drain).Seconds(), "applied-episodes/s")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/episode")

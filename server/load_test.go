@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/cputime"
 )
 
 // TestLoad drives the API as `memor serve` runs it (Serve on a loopback
@@ -61,7 +62,7 @@ func TestLoad(t *testing.T) {
 	results := make([][]sample, clients)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: time.Minute}
 	defer client.CloseIdleConnections()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c := range clients {
@@ -109,7 +110,7 @@ func TestLoad(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := cpuTime() - cpu0
+	cpu := cputime.Process() - cpu0
 	var all, writes, reads []time.Duration
 	var errs []error
 	for _, rs := range results {

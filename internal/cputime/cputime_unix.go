@@ -1,15 +1,15 @@
 //go:build unix
 
-package server
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the process's user and system CPU time so far (client and
-// server share the process in TestLoad).
-func cpuTime() time.Duration {
+// Process is the user and system CPU time of the whole process so far
+// (every goroutine, Pebble's background work included); 0 if unknown.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
