@@ -352,17 +352,19 @@ const bytesPerFact = 1800
 // begin starts a transaction for user whose batch has room for about
 // sizeHint bytes (0: grow as needed).
 func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, error) {
-	b := e.db.NewBatchSized(sizeHint)
-	m, err := loadMeta(b, user)
+	// The batch is empty yet: the store answers for it.
+	m, err := loadMeta(e.db, user)
 	if err != nil {
-		b.Close()
 		return nil, err
 	}
+	var b *kv.Batch
 	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 {
 		// A user's first write: nothing of theirs is stored (Forget
 		// deletes the counters with the rest), so its reads of the user's
 		// keys need not look past the batch.
-		b.SetLocal(kv.UserRoot(user))
+		b = e.db.NewLocalBatch(kv.UserRoot(user), sizeHint)
+	} else {
+		b = e.db.NewBatchSized(sizeHint)
 	}
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{},
 		resolved: map[string]bool{}}

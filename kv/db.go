@@ -408,6 +408,12 @@ func (db *DB) NewBatchSized(size int) *Batch {
 	return &Batch{b: db.p.NewIndexedBatchWithSize(size), db: db}
 }
 
+// NewLocalBatch is NewBatchSized for a batch whose writes fall under
+// prefix, where the store holds nothing (see [Batch.SetLocal]).
+func (db *DB) NewLocalBatch(prefix []byte, size int) *Batch {
+	return &Batch{b: db.p.NewIndexedBatch(), db: db, local: prefix, loc: newLocalWrites(prefix, size)}
+}
+
 // DeleteRange deletes [lo, hi) durably.
 func (db *DB) DeleteRange(lo, hi []byte) error {
 	return db.p.DeleteRange(lo, hi, pebble.Sync)
@@ -495,14 +501,80 @@ type Batch struct {
 	local []byte
 	// ranged: the batch holds a range deletion.
 	ranged bool
+	// loc holds the writes under local apart from b until a read or the
+	// commit needs them sorted (see localWrites); nil once they moved to
+	// b (a range deletion, a read across the prefix's edge).
+	loc *localWrites
 }
 
 // SetLocal declares that the store holds no key under prefix (a user with
 // no data yet): reads under it then see the batch alone, which spares a
 // merge with every level of the store for ranges known to be empty there.
 // A large batch whose keys all lie under prefix commits as an ingested
-// table (see Options.IngestMinBytes).
-func (b *Batch) SetLocal(prefix []byte) { b.local = prefix }
+// table (see Options.IngestMinBytes). Declared on an empty batch, the
+// writes under prefix are kept in an append-only log until read or
+// committed, which costs a new user's import far less than keeping them
+// sorted as they come.
+func (b *Batch) SetLocal(prefix []byte) {
+	if b.loc != nil {
+		return
+	}
+	b.local = prefix
+	if b.b.Empty() {
+		b.loc = newLocalWrites(prefix, 0)
+	}
+}
+
+// underLocal reports whether key belongs in the local log.
+func (b *Batch) underLocal(key []byte) bool {
+	return b.loc != nil && bytes.HasPrefix(key, b.local)
+}
+
+// unlocal moves the local log into the Pebble batch.
+func (b *Batch) unlocal() error {
+	if b.loc == nil {
+		return nil
+	}
+	err := b.loc.replay(func(k, v []byte) error { return b.b.Set(k, v, nil) }, func(k []byte) error { return b.b.Delete(k, nil) })
+	b.loc.release()
+	b.loc = nil
+	if err != nil {
+		return fmt.Errorf("kv: batch: %w", err)
+	}
+	return nil
+}
+
+// outsideLocal reports whether [lo, hi) misses the local prefix.
+func (b *Batch) outsideLocal(lo, hi []byte) bool {
+	if hi != nil && bytes.Compare(hi, b.local) <= 0 {
+		return true
+	}
+	end := PrefixEnd(b.local)
+	return end != nil && bytes.Compare(lo, end) >= 0
+}
+
+// scanDir is scanDir through the batch.
+func (b *Batch) scanDir(ctx context.Context, lo, hi []byte, reverse bool, fn func(k, v []byte) error) error {
+	if b.loc != nil {
+		switch {
+		case b.isLocal(lo, hi):
+			if b.loc.merges >= maxLocalMerges {
+				if err := b.unlocal(); err != nil {
+					return err
+				}
+				break
+			}
+			return b.loc.scan(ctx, lo, hi, reverse, fn)
+		case b.outsideLocal(lo, hi):
+			// Neither the store nor b holds a key under the prefix.
+		default:
+			if err := b.unlocal(); err != nil {
+				return err
+			}
+		}
+	}
+	return scanDir(ctx, b.iter, lo, hi, reverse, fn)
+}
 
 // isLocal reports whether [lo, hi) lies under the local prefix.
 func (b *Batch) isLocal(lo, hi []byte) bool {
@@ -522,19 +594,42 @@ func (b *Batch) iter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 }
 
 // Set writes key = value (both are copied).
-func (b *Batch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
+func (b *Batch) Set(key, value []byte) error {
+	if b.underLocal(key) {
+		b.loc.add(key, value, false)
+		return nil
+	}
+	return b.b.Set(key, value, nil)
+}
 
 // Delete removes key.
-func (b *Batch) Delete(key []byte) error { return b.b.Delete(key, nil) }
+func (b *Batch) Delete(key []byte) error {
+	if b.underLocal(key) {
+		b.loc.add(key, nil, true)
+		return nil
+	}
+	return b.b.Delete(key, nil)
+}
 
 // DeleteRange removes [lo, hi).
 func (b *Batch) DeleteRange(lo, hi []byte) error {
+	if err := b.unlocal(); err != nil {
+		return err
+	}
 	b.ranged = true
 	return b.b.DeleteRange(lo, hi, nil)
 }
 
 // Get reads key through the batch.
 func (b *Batch) Get(key []byte) ([]byte, error) {
+	if b.underLocal(key) {
+		if b.loc.merges < maxLocalMerges {
+			return b.loc.get(key)
+		}
+		if err := b.unlocal(); err != nil {
+			return nil, err
+		}
+	}
 	if next := append(key[:len(key):len(key)], 0); b.isLocal(key, next) {
 		var out []byte
 		found := false
@@ -563,7 +658,7 @@ func (b *Batch) Get(key []byte) ([]byte, error) {
 
 // Scan is DB.Scan through the batch.
 func (b *Batch) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	return scan(ctx, b.iter, prefix, PrefixEnd(prefix), fn)
+	return b.scanDir(ctx, prefix, PrefixEnd(prefix), false, fn)
 }
 
 // ScanReverse calls fn for every key with prefix, through the batch, last
@@ -571,19 +666,24 @@ func (b *Batch) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) er
 // scan with that error. For reading the end of a long range without
 // reading the range.
 func (b *Batch) ScanReverse(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	return scanDir(ctx, b.iter, prefix, PrefixEnd(prefix), true, fn)
+	return b.scanDir(ctx, prefix, PrefixEnd(prefix), true, fn)
 }
 
 // ScanRange is DB.ScanRange through the batch.
 func (b *Batch) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte) error) error {
-	return scan(ctx, b.iter, lo, hi, fn)
+	return b.scanDir(ctx, lo, hi, false, fn)
 }
 
-// Len is the number of bytes the batch holds.
-func (b *Batch) Len() int { return b.b.Len() }
+// Len is about the number of bytes the batch holds.
+func (b *Batch) Len() int {
+	if b.loc != nil {
+		return b.b.Len() + b.loc.bytes()
+	}
+	return b.b.Len()
+}
 
 // Empty reports whether the batch holds no writes.
-func (b *Batch) Empty() bool { return b.b.Empty() }
+func (b *Batch) Empty() bool { return b.b.Empty() && (b.loc == nil || len(b.loc.ents) == 0) }
 
 // Commit applies the batch atomically, syncing the log unless the store was
 // opened with NoSync. Concurrent syncing commits share one fsync (Pebble's
@@ -596,6 +696,16 @@ func (b *Batch) Commit() error {
 }
 
 func (b *Batch) commit(wo *pebble.WriteOptions) error {
+	if b.loc != nil {
+		if b.b.Empty() && !b.ranged && b.db.ingestMin >= 0 && b.loc.bytes() >= b.db.ingestMin {
+			if done, err := b.commitLocalAsTable(); done || err != nil {
+				return err
+			}
+		}
+		if err := b.unlocal(); err != nil {
+			return err
+		}
+	}
 	if b.local != nil && !b.ranged && b.db.ingestMin >= 0 && b.b.Len() >= b.db.ingestMin {
 		if done, err := b.commitAsTable(); done || err != nil {
 			return err
@@ -614,7 +724,13 @@ func (b *Batch) commit(wo *pebble.WriteOptions) error {
 func (b *Batch) CommitNoSync() error { return b.commit(pebble.NoSync) }
 
 // Close releases the batch; uncommitted writes are discarded.
-func (b *Batch) Close() error { return b.b.Close() }
+func (b *Batch) Close() error {
+	if b.loc != nil {
+		b.loc.release()
+		b.loc = nil
+	}
+	return b.b.Close()
+}
 
 type quietLogger struct{ l *slog.Logger }
 

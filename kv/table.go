@@ -42,28 +42,60 @@ func (b *Batch) commitAsTable() (bool, error) {
 	if !it.Last() || !bytes.HasPrefix(it.Key(), b.local) || !it.First() || !bytes.HasPrefix(it.Key(), b.local) {
 		return false, it.Error()
 	}
+	return b.ingest(func(set func(k, v []byte) error) error {
+		for valid := true; valid; valid = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return wrapErr("ingest", err)
+			}
+			if err := set(it.Key(), v); err != nil {
+				return err
+			}
+		}
+		if err := it.Error(); err != nil {
+			return wrapErr("ingest", err)
+		}
+		return nil
+	})
+}
+
+// commitLocalAsTable is commitAsTable for a batch whose writes are all in
+// its local log.
+func (b *Batch) commitLocalAsTable() (bool, error) {
+	live := false
+	for i := range b.loc.ents {
+		if !b.loc.ents[i].del {
+			live = true
+			break
+		}
+	}
+	if !live {
+		return false, nil
+	}
+	return b.ingest(func(set func(k, v []byte) error) error {
+		return b.loc.scan(context.Background(), b.local, nil, false, set)
+	})
+}
+
+// ingest writes the keys fill gives, in order, to a table file and ingests
+// it.
+func (b *Batch) ingest(fill func(set func(k, v []byte) error) error) (bool, error) {
 	path := filepath.Join(b.db.dir, fmt.Sprintf("%s%d-%d.sst", tablePrefix, os.Getpid(), b.db.tables.Add(1)))
 	f, err := b.db.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return false, fmt.Errorf("kv: ingest: %w", err)
 	}
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), b.db.tableOpts)
-	fail := func(err error) (bool, error) {
+	err = fill(func(k, v []byte) error {
+		if err := w.Set(k, v); err != nil {
+			return fmt.Errorf("kv: ingest: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
 		_ = w.Close()
 		_ = b.db.fs.Remove(path)
 		return false, err
-	}
-	for valid := true; valid; valid = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fail(wrapErr("ingest", err))
-		}
-		if err := w.Set(it.Key(), v); err != nil {
-			return fail(fmt.Errorf("kv: ingest: %w", err))
-		}
-	}
-	if err := it.Error(); err != nil {
-		return fail(wrapErr("ingest", err))
 	}
 	// Close writes the footer and syncs the file.
 	if err := w.Close(); err != nil {
