@@ -17,7 +17,6 @@ import (
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/index/temporal"
-	"github.com/memor-db/memor/internal/resolve"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -384,18 +383,13 @@ func interval(f *Fact) temporal.Interval {
 	return temporal.Interval{ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, RecordedAt: f.RecordedAt, ExpiredAt: f.ExpiredAt}
 }
 
-// prefetchVectors embeds the texts of the new assertions of a write in
-// one call before they are resolved, so that a batch of facts costs an
+// prefetchVectors embeds the texts of the new assertions of a write (see
+// factText) in one call before they are resolved, so that a batch of facts costs an
 // HTTP embedder one request (split as it batches), not one per fact.
-func (s *indexSet) prefetchVectors(t *txn, claims []claimRec) error {
+func (s *indexSet) prefetchVectors(t *txn, all []string) error {
 	var texts []string
-	seen := map[string]bool{}
-	for i := range claims {
-		c := &claims[i]
-		if resolve.Kind(c.Kind) != resolve.Assert {
-			continue
-		}
-		text := factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context})
+	seen := make(map[string]bool, len(all))
+	for _, text := range all {
 		if !seen[text] {
 			seen[text] = true
 			texts = append(texts, text)

@@ -301,19 +301,21 @@ func (t *txn) put(slot []byte, f Fact) error {
 	t.meta.Doc++
 	f.Doc = t.meta.Doc
 	suf := claimSuffix(slot, nanos(f.ValidFrom), mustID(f.ID))
-	if err := t.b.Set(userKey(t.user, kv.SubLive, suf), appendFact(nil, &f)); err != nil {
+	t.vb = appendFact(t.vb[:0], &f)
+	if err := t.set(kv.SubLive, suf, t.vb); err != nil {
 		return err
 	}
 	t.sawContext(slot)
-	if err := t.setDoc(f.Doc, versionDoc(f.Episode, suf, nanos(f.RecordedAt))); err != nil {
+	t.vb = versionDoc(t.vb[:0], f.Episode, suf, nanos(f.RecordedAt))
+	if err := t.setDoc(f.Doc, t.vb); err != nil {
 		return err
 	}
 	return t.e.idx.putVersion(t, &f)
 }
 
-// versionDoc is the document-map value of a version.
-func versionDoc(seq uint64, claimSuf []byte, rec int64) []byte {
-	v := kv.AppendUint64([]byte{docVersion}, seq)
+// versionDoc appends the document-map value of a version to b.
+func versionDoc(b []byte, seq uint64, claimSuf []byte, rec int64) []byte {
+	v := kv.AppendUint64(append(b, docVersion), seq)
 	v = append(v, claimSuf...)
 	return kv.AppendInt64(v, rec)
 }

@@ -304,12 +304,23 @@ type txn struct {
 	// vectors: embeddings of this write's fact texts, fetched in one call
 	// (see prefetchVectors).
 	vectors map[string][]float32
+	// root is the user's key prefix; kb, vb and sb are scratch for the
+	// keys, values and key suffixes of set (the batch copies them).
+	root, kb, vb, sb []byte
+}
+
+// set writes the user's key sub+suffix = v through the batch, building
+// the key in scratch. suffix and v must not be t.kb.
+func (t *txn) set(sub kv.Sub, suffix, v []byte) error {
+	t.kb = append(append(append(t.kb[:0], t.root...), byte(sub)), suffix...)
+	return t.b.Set(t.kb, v)
 }
 
 // setDoc writes document doc's map value, in the store and in the cached
 // indexes.
 func (t *txn) setDoc(doc uint32, v []byte) error {
-	if err := t.b.Set(kv.AppendUint32(kv.UserKey(t.user, kv.SubDoc), doc), v); err != nil {
+	t.sb = kv.AppendUint32(t.sb[:0], doc)
+	if err := t.set(kv.SubDoc, t.sb, v); err != nil {
 		return err
 	}
 	ui, err := t.indexes()
@@ -367,7 +378,7 @@ func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, er
 		b = e.db.NewBatchSized(sizeHint)
 	}
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{},
-		resolved: map[string]bool{}}
+		resolved: map[string]bool{}, root: kv.UserRoot(user)}
 	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && memFastPath {
 		t.fresh, t.mem, t.memIDs = true, map[string][]claimRec{}, map[string]bool{}
 	}
@@ -507,7 +518,10 @@ func renderOp(op extract.Op) string {
 func (t *txn) applyOps(ops []extract.Op, text string) error {
 	touched := map[string]*slotWork{}
 	var order []string
-	var added []claimRec
+	// texts: what the new assertions' documents will say, embedded
+	// together below.
+	var texts []string
+	added := 0
 	for _, op := range ops {
 		if err := t.ctx.Err(); err != nil {
 			return err
@@ -561,31 +575,35 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		w.judged = w.judged || judged
 		w.fresh[c.ID] = true
-		if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, &c)); err != nil {
+		t.vb = appendClaim(t.vb[:0], &c)
+		if err := t.set(kv.SubClaim, suf, t.vb); err != nil {
 			return err
 		}
 		if t.fresh {
 			t.mem[sk] = append(t.mem[sk], c)
 			t.memIDs[c.ID] = true
 		}
-		added = append(added, c)
+		added++
+		if op.Kind == extract.Assert {
+			texts = append(texts, factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context}))
+		}
 		if op.Kind == extract.End {
 			delete(t.ends, string(slot))
 		}
-		if err := t.b.Set(userKey(t.user, kv.SubFactIndex, id[:]), suf); err != nil {
+		if err := t.set(kv.SubFactIndex, id[:], suf); err != nil {
 			return err
 		}
 	}
-	if err := t.e.idx.prefetchVectors(t, added); err != nil {
+	if err := t.e.idx.prefetchVectors(t, texts); err != nil {
 		return err
 	}
-	if t.fresh && len(added) > 1 {
+	if t.fresh && added > 1 {
 		// A new user's import: each claim is likely a document.
 		ui, err := t.indexes()
 		if err != nil {
 			return err
 		}
-		ui.vec.Reserve(len(added))
+		ui.vec.Reserve(added)
 	}
 	for _, w := range touched {
 		if !w.one && !w.allObjects {
@@ -651,7 +669,9 @@ func (t *txn) logDecision(d *Decision) {
 	t.meta.Log++
 	d.Seq = t.meta.Log
 	// A failed Set surfaces at Commit (Pebble batches only fail on misuse).
-	_ = t.b.Set(seqKey(t.user, kv.SubLog, d.Seq), appendDecision(nil, d))
+	t.vb = appendDecision(t.vb[:0], d)
+	t.sb = kv.AppendUint64(t.sb[:0], d.Seq)
+	_ = t.set(kv.SubLog, t.sb, t.vb)
 }
 
 // vet defaults op's valid time to the episode's and says why the resolver
