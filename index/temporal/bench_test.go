@@ -58,11 +58,12 @@ func BenchmarkIndex(b *testing.B) {
 			{"op=bruteforce-now", func() *roaring.Bitmap {
 				out := roaring.New()
 				ix.mu.RLock()
-				for d, q := range ix.docs {
+				ix.each(func(d uint32, q quad) bool {
 					if q.visible(now.UnixNano(), now.UnixNano()) {
 						out.Add(d)
 					}
-				}
+					return true
+				})
 				ix.mu.RUnlock()
 				return out
 			}},
