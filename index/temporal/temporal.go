@@ -154,10 +154,10 @@ type Index struct {
 	gen      uint64                    // counts changes to docs
 	current  atomic.Pointer[cachedSet] // Current's answer, for gen
 
-	base     *base           // nil until the first rebuild
-	inBase   *roaring.Bitmap // docs indexed by base
-	stale    *roaring.Bitmap // docs of inBase whose base entry is out of date
-	delta    []deltaEntry    // docs whose current interval is not in base (see docPage.pos)
+	base   *base           // nil until the first rebuild
+	inBase *roaring.Bitmap // docs indexed by base
+	stale  *roaring.Bitmap // docs of inBase whose base entry is out of date
+	delta  []deltaEntry    // docs whose current interval is not in base (see docPage.pos)
 }
 
 // cachedSet is a result computed when the index was at generation gen.
