@@ -138,6 +138,10 @@ type base struct {
 }
 
 // Index is the temporal index of one user. Safe for concurrent use.
+//
+// Docs are held by ID in pages of 32, like bm25's documents: memory follows
+// the largest doc ID, which suits the engine's per-user counter (a doc ID
+// in the billions would cost a large page table).
 type Index struct {
 	prefix []byte
 
