@@ -78,6 +78,12 @@ type Graph struct {
 	// (indexes into ents) so that walk bitmaps stay small whatever the
 	// stored IDs are.
 	nextKey uint64
+	// buf holds the key and value of the write under way (under the write
+	// lock): kv.Batch copies what it is given, so writes allocate nothing.
+	buf []byte
+	// adjSlab is carved into the one-slot adjacency lists of new entities
+	// (most have one edge), so that each does not cost an allocation.
+	adjSlab []uint32
 
 	pool sync.Pool // *walkState
 }
@@ -101,7 +107,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Graph, error) {
 	}
 	byKey := make(map[uint32]uint32, len(st.ents))
 	for _, se := range st.ents {
-		id, err := g.installEntity(se.key, se.display)
+		id, err := g.installEntity(se.key, se.display, normalize(se.display))
 		if err != nil {
 			return nil, fmt.Errorf("graph: load: %w", err)
 		}
@@ -167,10 +173,24 @@ func (g *Graph) scan(ctx context.Context, r kv.Reader) (stored, error) {
 	return st, err
 }
 
-func (g *Graph) key(tag byte, id uint32) []byte {
-	k := make([]byte, 0, len(g.prefix)+5)
-	k = append(append(k, g.prefix...), tag)
-	return kv.AppendUint32(k, id)
+// appendKey appends the key of a record (tagEntity or tagEdge) to dst.
+func (g *Graph) appendKey(dst []byte, tag byte, id uint32) []byte {
+	return kv.AppendUint32(append(append(dst, g.prefix...), tag), id)
+}
+
+// set writes key = value, both built in g.buf: the key by appendKey, the
+// value by val appending to it. Caller holds the write lock.
+func (g *Graph) set(w kv.Writer, tag byte, id uint32, val func([]byte) []byte) error {
+	g.buf = g.appendKey(g.buf[:0], tag, id)
+	kl := len(g.buf)
+	g.buf = val(g.buf)
+	return w.Set(g.buf[:kl:kl], g.buf[kl:])
+}
+
+// del deletes a record. Caller holds the write lock.
+func (g *Graph) del(w kv.Writer, tag byte, id uint32) error {
+	g.buf = g.appendKey(g.buf[:0], tag, id)
+	return w.Delete(g.buf)
 }
 
 // normalize returns the identity of an entity name: space trimmed and
@@ -213,7 +233,19 @@ func plainASCII(s string, lower bool) bool {
 
 // words splits s into lower-cased runs of letters and digits.
 func words(s string) []string {
-	var out []string
+	// Count first: one allocation of the right size, not a growing slice.
+	n, in := 0, false
+	for _, r := range s {
+		w := unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+		if w && !in {
+			n++
+		}
+		in = w
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
 	start := -1
 	for i, r := range s {
 		w := unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
@@ -231,11 +263,10 @@ func words(s string) []string {
 	return out
 }
 
-// installEntity adds an entity with the given stored ID and display name
-// to memory and returns its in-memory ID. Caller owns g or holds the write
-// lock.
-func (g *Graph) installEntity(key uint32, display string) (uint32, error) {
-	norm := normalize(display)
+// installEntity adds an entity with the given stored ID, display name and
+// identity (normalize(display)) to memory and returns its in-memory ID.
+// Caller owns g or holds the write lock.
+func (g *Graph) installEntity(key uint32, display, norm string) (uint32, error) {
 	if other, ok := g.byNorm[norm]; ok {
 		return 0, fmt.Errorf("%w: entities %d and %d are both %q", ErrCorrupt, g.ents[other].key, key, norm)
 	}
@@ -305,6 +336,13 @@ func (g *Graph) installEdge(e edge) {
 func (g *Graph) link(id, slot uint32) {
 	ent := &g.ents[id]
 	ent.refs++
+	if ent.adj == nil {
+		if len(g.adjSlab) == 0 {
+			g.adjSlab = make([]uint32, 256)
+		}
+		ent.adj, g.adjSlab = append(g.adjSlab[:0:1], slot), g.adjSlab[1:]
+		return
+	}
 	i, _ := slices.BinarySearchFunc(ent.adj, g.edges[slot].doc, func(s, doc uint32) int { return cmp.Compare(g.edges[s].doc, doc) })
 	ent.adj = slices.Insert(ent.adj, i, slot)
 }
@@ -320,10 +358,9 @@ func (g *Graph) unlink(id, slot uint32) bool {
 	return ent.refs == 0
 }
 
-// entityID returns the ID for name, creating the entity (and writing it to
-// w) if it is new.
-func (g *Graph) entityID(w kv.Writer, name string) (uint32, error) {
-	norm := normalize(name)
+// entityID returns the ID for name, whose identity is norm, creating the
+// entity (and writing it to w) if it is new.
+func (g *Graph) entityID(w kv.Writer, name, norm string) (uint32, error) {
 	if id, ok := g.byNorm[norm]; ok {
 		return id, nil
 	}
@@ -332,10 +369,11 @@ func (g *Graph) entityID(w kv.Writer, name string) (uint32, error) {
 	}
 	key := uint32(g.nextKey)
 	display := collapse(name)
-	if err := w.Set(g.key(tagEntity, key), []byte(display)); err != nil {
+	if err := g.set(w, tagEntity, key, func(v []byte) []byte { return append(v, display...) }); err != nil {
 		return 0, fmt.Errorf("graph: write entity: %w", err)
 	}
-	id, err := g.installEntity(key, display)
+	// normalize(collapse(name)) == normalize(name): collapse is idempotent.
+	id, err := g.installEntity(key, display, norm)
 	if err != nil {
 		return 0, err
 	}
@@ -351,28 +389,32 @@ func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
 		return ErrNilWriter
 	}
 	label = collapse(label)
-	if normalize(from) == "" || normalize(to) == "" || label == "" {
+	fromNorm, toNorm := normalize(from), normalize(to)
+	if fromNorm == "" || toNorm == "" || label == "" {
 		return fmt.Errorf("%w: doc %d: %q -%q-> %q", ErrEmptyName, doc, from, label, to)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if slot, ok := g.byDoc[doc]; ok {
 		old := g.edges[slot]
-		if old.label == label && g.ents[old.from].norm == normalize(from) && g.ents[old.to].norm == normalize(to) {
+		if old.label == label && g.ents[old.from].norm == fromNorm && g.ents[old.to].norm == toNorm {
 			return nil
 		}
 		if err := g.removeEdge(w, doc); err != nil {
 			return err
 		}
 	}
-	fid, err := g.entityID(w, from)
+	fid, err := g.entityID(w, from, fromNorm)
 	if err != nil {
 		return err
 	}
-	tid, err := g.entityID(w, to)
+	tid, err := g.entityID(w, to, toNorm)
 	if err == nil {
-		v := kv.AppendUint32(kv.AppendUint32(make([]byte, 0, 8+len(label)), g.ents[fid].key), g.ents[tid].key)
-		if err = w.Set(g.key(tagEdge, doc), append(v, label...)); err != nil {
+		fk, tk := g.ents[fid].key, g.ents[tid].key
+		err = g.set(w, tagEdge, doc, func(v []byte) []byte {
+			return append(kv.AppendUint32(kv.AppendUint32(v, fk), tk), label...)
+		})
+		if err != nil {
 			err = fmt.Errorf("graph: write edge of doc %d: %w", doc, err)
 		}
 	}
@@ -406,7 +448,7 @@ func (g *Graph) removeEdge(w kv.Writer, doc uint32) error {
 		return nil
 	}
 	e := g.edges[slot]
-	if err := w.Delete(g.key(tagEdge, doc)); err != nil {
+	if err := g.del(w, tagEdge, doc); err != nil {
 		return fmt.Errorf("graph: delete edge of doc %d: %w", doc, err)
 	}
 	ends := []uint32{e.from}
@@ -415,7 +457,7 @@ func (g *Graph) removeEdge(w kv.Writer, doc uint32) error {
 	}
 	for _, id := range ends {
 		if g.ents[id].refs == 1 {
-			if err := w.Delete(g.key(tagEntity, g.ents[id].key)); err != nil {
+			if err := g.del(w, tagEntity, g.ents[id].key); err != nil {
 				return fmt.Errorf("graph: delete entity %d: %w", g.ents[id].key, err)
 			}
 		}

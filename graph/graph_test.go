@@ -474,7 +474,7 @@ func TestReloadEquality(t *testing.T) {
 	// Check reports a store that disagrees with memory.
 	b = db.NewBatch()
 	_ = b.Set(append(append([]byte(nil), prefix...), tagEntity, 0xFF, 0, 0, 0), []byte("ghost"))
-	_ = b.Delete(re.key(tagEdge, 10_000))
+	_ = b.Delete(re.appendKey(nil, tagEdge, 10_000))
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}

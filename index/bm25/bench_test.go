@@ -111,3 +111,32 @@ func BenchmarkSearchFacts(b *testing.B) {
 	}
 	ix.noPrune = false
 }
+
+// bulkTexts are the texts of a bulk import as the engine indexes them
+// (factText: subject, predicate gloss, object), most naming a new object.
+func bulkTexts(n int) []string {
+	preds := []string{"lives in live living home city where reside moved", "likes like enjoy",
+		"works at work job employer company", "plays instrument play music", "speaks language speak"}
+	texts := make([]string, n)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("user %s object-%d", preds[i%len(preds)], i)
+	}
+	return texts
+}
+
+// BenchmarkAddBulk is a new user's bulk import: a fresh index and 1000
+// new documents (writes discarded: the store's cost is not the index's).
+func BenchmarkAddBulk(b *testing.B) {
+	const n = 1000
+	texts := bulkTexts(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		ix := New([]byte("user/b/"), Options{})
+		for i, text := range texts {
+			if err := ix.Add(discard{}, uint32(i), text); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/doc")
+}

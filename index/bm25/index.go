@@ -59,8 +59,14 @@ func (o Options) withDefaults() Options {
 // posting is one term's postings list: the documents that contain the term
 // and, aligned with them in ascending document order, its frequency in each
 // (tfs[i] belongs to the i-th smallest document of docs).
+//
+// A posting that has only ever held one document keeps it in one, with docs
+// nil: most terms of a corpus occur once (an object's name, a number), and
+// a bitmap costs six allocations. The second document moves both into a
+// bitmap, which stays however few documents remain.
 type posting struct {
 	docs *roaring.Bitmap
+	one  uint32 // the document, while docs is nil and tfs is not empty
 	tfs  []uint32
 	// maxTF bounds every frequency in tfs from above and minDL the length
 	// of every document in docs from below. Deletes leave them as they
@@ -92,6 +98,15 @@ func (p *posting) insert(doc, tf, dl uint32) {
 	p.minDL = min(p.minDL, dl)
 	if p.blocks != nil {
 		p.blocks = addBound(p.blocks, doc>>windowShift, tf, dl)
+	}
+	if p.docs == nil {
+		if len(p.tfs) == 0 {
+			p.one = doc
+			p.tfs = append(p.tfs, tf)
+			return
+		}
+		p.docs = roaring.New()
+		p.docs.Add(p.one)
 	}
 	if p.docs.IsEmpty() || doc > p.docs.Maximum() {
 		// Documents mostly arrive in ID order: appending is the fast path.
@@ -128,20 +143,46 @@ func addBound(bs []blockBound, blk, tf, dl uint32) []blockBound {
 func (ix *Index) buildBounds(p *posting) {
 	p.blocks = make([]blockBound, 0, 16)
 	i := 0
-	p.docs.Iterate(func(doc uint32) bool {
+	p.iterate(func(doc uint32) bool {
 		p.blocks = addBound(p.blocks, doc>>windowShift, p.tfs[i], ix.docLen(doc))
 		i++
 		return true
 	})
 }
 
+// iterate calls fn with the posting's documents in ascending order until
+// fn returns false.
+func (p *posting) iterate(fn func(doc uint32) bool) {
+	if p.docs != nil {
+		p.docs.Iterate(fn)
+	} else if len(p.tfs) > 0 {
+		fn(p.one)
+	}
+}
+
+// len returns the number of documents of the posting by its frequencies.
+func (p *posting) len() int { return len(p.tfs) }
+
+// card returns the number of documents of the posting by its documents
+// (for Check: equal to len in a sound index).
+func (p *posting) card() uint64 {
+	if p.docs == nil {
+		return 1
+	}
+	return p.docs.GetCardinality()
+}
+
 func (p *posting) remove(doc uint32) {
+	if p.docs == nil {
+		p.tfs = p.tfs[:0] // doc is p.one
+		return
+	}
 	i := int(p.docs.Rank(doc)) - 1
 	p.docs.Remove(doc)
 	p.tfs = slices.Delete(p.tfs, i, i+1)
 }
 
-// term is a dictionary entry; a freed entry has docs == nil.
+// term is a dictionary entry; a freed entry has no postings (len(tfs) == 0).
 type term struct {
 	text string
 	posting
@@ -183,6 +224,11 @@ type Index struct {
 	pages []*docPage
 	live  *roaring.Bitmap
 	total uint64 // sum of document lengths
+	// Documents' term lists and new postings' first frequency are carved
+	// from chunks: a bulk import of short documents would otherwise cost
+	// two small allocations per document.
+	refSlab slab[termRef]
+	tfSlab  slab[uint32]
 
 	noPrune bool // tests and benchmarks: score every posting (no MaxScore)
 	// blockMin is the constant blockMin but for tests, which lower it to
@@ -310,7 +356,7 @@ func (ix *Index) Add(w kv.Writer, doc uint32, text string) error {
 	if ix.live.Contains(doc) {
 		ix.removeLocked(doc)
 	}
-	refs := make([]termRef, len(s.counts))
+	refs := ix.refSlab.take(len(s.counts))
 	for i, c := range s.counts {
 		id, ok := ix.ids[string(c.b)]
 		if !ok {
@@ -337,7 +383,7 @@ func appendCountsRecord(dst []byte, length uint32, counts []count) []byte {
 }
 
 func (ix *Index) newTermLocked(text string) uint32 {
-	p := posting{docs: roaring.New(), minDL: math.MaxUint32}
+	p := posting{tfs: ix.tfSlab.take(1)[:0], minDL: math.MaxUint32}
 	if n := len(ix.free); n > 0 {
 		id := ix.free[n-1]
 		ix.free = ix.free[:n-1]
@@ -367,6 +413,30 @@ func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
 	}
 	ix.live.Add(doc)
 	ix.total += uint64(length)
+}
+
+// slab hands out small slices carved from shared chunks, each capped at
+// its length so that growing one reallocates it rather than overwrite its
+// neighbour. Chunks start small and double, so that a small index does not
+// pin a large chunk. Not safe for concurrent use (the index's lock guards
+// it).
+type slab[T any] struct {
+	free  []T
+	chunk int // size of the last chunk
+}
+
+func (s *slab[T]) take(n int) []T {
+	const minChunk, maxChunk = 16, 256
+	if n > maxChunk/4 {
+		return make([]T, n)
+	}
+	if len(s.free) < n {
+		s.chunk = min(maxChunk, max(minChunk, 2*s.chunk))
+		s.free = make([]T, s.chunk)
+	}
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	return out
 }
 
 func cmpUint32(a, b uint32) int {
@@ -406,7 +476,7 @@ func (ix *Index) removeLocked(doc uint32) {
 	for _, r := range p.terms[doc&pageMask] {
 		t := &ix.terms[r.id]
 		t.remove(doc)
-		if t.docs.IsEmpty() {
+		if t.len() == 0 {
 			delete(ix.ids, t.text)
 			ix.terms[r.id] = term{}
 			ix.free = append(ix.free, r.id)
@@ -449,7 +519,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		if err != nil {
 			return fmt.Errorf("doc %d: %w", doc, err)
 		}
-		refs := make([]termRef, len(terms))
+		refs := ix.refSlab.take(len(terms))
 		for i, t := range terms {
 			id, ok := ix.ids[t.term]
 			if !ok {

@@ -154,6 +154,13 @@ type cursor struct {
 
 func (c *cursor) cur() uint32 { return c.buf[c.pos] }
 
+// exhausted is an iterator with nothing left (zero-sized: storing it in
+// an interface allocates nothing).
+type exhausted struct{}
+
+func (exhausted) NextMany([]uint32) int           { return 0 }
+func (exhausted) NextMany64(uint64, []uint64) int { return 0 }
+
 func (c *cursor) next() {
 	c.ti++
 	if c.pos++; c.pos < c.n {
@@ -278,9 +285,15 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 		if c.buf == nil {
 			c.buf = make([]uint32, 256)
 		}
-		c.it, c.tfs, c.w, c.ti = t.docs.ManyIterator(), t.tfs, q.w, -1
-		c.pos, c.n, c.essential = 0, 0, true
-		c.next()
+		c.tfs, c.w, c.essential = t.tfs, q.w, true
+		if t.docs == nil {
+			// A one-document posting: the state next leaves after
+			// reading it from an iterator.
+			c.it, c.buf[0], c.n, c.pos, c.ti, c.done = exhausted{}, t.one, 1, 0, 0, false
+		} else {
+			c.it, c.pos, c.n, c.ti = t.docs.ManyIterator(), 0, 0, -1
+			c.next()
+		}
 		c.tb = bound(q.w, t.maxTF, t.minDL, kA, kB)
 		c.blocks, c.bi = t.blocks, 0
 		// MaxScore sums bounds in another order than the scores are

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +42,24 @@ const (
 	// dirtyShift bounds the delta at len(docs)>>dirtyShift before a query
 	// rebuilds the snapshot structure.
 	dirtyShift = 5
+
+	// Docs are held in pages of pageSize consecutive IDs (the engine's doc
+	// IDs are a per-user counter, so pages are dense): a put is two loads
+	// and a store, where a map insert cost a hash, a probe and, during a
+	// bulk import, repeated growth.
+	pageShift = 5
+	pageSize  = 1 << pageShift
+	pageMask  = pageSize - 1
 )
+
+// docPage holds the intervals of pageSize consecutive docs.
+type docPage struct {
+	q [pageSize]quad
+	// pos is 1 + the index in delta of the doc's entry, 0 when the doc is
+	// not in the delta.
+	pos [pageSize]uint32
+	has uint32 // bit i: doc i of the page is held
+}
 
 // Interval is the four instants of one fact version (DESIGN §2). A zero
 // ValidTo or ExpiredAt is open (+∞); a zero ValidFrom or RecordedAt is −∞.
@@ -120,11 +138,17 @@ type base struct {
 }
 
 // Index is the temporal index of one user. Safe for concurrent use.
+//
+// Docs are held by ID in pages of 32, like bm25's documents: memory follows
+// the largest doc ID, which suits the engine's per-user counter (a doc ID
+// in the billions would cost a large page table).
 type Index struct {
 	prefix []byte
 
 	mu     sync.RWMutex
-	docs   map[uint32]quad
+	pages  []*docPage      // by doc >> pageShift; nil: no doc held
+	n      int             // docs held
+	buf    []byte          // key and value of the write under way
 	open   *roaring.Bitmap // docs whose ExpiredAt is open
 	maxRec int64           // largest RecordedAt ever put (never lowered)
 	// maxValid is the largest finite ValidFrom or ValidTo ever put (never
@@ -134,11 +158,10 @@ type Index struct {
 	gen      uint64                    // counts changes to docs
 	current  atomic.Pointer[cachedSet] // Current's answer, for gen
 
-	base     *base           // nil until the first rebuild
-	inBase   *roaring.Bitmap // docs indexed by base
-	stale    *roaring.Bitmap // docs of inBase whose base entry is out of date
-	delta    []deltaEntry    // docs whose current interval is not in base
-	deltaPos map[uint32]int  // doc → index in delta
+	base   *base           // nil until the first rebuild
+	inBase *roaring.Bitmap // docs indexed by base
+	stale  *roaring.Bitmap // docs of inBase whose base entry is out of date
+	delta  []deltaEntry    // docs whose current interval is not in base (see docPage.pos)
 }
 
 // cachedSet is a result computed when the index was at generation gen.
@@ -156,14 +179,49 @@ type deltaEntry struct {
 func New(prefix []byte) *Index {
 	return &Index{
 		prefix:   append([]byte(nil), prefix...),
-		docs:     make(map[uint32]quad),
 		open:     roaring.New(),
 		maxRec:   openStart,
 		maxValid: openStart,
 		inBase:   roaring.New(),
 		stale:    roaring.New(),
-		deltaPos: make(map[uint32]int),
 	}
+}
+
+// get returns doc's interval.
+func (ix *Index) get(doc uint32) (quad, bool) {
+	pi := int(doc >> pageShift)
+	if pi >= len(ix.pages) || ix.pages[pi] == nil || ix.pages[pi].has&(1<<(doc&pageMask)) == 0 {
+		return quad{}, false
+	}
+	return ix.pages[pi].q[doc&pageMask], true
+}
+
+// each calls fn with every doc held and its interval, in doc order, until
+// fn returns false.
+func (ix *Index) each(fn func(doc uint32, q quad) bool) {
+	for pi, p := range ix.pages {
+		if p == nil {
+			continue
+		}
+		for h := p.has; h != 0; h &= h - 1 {
+			i := bits.TrailingZeros32(h)
+			if !fn(uint32(pi)<<pageShift|uint32(i), p.q[i]) {
+				return
+			}
+		}
+	}
+}
+
+// page returns doc's page, adding it if absent.
+func (ix *Index) page(doc uint32) *docPage {
+	pi := int(doc >> pageShift)
+	if pi >= len(ix.pages) {
+		ix.pages = append(ix.pages, make([]*docPage, pi+1-len(ix.pages))...)
+	}
+	if ix.pages[pi] == nil {
+		ix.pages[pi] = new(docPage)
+	}
+	return ix.pages[pi]
 }
 
 // Load reads the index stored under prefix.
@@ -184,19 +242,18 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Index, error) {
 	return ix, nil
 }
 
-func (ix *Index) key(doc uint32) []byte {
-	k := make([]byte, 0, len(ix.prefix)+4)
-	k = append(k, ix.prefix...)
-	return kv.AppendUint32(k, doc)
+// appendKey appends doc's key to dst.
+func (ix *Index) appendKey(dst []byte, doc uint32) []byte {
+	return kv.AppendUint32(append(dst, ix.prefix...), doc)
 }
 
-func encode(q quad) []byte {
-	v := make([]byte, 0, valueLen)
-	v = append(v, valueVersion)
-	v = kv.AppendInt64(v, q.vf)
-	v = kv.AppendInt64(v, q.vt)
-	v = kv.AppendInt64(v, q.ra)
-	return kv.AppendInt64(v, q.ea)
+// appendValue appends the stored form of q to dst.
+func appendValue(dst []byte, q quad) []byte {
+	dst = append(dst, valueVersion)
+	dst = kv.AppendInt64(dst, q.vf)
+	dst = kv.AppendInt64(dst, q.vt)
+	dst = kv.AppendInt64(dst, q.ra)
+	return kv.AppendInt64(dst, q.ea)
 }
 
 func (ix *Index) decode(k, v []byte) (uint32, quad, error) {
@@ -217,7 +274,8 @@ func (ix *Index) decode(k, v []byte) (uint32, quad, error) {
 
 // Put records doc's interval: an insert, or an update of a doc already held
 // (the engine sets ExpiredAt when a version expires). The write goes to w
-// and applies to memory at once.
+// and applies to memory at once. The key and value passed to w.Set are
+// reused after it returns ([kv.Batch] copies them).
 func (ix *Index) Put(w kv.Writer, doc uint32, iv Interval) error {
 	if w == nil {
 		return ErrNilWriter
@@ -226,21 +284,32 @@ func (ix *Index) Put(w kv.Writer, doc uint32, iv Interval) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Set(ix.key(doc), encode(q)); err != nil {
-		return fmt.Errorf("temporal: put doc %d: %w", doc, err)
-	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	// One buffer, owned by the index and used under the lock, holds the
+	// key then the value: a put allocates nothing for its write.
+	ix.buf = ix.appendKey(ix.buf[:0], doc)
+	kl := len(ix.buf)
+	ix.buf = appendValue(ix.buf, q)
+	if err := w.Set(ix.buf[:kl:kl], ix.buf[kl:]); err != nil {
+		return fmt.Errorf("temporal: put doc %d: %w", doc, err)
+	}
 	ix.apply(doc, q)
 	return nil
 }
 
 // apply installs q as doc's interval in memory. Caller holds mu (or owns ix).
 func (ix *Index) apply(doc uint32, q quad) {
-	if old, ok := ix.docs[doc]; ok && old == q {
-		return
+	p, i := ix.page(doc), doc&pageMask
+	if p.has&(1<<i) != 0 {
+		if p.q[i] == q {
+			return
+		}
+	} else {
+		p.has |= 1 << i
+		ix.n++
 	}
-	ix.docs[doc] = q
+	p.q[i] = q
 	ix.gen++
 	if q.vf != openStart {
 		ix.maxValid = max(ix.maxValid, q.vf)
@@ -257,12 +326,12 @@ func (ix *Index) apply(doc uint32, q quad) {
 	if ix.inBase.Contains(doc) {
 		ix.stale.Add(doc)
 	}
-	if i, ok := ix.deltaPos[doc]; ok {
-		ix.delta[i].q = q
+	if pos := p.pos[i]; pos != 0 {
+		ix.delta[pos-1].q = q
 		return
 	}
-	ix.deltaPos[doc] = len(ix.delta)
 	ix.delta = append(ix.delta, deltaEntry{doc: doc, q: q})
+	p.pos[i] = uint32(len(ix.delta))
 }
 
 // Delete removes doc from the index. Deleting a doc the index does not hold
@@ -271,26 +340,32 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 	if w == nil {
 		return ErrNilWriter
 	}
-	if err := w.Delete(ix.key(doc)); err != nil {
-		return fmt.Errorf("temporal: delete doc %d: %w", doc, err)
-	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if _, ok := ix.docs[doc]; !ok {
+	ix.buf = ix.appendKey(ix.buf[:0], doc)
+	if err := w.Delete(ix.buf); err != nil {
+		return fmt.Errorf("temporal: delete doc %d: %w", doc, err)
+	}
+	if _, ok := ix.get(doc); !ok {
 		return nil
 	}
-	delete(ix.docs, doc)
+	p, i := ix.pages[doc>>pageShift], doc&pageMask
+	p.has &^= 1 << i
+	p.q[i] = quad{}
+	ix.n--
 	ix.gen++
 	ix.open.Remove(doc)
 	if ix.inBase.Contains(doc) {
 		ix.stale.Add(doc)
 	}
-	if i, ok := ix.deltaPos[doc]; ok {
+	if pos := p.pos[i]; pos != 0 {
+		// Move the last delta entry into doc's place.
 		last := len(ix.delta) - 1
-		ix.delta[i] = ix.delta[last]
-		ix.deltaPos[ix.delta[i].doc] = i
+		ix.delta[pos-1] = ix.delta[last]
+		moved := ix.delta[pos-1].doc
+		ix.pages[moved>>pageShift].pos[moved&pageMask] = pos
 		ix.delta = ix.delta[:last]
-		delete(ix.deltaPos, doc)
+		p.pos[i] = 0 // after the move: doc may have been the last entry
 	}
 	return nil
 }
@@ -299,7 +374,7 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 func (ix *Index) Get(doc uint32) (Interval, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	q, ok := ix.docs[doc]
+	q, ok := ix.get(doc)
 	if !ok {
 		return Interval{}, false
 	}
@@ -310,12 +385,12 @@ func (ix *Index) Get(doc uint32) (Interval, bool) {
 func (ix *Index) Len() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return len(ix.docs)
+	return ix.n
 }
 
 func (ix *Index) dirty() bool {
 	d := len(ix.delta) + int(ix.stale.GetCardinality())
-	return d > minDirty && d > len(ix.docs)>>dirtyShift
+	return d > minDirty && d > ix.n>>dirtyShift
 }
 
 // rlockFresh takes the read lock, first rebuilding the snapshot structure
@@ -344,6 +419,7 @@ func (ix *Index) rebuild() {
 		txS, txE = spanEvents(txS, txE, e.doc, e.q.ra, e.q.ea)
 		vS, vE = spanEvents(vS, vE, e.doc, e.q.vf, e.q.vt)
 		ix.inBase.Add(e.doc)
+		ix.pages[e.doc>>pageShift].pos[e.doc&pageMask] = 0
 	}
 	var oldTx, oldValid *axis
 	if ix.base != nil {
@@ -355,13 +431,12 @@ func (ix *Index) rebuild() {
 	}
 	// Deleted docs were stale and are not in the delta.
 	for _, d := range ix.stale.ToArray() {
-		if _, ok := ix.docs[d]; !ok {
+		if _, ok := ix.get(d); !ok {
 			ix.inBase.Remove(d)
 		}
 	}
 	ix.stale = roaring.New()
 	ix.delta = ix.delta[:0]
-	clear(ix.deltaPos)
 }
 
 // Visible returns the docs visible at (validAt, knownAt): RecordedAt ≤
@@ -458,7 +533,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 			return nil
 		}
 		seen.Add(doc)
-		if mq, ok := ix.docs[doc]; !ok {
+		if mq, ok := ix.get(doc); !ok {
 			add(fmt.Errorf("%w: doc %d stored but not in memory", ErrInconsistent, doc))
 		} else if mq != q {
 			add(fmt.Errorf("%w: doc %d stored as %+v, in memory %+v", ErrInconsistent, doc, q.interval(), mq.interval()))
@@ -470,9 +545,10 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	}
 	open := roaring.New()
 	var instants []int64
-	for d, q := range ix.docs {
-		if err := ctx.Err(); err != nil {
-			return err
+	n, inDelta := 0, 0
+	ix.each(func(d uint32, q quad) bool {
+		if n++; n&1023 == 0 && ctx.Err() != nil {
+			return false
 		}
 		if !seen.Contains(d) {
 			add(fmt.Errorf("%w: doc %d in memory but not stored", ErrInconsistent, d))
@@ -483,6 +559,19 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 		if len(instants) < 8 {
 			instants = append(instants, q.vf, q.ra, q.vt-1, q.ea-1)
 		}
+		if pos := ix.pages[d>>pageShift].pos[d&pageMask]; pos != 0 {
+			inDelta++
+			if int(pos) > len(ix.delta) || ix.delta[pos-1].doc != d || ix.delta[pos-1].q != q {
+				add(fmt.Errorf("%w: doc %d: delta position %d out of date", ErrInconsistent, d, pos))
+			}
+		}
+		return true
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if n != ix.n || inDelta != len(ix.delta) {
+		add(fmt.Errorf("%w: %d docs held (count %d), %d in the delta (length %d)", ErrInconsistent, n, ix.n, inDelta, len(ix.delta)))
 	}
 	if !open.Equals(ix.open) {
 		add(fmt.Errorf("%w: open set has %d docs, expected %d", ErrInconsistent, ix.open.GetCardinality(), open.GetCardinality()))
@@ -495,11 +584,12 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 			}
 			got := ix.visible(v, k)
 			want := roaring.New()
-			for d, q := range ix.docs {
+			ix.each(func(d uint32, q quad) bool {
 				if q.visible(v, k) {
 					want.Add(d)
 				}
-			}
+				return true
+			})
 			if !got.Equals(want) {
 				add(fmt.Errorf("%w: at (valid %d, known %d) index has %d docs, predicate %d", ErrInconsistent, v, k, got.GetCardinality(), want.GetCardinality()))
 			}

@@ -315,7 +315,7 @@ func TestPersistRealStore(t *testing.T) {
 	}
 	// Check finds a store that disagrees with memory.
 	b = db.NewBatch()
-	if err := b.Set(append(append([]byte(nil), prefix...), 0, 0, 0, 42), encode(quad{vf: 1, vt: openEnd, ra: 1, ea: openEnd})); err != nil {
+	if err := b.Set(append(append([]byte(nil), prefix...), 0, 0, 0, 42), appendValue(nil, quad{vf: 1, vt: openEnd, ra: 1, ea: openEnd})); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Delete(append(append([]byte(nil), prefix...), 0, 0, 0, 1)); err != nil {
