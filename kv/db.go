@@ -486,7 +486,9 @@ type Reader interface {
 	Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error
 }
 
-// Writer is what the index packages write through: a batch.
+// Writer is what the index packages write through: a batch. A Writer
+// copies what it is given: callers may reuse a key or value buffer as soon
+// as Set or Delete returns.
 type Writer interface {
 	Set(key, value []byte) error
 	Delete(key []byte) error
