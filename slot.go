@@ -58,7 +58,7 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 		return err
 	}
 	for _, c := range claims {
-		if w.fresh[c.ID] {
+		if w.fresh.has(c.ID) {
 			detail := "nothing open to end"
 			if applied[c.ID] {
 				detail = "closed every open value"
@@ -106,7 +106,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	var latestOld int64
 	allFresh := true
 	for _, c := range claims {
-		if !w.fresh[c.ID] {
+		if !w.fresh.has(c.ID) {
 			allFresh = false
 			if resolve.Kind(c.Kind) == resolve.Assert && !c.Retracted && c.ValidFrom > latestOld {
 				latestOld = c.ValidFrom
@@ -114,8 +114,8 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		}
 	}
 	coexist := false
-	if allFresh && len(w.fresh) > 0 {
-		if coexist, err = t.otherContexts(w.slot); err != nil {
+	if allFresh && w.fresh.len() > 0 {
+		if coexist, err = t.otherContexts(w); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +124,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	for i := range claims {
 		c := &claims[i]
 		o := out[c.ID]
-		fresh := w.fresh[c.ID]
+		fresh := w.fresh.has(c.ID)
 		if resolve.Kind(c.Kind) == resolve.End {
 			if o.Applied {
 				applied[c.ID] = true
@@ -168,7 +168,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				if err := t.expire(w.slot, cur); err != nil {
 					return nil, err
 				}
-				if !w.fresh[c.ID] {
+				if !w.fresh.has(c.ID) {
 					t.decide(RuleDup, c, "folded into "+o.Into)
 				}
 			}
@@ -178,7 +178,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		switch {
 		case !has:
 			want.Rule = versionRule(c, o)
-			if err := t.put(w.slot, want); err != nil {
+			if err := t.put(w, want); err != nil {
 				return nil, err
 			}
 		case cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
@@ -193,10 +193,10 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 			if err := t.expire(w.slot, cur); err != nil {
 				return nil, err
 			}
-			if err := t.put(w.slot, want); err != nil {
+			if err := t.put(w, want); err != nil {
 				return nil, err
 			}
-			if !w.fresh[c.ID] {
+			if !w.fresh.has(c.ID) {
 				t.decide(want.Rule, c, describeChange(cur, want))
 			}
 		}
@@ -296,7 +296,8 @@ func (t *txn) version(c claimRec, o *resolve.Outcome) Fact {
 }
 
 // put records f as the live version of its fact, with a new index document.
-func (t *txn) put(slot []byte, f Fact) error {
+func (t *txn) put(w *slotWork, f Fact) error {
+	slot := w.slot
 	f.RecordedAt = fromNanos(t.now)
 	t.meta.Doc++
 	f.Doc = t.meta.Doc
@@ -305,7 +306,7 @@ func (t *txn) put(slot []byte, f Fact) error {
 	if err := t.set(kv.SubLive, suf, t.vb); err != nil {
 		return err
 	}
-	t.sawContext(slot)
+	t.sawContext(w)
 	t.vb = versionDoc(t.vb[:0], f.Episode, suf, nanos(f.RecordedAt))
 	if err := t.setDoc(f.Doc, t.vb); err != nil {
 		return err
@@ -334,22 +335,32 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	return t.e.idx.expireVersion(t, &cur)
 }
 
+// ctxGroup is a subject and predicate, whose contexts coexist.
+type ctxGroup struct{ subj, pred string }
+
+// slotNames returns w's normalised subject, predicate and context.
+func slotNames(w *slotWork) (ctxGroup, string, error) {
+	if w.subjKey != "" {
+		return ctxGroup{w.subjKey, w.pred}, w.ctxKey, nil
+	}
+	subj, pred, ctxKey, _, _, err := slotParts(w.slot)
+	return ctxGroup{subj, pred}, ctxKey, err
+}
+
 // sawContext updates the otherContexts cache after a live value was
-// written in slot's context: every other context of the same subject and
+// written in w's context: every other context of the same subject and
 // predicate now has a neighbour.
-func (t *txn) sawContext(slot []byte) {
+func (t *txn) sawContext(w *slotWork) {
 	if len(t.contexts) == 0 {
 		return
 	}
-	subj, pred, ctxKey, _, _, err := slotParts(slot)
+	g, mine, err := slotNames(w)
 	if err != nil {
 		return
 	}
-	sp := string(userKey(t.user, kv.SubLive, kv.AppendString(kv.AppendString(nil, subj), pred)))
-	mine := string(kv.AppendString([]byte(sp), ctxKey))
-	for k := range t.contexts {
-		if k != mine && strings.HasPrefix(k, sp) {
-			t.contexts[k] = true
+	for c := range t.contexts[g] {
+		if c != mine {
+			t.contexts[g][c] = true
 		}
 	}
 }
@@ -358,18 +369,23 @@ func (t *txn) sawContext(slot []byte) {
 // have live values under another context (rule coexist). Contexts sort
 // within (subject, predicate), so it looks only before and after this
 // context's range and stops at the first key: never a scan of the slot.
-func (t *txn) otherContexts(slot []byte) (bool, error) {
-	subj, pred, ctxKey, _, _, err := slotParts(slot)
+func (t *txn) otherContexts(w *slotWork) (bool, error) {
+	g, ctxKey, err := slotNames(w)
 	if err != nil {
 		return false, err
 	}
-	prefix := userKey(t.user, kv.SubLive, kv.AppendString(kv.AppendString(nil, subj), pred))
-	mine := kv.AppendString(append([]byte(nil), prefix...), ctxKey)
-	if v, ok := t.contexts[string(mine)]; ok {
+	if v, ok := t.contexts[g][ctxKey]; ok {
 		return v, nil
 	}
+	prefix := userKey(t.user, kv.SubLive, kv.AppendString(kv.AppendString(nil, g.subj), g.pred))
+	mine := kv.AppendString(append([]byte(nil), prefix...), ctxKey)
 	found := false
-	defer func() { t.contexts[string(mine)] = found }()
+	defer func() {
+		if t.contexts[g] == nil {
+			t.contexts[g] = map[string]bool{}
+		}
+		t.contexts[g][ctxKey] = found
+	}()
 	stop := func(_, _ []byte) error { found = true; return errStop }
 	for _, r := range [][2][]byte{{prefix, mine}, {kv.PrefixEnd(mine), kv.PrefixEnd(prefix)}} {
 		if err := t.b.ScanRange(t.ctx, r[0], r[1], stop); err != nil && !errors.Is(err, errStop) {
@@ -445,7 +461,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 	// can (it is resolved after or before this slot), so the full fold
 	// takes those. (The ends' own slot holds no assertion, so the scan
 	// below sends it to the full fold too.)
-	if !appendFastPath || w.allObjects || w.endsTouched || len(w.fresh) == 0 {
+	if !appendFastPath || w.allObjects || w.endsTouched || w.fresh.len() == 0 {
 		return nil, nil
 	}
 	var fresh []claimRec
@@ -455,7 +471,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 		if err != nil {
 			return err
 		}
-		if !w.fresh[c.ID] {
+		if !w.fresh.has(c.ID) {
 			latestOld, hasOld = c.ValidFrom, true
 			return errStop
 		}
@@ -469,7 +485,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 	if err != nil && !errors.Is(err, errStop) {
 		return nil, err
 	}
-	if !ok || !hasOld || len(fresh) != len(w.fresh) || fresh[len(fresh)-1].ValidFrom <= latestOld {
+	if !ok || !hasOld || len(fresh) != w.fresh.len() || fresh[len(fresh)-1].ValidFrom <= latestOld {
 		return nil, nil // fresh claims among the old ones, or nothing old
 	}
 	var seedVersion *Fact

@@ -281,9 +281,9 @@ type txn struct {
 	claims    int        // ops accepted (not rejected) so far
 	failure   error      // why the last text episode applied failed (see Retry), or nil
 	// Per-transaction caches of reads that a bulk batch would repeat.
-	ends     map[string][]claimRec // see slotClaims
-	contexts map[string]bool       // (subject, predicate, context) → other contexts exist
-	caught   int                   // queued episodes applied by catchUp
+	ends     map[string][]claimRec        // see slotClaims
+	contexts map[ctxGroup]map[string]bool // subject, predicate → context → other contexts exist
+	caught   int                          // queued episodes applied by catchUp
 	// ui: the user's indexes, once this write needs them. indexed: the
 	// write changed them, so they must be dropped from the cache unless
 	// it commits.
@@ -377,7 +377,7 @@ func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, er
 	} else {
 		b = e.db.NewBatchSized(sizeHint)
 	}
-	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[string]bool{},
+	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[ctxGroup]map[string]bool{},
 		resolved: map[string]bool{}, root: kv.UserRoot(user)}
 	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && memFastPath {
 		t.fresh, t.mem, t.memIDs = true, map[string][]claimRec{}, map[string]bool{}
@@ -459,7 +459,7 @@ type slotWork struct {
 	slot                  []byte
 	subjKey, pred, ctxKey string
 	one                   bool
-	fresh                 map[string]bool // claims added by this transaction
+	fresh                 idSet // claims added by this transaction
 	judged                bool
 	// allObjects: an end without object of a Many predicate, which
 	// re-resolves every object sub-slot.
@@ -467,6 +467,41 @@ type slotWork struct {
 	// endsTouched: an object sub-slot of a Many predicate whose ends
 	// without object also got a claim in this batch.
 	endsTouched bool
+}
+
+// idSet is a set of claim IDs that needs no map for one ID (most slots
+// of an import get one claim).
+type idSet struct {
+	one  string
+	many map[string]bool
+}
+
+func (s *idSet) add(id string) {
+	switch {
+	case s.many != nil:
+		s.many[id] = true
+	case s.one == "" || s.one == id:
+		s.one = id
+	default:
+		s.many = map[string]bool{s.one: true, id: true}
+	}
+}
+
+func (s *idSet) has(id string) bool {
+	if s.many != nil {
+		return s.many[id]
+	}
+	return s.one != "" && s.one == id
+}
+
+func (s *idSet) len() int {
+	if s.many != nil {
+		return len(s.many)
+	}
+	if s.one != "" {
+		return 1
+	}
+	return 0
 }
 
 func validOp(op extract.Op) error {
@@ -516,7 +551,11 @@ func renderOp(op extract.Op) string {
 // is the episode text that quotes must come from ("" for structured ops,
 // whose quotes are the caller's).
 func (t *txn) applyOps(ops []extract.Op, text string) error {
-	touched := map[string]*slotWork{}
+	touched := make(map[string]*slotWork, len(ops))
+	if t.fresh && len(t.memIDs) == 0 {
+		// A new user's import: about one slot per op.
+		t.mem, t.memIDs, t.resolved = make(map[string][]claimRec, len(ops)), make(map[string]bool, len(ops)), make(map[string]bool, len(ops))
+	}
 	var order []string
 	// texts: what the new assertions' documents will say, embedded
 	// together below.
@@ -568,13 +607,13 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		w := touched[sk]
 		if w == nil {
-			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one, fresh: map[string]bool{},
+			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one,
 				allObjects: !one && op.Kind == extract.End && objKey == ""}
 			touched[sk] = w
 			order = append(order, sk)
 		}
 		w.judged = w.judged || judged
-		w.fresh[c.ID] = true
+		w.fresh.add(c.ID)
 		t.vb = appendClaim(t.vb[:0], &c)
 		if err := t.set(kv.SubClaim, suf, t.vb); err != nil {
 			return err
@@ -831,7 +870,7 @@ func (t *txn) applyCorrection(c *Correction) error {
 			if err != nil {
 				return err
 			}
-			w = &slotWork{slot: slot, pred: cl.Predicate, one: !many, fresh: map[string]bool{}}
+			w = &slotWork{slot: slot, pred: cl.Predicate, one: !many}
 		}
 		if idHex == c.FactID {
 			t.decide(RuleCorrect, cl, "retracted by the user")
