@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -456,4 +457,26 @@ func TestHashParallelBatch(t *testing.T) {
 	if _, err := h.Embed(ctx, texts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
+}
+
+// BenchmarkHashEmbedBatch embeds a bulk import's 1000 fact texts in one
+// Embed call (split over the cores, as the engine's prefetch does).
+func BenchmarkHashEmbedBatch(b *testing.B) {
+	h := NewHash(0)
+	preds := []string{"lives in", "likes", "works at", "plays instrument", "speaks language"}
+	texts := make([]string, 1000)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("user %s object-%d", preds[i%len(preds)], i)
+		if i%10 == 0 {
+			texts[i] += " since March, together with Ærøskøbing's Café Zoë"
+		}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Embed(ctx, texts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/text")
 }
