@@ -53,13 +53,20 @@ func (h *Hash) Dim() int { return h.dim }
 // Embed returns one L2-normalised vector per text. It fails only when ctx
 // is done. A large batch (a bulk import) is split over the available
 // cores; each vector depends on its text alone, so the result is the same.
-// The vectors share one backing array (each capped to its own length), so
-// a batch costs one allocation, not one per text.
+// The vectors share backing arrays of up to vecChunk bytes (each vector
+// capped to its own length), so a batch costs one allocation per ~20
+// vectors, not one per text. A chunk stays a small object: a single large
+// array for a bulk import's batch came from fresh pages, and faulting
+// them in cost more than the allocations it saved.
 func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
-	backing := make([]float32, len(texts)*h.dim)
+	perChunk := max(1, vecChunk/(4*h.dim))
+	var backing []float32
 	for i := range out {
-		out[i] = backing[i*h.dim : (i+1)*h.dim : (i+1)*h.dim]
+		if len(backing) == 0 {
+			backing = make([]float32, min(perChunk, len(texts)-i)*h.dim)
+		}
+		out[i], backing = backing[:h.dim:h.dim], backing[h.dim:]
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(texts)/parallelEmbedMin)
 	if workers <= 1 {
@@ -78,6 +85,10 @@ func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	}
 	return out, nil
 }
+
+// vecChunk is the most bytes of vectors Embed allocates at once: the
+// largest small-object size.
+const vecChunk = 32 << 10
 
 // parallelEmbedMin is the number of texts per core from which Embed uses
 // more than one: below it, starting goroutines costs more than it saves.
@@ -113,8 +124,10 @@ type scratch struct {
 	ends  []int32 // end offset in lower of each word
 	tri   []byte  // "<" word ">"
 	offs  []int32 // start of each rune of tri, and its length
-	// touched has bit i set when bucket i received a weight: the
-	// normalisation visits those alone, in index order.
+	// vec accumulates the weights (zero between texts); touched has bit i
+	// set when bucket i received one: the normalisation visits those
+	// alone, in index order.
+	vec     []float32
 	touched []uint64
 }
 
@@ -129,7 +142,10 @@ func (h *Hash) embed(text string) []float32 {
 	return v
 }
 
-// embedInto writes the vector of text into v (zeroed, len dim).
+// embedInto writes the vector of text into out (zeroed, len dim). The
+// weights are summed in sc's vector, which stays in cache between texts:
+// out is fresh memory, and adding into it directly missed the cache on
+// most of a text's features.
 //
 // The features are those of the first implementation (kept in
 // embed_test.go as embedReference), computed without its allocations: the
@@ -139,7 +155,11 @@ func (h *Hash) embed(text string) []float32 {
 // UTF-8 into U+FFFD, which is no letter or digit, just as a RuneError
 // from decoding here is a separator), and trigrams are hashed from the
 // UTF-8 bytes of "<" word ">", which are what fnvRunes encoded.
-func (h *Hash) embedInto(v []float32, text string, sc *scratch) {
+func (h *Hash) embedInto(out []float32, text string, sc *scratch) {
+	if len(sc.vec) != h.dim {
+		sc.vec = make([]float32, h.dim)
+	}
+	v := sc.vec
 	lower, ends := sc.lower[:0], sc.ends[:0]
 	inWord := false
 	for i := 0; i < len(text); {
@@ -219,12 +239,18 @@ func (h *Hash) embedInto(v []float32, text string, sc *scratch) {
 			ss += float64(x) * float64(x)
 		}
 	}
+	inv := float32(0) // ss = 0: every bucket cancelled, out stays zero
 	if ss > 0 {
-		inv := float32(1 / math.Sqrt(ss))
-		for k, word := range touched {
-			for ; word != 0; word &= word - 1 {
-				v[k*64+bits.TrailingZeros64(word)] *= inv
+		inv = float32(1 / math.Sqrt(ss))
+	}
+	out = out[:len(v)]
+	for k, word := range touched {
+		for ; word != 0; word &= word - 1 {
+			i := k*64 + bits.TrailingZeros64(word)
+			if ss > 0 {
+				out[i] = v[i] * inv
 			}
+			v[i] = 0
 		}
 	}
 	clear(touched)
