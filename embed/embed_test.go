@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -364,19 +365,18 @@ func TestHTTPConfig(t *testing.T) {
 	var _ Embedder = NewHash(0)
 }
 
-// embedReference is the first implementation of Hash.embed, kept verbatim:
-// stored vectors were made by it, so the embedder must keep producing the
-// same bits.
+// embedReference is the first implementation of Hash.embed, kept verbatim
+// with the helpers it called (refAdd, refFnv, refMix): stored vectors were
+// made by it, so the embedder must keep producing the same bits.
 func embedReference(dim int, text string) []float32 {
-	h := &Hash{dim: dim}
 	v := make([]float32, dim)
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
 	for i, w := range words {
-		h.add(v, fnv(kindWord, w, ""), weightWord)
+		refAdd(dim, v, refFnv(kindWord, w, ""), weightWord)
 		if i > 0 {
-			h.add(v, fnv(kindBigram, words[i-1], w), weightBigram)
+			refAdd(dim, v, refFnv(kindBigram, words[i-1], w), weightBigram)
 		}
 		r := []rune("<" + w + ">")
 		n := len(r) - 2
@@ -385,7 +385,7 @@ func embedReference(dim int, text string) []float32 {
 		}
 		wt := float32(weightTrigram / math.Sqrt(float64(n)))
 		for j := 0; j+3 <= len(r); j++ {
-			h.add(v, fnv(kindTrigram, string(r[j:j+3]), ""), wt)
+			refAdd(dim, v, refFnv(kindTrigram, string(r[j:j+3]), ""), wt)
 		}
 	}
 	var ss float64
@@ -399,6 +399,38 @@ func embedReference(dim int, text string) []float32 {
 		}
 	}
 	return v
+}
+
+func refAdd(dim int, v []float32, f uint64, w float32) {
+	i := (f & (1<<63 - 1)) % uint64(dim)
+	if f>>63 == 1 {
+		w = -w
+	}
+	v[i] += w
+}
+
+func refFnv(kind byte, a, b string) uint64 {
+	x := uint64(14695981039346656037)
+	x = (x ^ uint64(kind)) * 1099511628211
+	for i := 0; i < len(a); i++ {
+		x = (x ^ uint64(a[i])) * 1099511628211
+	}
+	if b != "" {
+		x = (x ^ ' ') * 1099511628211
+		for i := 0; i < len(b); i++ {
+			x = (x ^ uint64(b[i])) * 1099511628211
+		}
+	}
+	return refMix(x)
+}
+
+func refMix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }
 
 // TestHashStable: the embedder's output is bit for bit what the reference
@@ -419,6 +451,58 @@ func TestHashStable(t *testing.T) {
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("dim %d, %q: component %d is %v, reference %v", dim, text, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestHashMatchesReference: Embed (one call of many texts, split over
+// goroutines, and one call per text) gives the reference's bits on
+// random texts drawn from characters whose lowercasing is special (dotted
+// I, Kelvin sign, final sigma, titlecase digraphs, 4-byte letters),
+// letters and digits of other scripts, combining marks, symbols,
+// separators, random bytes and invalid UTF-8, at the default dimension
+// (its constant modulo) and others.
+func TestHashMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	alphabet := []string{"a", "Z", "q", "0", "9", "İ", "ı", "\u212a", "Σ", "ς", "ǅ", "ẞ", "ß", "É", "é", "Ж", "ж",
+		"水", "😀", "𐐀", "𐐨", "٣", "²", "Ⅻ", "\u0301", "\u00a0", " ", "\t", "\n", ",", ".", "'", "-", "_", "<", ">",
+		"\ufffd", "\xff", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\x00"}
+	texts := make([]string, 20000)
+	for i := range texts {
+		var sb strings.Builder
+		for range r.IntN(80) {
+			if r.IntN(20) == 0 {
+				sb.WriteByte(byte(r.Uint32()))
+				continue
+			}
+			sb.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		texts[i] = sb.String()
+	}
+	texts = append(texts, "", " ", "user lives in Seattle", strings.Repeat("word ", 500), "ÀÉÎÕÜ àéîõü")
+	ctx := context.Background()
+	for _, dim := range []int{DefaultHashDim, 8, 100} {
+		h := NewHash(dim)
+		batch, err := h.Embed(ctx, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, text := range texts {
+			want := embedReference(dim, text)
+			one, err := h.Embed(ctx, []string{text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range [][]float32{batch[i], one[0], h.embed(text)} {
+				if len(got) != dim || cap(got) != dim {
+					t.Fatalf("dim %d, %q: len %d cap %d", dim, text, len(got), cap(got))
+				}
+				for j := range want {
+					if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+						t.Fatalf("dim %d, %q: component %d is %v, reference %v", dim, text, j, got[j], want[j])
+					}
 				}
 			}
 		}
@@ -456,4 +540,26 @@ func TestHashParallelBatch(t *testing.T) {
 	if _, err := h.Embed(ctx, texts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
+}
+
+// BenchmarkHashEmbedBatch embeds a bulk import's 1000 fact texts in one
+// Embed call (split over the cores, as the engine's prefetch does).
+func BenchmarkHashEmbedBatch(b *testing.B) {
+	h := NewHash(0)
+	preds := []string{"lives in", "likes", "works at", "plays instrument", "speaks language"}
+	texts := make([]string, 1000)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("user %s object-%d", preds[i%len(preds)], i)
+		if i%10 == 0 {
+			texts[i] += " since March, together with Ærøskøbing's Café Zoë"
+		}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Embed(ctx, texts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/text")
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/bits"
 	"runtime"
-	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // DefaultHashDim is the dimension of [NewHash] when given 0: 384, the size
@@ -52,8 +53,21 @@ func (h *Hash) Dim() int { return h.dim }
 // Embed returns one L2-normalised vector per text. It fails only when ctx
 // is done. A large batch (a bulk import) is split over the available
 // cores; each vector depends on its text alone, so the result is the same.
+// The vectors share backing arrays of up to vecChunk bytes (each vector
+// capped to its own length), so a batch costs one allocation per ~20
+// vectors, not one per text. A chunk stays a small object: a single large
+// array for a bulk import's batch came from fresh pages, and faulting
+// them in cost more than the allocations it saved.
 func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
+	perChunk := max(1, vecChunk/(4*h.dim))
+	var backing []float32
+	for i := range out {
+		if len(backing) == 0 {
+			backing = make([]float32, min(perChunk, len(texts)-i)*h.dim)
+		}
+		out[i], backing = backing[:h.dim:h.dim], backing[h.dim:]
+	}
 	workers := min(runtime.GOMAXPROCS(0), len(texts)/parallelEmbedMin)
 	if workers <= 1 {
 		return out, h.embedRange(ctx, texts, out)
@@ -72,18 +86,26 @@ func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return out, nil
 }
 
+// vecChunk is the most bytes of vectors Embed allocates at once: the
+// largest small-object size.
+const vecChunk = 32 << 10
+
 // parallelEmbedMin is the number of texts per core from which Embed uses
 // more than one: below it, starting goroutines costs more than it saves.
 const parallelEmbedMin = 128
 
+// embedRange fills out[i] (zeroed, of length dim) with the vector of
+// texts[i].
 func (h *Hash) embedRange(ctx context.Context, texts []string, out [][]float32) error {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
 	for i, t := range texts {
 		if i&63 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		out[i] = h.embed(t)
+		h.embedInto(out[i], t, sc)
 	}
 	return nil
 }
@@ -96,52 +118,164 @@ const (
 	kindTrigram = 'c'
 )
 
+// scratch is the reusable working memory of embedding one text.
+type scratch struct {
+	lower []byte  // the text's words, lowercased, back to back
+	ends  []int32 // end offset in lower of each word
+	tri   []byte  // "<" word ">"
+	offs  []int32 // start of each rune of tri, and its length
+	// vec accumulates the weights (zero between texts); touched has bit i
+	// set when bucket i received one: the normalisation visits those
+	// alone, in index order.
+	vec     []float32
+	touched []uint64
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// embed returns the vector of text (a new slice).
 func (h *Hash) embed(text string) []float32 {
 	v := make([]float32, h.dim)
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-	var r []rune // "<" word ">", reused across words
-	for i, w := range words {
-		h.add(v, fnv(kindWord, w, ""), weightWord)
-		if i > 0 {
-			h.add(v, fnv(kindBigram, words[i-1], w), weightBigram)
-		}
-		r = append(r[:0], '<')
-		for _, c := range w {
-			r = append(r, c)
-		}
-		r = append(r, '>')
-		n := len(r) - 2
-		if n < 1 {
-			continue
-		}
-		wt := float32(weightTrigram / math.Sqrt(float64(n)))
-		for j := 0; j+3 <= len(r); j++ {
-			h.add(v, fnvRunes(kindTrigram, r[j:j+3]), wt)
-		}
-	}
-	var ss float64
-	for _, x := range v {
-		ss += float64(x) * float64(x)
-	}
-	if ss > 0 {
-		inv := float32(1 / math.Sqrt(ss))
-		for i := range v {
-			v[i] *= inv
-		}
-	}
+	sc := scratchPool.Get().(*scratch)
+	h.embedInto(v, text, sc)
+	scratchPool.Put(sc)
 	return v
 }
 
+// embedInto writes the vector of text into out (zeroed, len dim). The
+// weights are summed in sc's vector, which stays in cache between texts:
+// out is fresh memory, and adding into it directly missed the cache on
+// most of a text's features.
+//
+// The features are those of the first implementation (kept in
+// embed_test.go as embedReference), computed without its allocations: the
+// words of strings.FieldsFunc(strings.ToLower(text), not a letter or
+// digit) are found in one pass that lowercases rune by rune (the same
+// mapping: ToLower is unicode.ToLower per rune, and it turns invalid
+// UTF-8 into U+FFFD, which is no letter or digit, just as a RuneError
+// from decoding here is a separator), and trigrams are hashed from the
+// UTF-8 bytes of "<" word ">", which are what fnvRunes encoded.
+func (h *Hash) embedInto(out []float32, text string, sc *scratch) {
+	if len(sc.vec) != h.dim {
+		sc.vec = make([]float32, h.dim)
+	}
+	v := sc.vec
+	lower, ends := sc.lower[:0], sc.ends[:0]
+	inWord := false
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			i++
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+				lower = append(lower, c)
+				inWord = true
+				continue
+			}
+		} else {
+			r, size := utf8.DecodeRuneInString(text[i:])
+			i += size
+			if r = unicode.ToLower(r); r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				lower = utf8.AppendRune(lower, r)
+				inWord = true
+				continue
+			}
+		}
+		if inWord {
+			ends = append(ends, int32(len(lower)))
+			inWord = false
+		}
+	}
+	if inWord {
+		ends = append(ends, int32(len(lower)))
+	}
+	sc.lower, sc.ends = lower, ends
+
+	dim := uint64(h.dim)
+	if words := (h.dim + 63) / 64; len(sc.touched) != words {
+		sc.touched = make([]uint64, words)
+	}
+	touched := sc.touched
+	tri, offs := sc.tri, sc.offs
+	start, prev := int32(0), ""
+	for _, end := range ends {
+		w := unsafeString(lower[start:end])
+		start = end
+		add(v, touched, dim, fnv(kindWord, w, ""), weightWord)
+		if prev != "" {
+			add(v, touched, dim, fnv(kindBigram, prev, w), weightBigram)
+		}
+		prev = w
+		tri = append(append(append(tri[:0], '<'), w...), '>')
+		offs = offs[:0]
+		for j := 0; j < len(tri); {
+			offs = append(offs, int32(j))
+			if tri[j] < utf8.RuneSelf {
+				j++
+			} else {
+				_, size := utf8.DecodeRune(tri[j:])
+				j += size
+			}
+		}
+		offs = append(offs, int32(len(tri)))
+		n := len(offs) - 3 // runes of w
+		wt := float32(weightTrigram / math.Sqrt(float64(n)))
+		for j := 0; j+3 < len(offs); j++ {
+			add(v, touched, dim, fnvBytes(kindTrigram, tri[offs[j]:offs[j+3]]), wt)
+		}
+	}
+	sc.tri, sc.offs = tri, offs
+
+	// Only touched buckets can be non-zero, and a zero adds nothing to the
+	// sum (+0 + +0 = +0; a bucket is never -0) and stays zero when scaled,
+	// so the sum visits them alone, in index order as before (the sum's
+	// rounding depends on its order).
+	var ss float64
+	for k, word := range touched {
+		for ; word != 0; word &= word - 1 {
+			x := v[k*64+bits.TrailingZeros64(word)]
+			ss += float64(x) * float64(x)
+		}
+	}
+	inv := float32(0) // ss = 0: every bucket cancelled, out stays zero
+	if ss > 0 {
+		inv = float32(1 / math.Sqrt(ss))
+	}
+	out = out[:len(v)]
+	for k, word := range touched {
+		for ; word != 0; word &= word - 1 {
+			i := k*64 + bits.TrailingZeros64(word)
+			if ss > 0 {
+				out[i] = v[i] * inv
+			}
+			v[i] = 0
+		}
+	}
+	clear(touched)
+}
+
+// unsafeString views b as a string (b is not changed while it is used).
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // add puts weight w into the bucket of hash f with the sign of f's top
-// bit; signed hashing keeps collisions from biasing dot products.
-func (h *Hash) add(v []float32, f uint64, w float32) {
-	i := (f & (1<<63 - 1)) % uint64(h.dim)
+// bit (signed hashing keeps collisions from biasing dot products) and
+// marks the bucket touched. The default dimension's modulo is by a
+// constant, which the compiler turns into a multiplication (a 64-bit
+// division was a tenth of embedding).
+func add(v []float32, touched []uint64, dim, f uint64, w float32) {
+	var i uint64
+	if dim == DefaultHashDim {
+		i = (f & (1<<63 - 1)) % DefaultHashDim
+	} else {
+		i = (f & (1<<63 - 1)) % dim
+	}
 	if f>>63 == 1 {
 		w = -w
 	}
 	v[i] += w
+	touched[i/64] |= 1 << (i % 64)
 }
 
 const (
@@ -165,16 +299,12 @@ func fnv(kind byte, a, b string) uint64 {
 	return mix(x)
 }
 
-// fnvRunes is fnv(kind, string(rs), ""), without building the string.
-func fnvRunes(kind byte, rs []rune) uint64 {
+// fnvBytes is fnv(kind, string(b), "") without building the string.
+func fnvBytes(kind byte, b []byte) uint64 {
 	x := uint64(fnvOffset)
 	x = (x ^ uint64(kind)) * fnvPrime
-	var buf [utf8.UTFMax]byte
-	for _, c := range rs {
-		n := utf8.EncodeRune(buf[:], c)
-		for _, b := range buf[:n] {
-			x = (x ^ uint64(b)) * fnvPrime
-		}
+	for _, c := range b {
+		x = (x ^ uint64(c)) * fnvPrime
 	}
 	return mix(x)
 }

@@ -200,6 +200,11 @@ type Index struct {
 	// wait in dirty and metaOK).
 	pendingDels [][]byte
 	pendingRecs []vecRecord
+	// recBuf is the chunk deferred vector records are carved from (see
+	// deferredVecRecord), dropped with them at the flush; recHint is the
+	// batch size Reserve announced.
+	recBuf  []byte
+	recHint int
 	// Nodes added with a nil writer, stored but not yet linked, in add
 	// order, and the scratch space of linking them (see batch.go).
 	pending []uint32
@@ -248,8 +253,15 @@ func (ix *Index) SetEfSearch(ef int) {
 }
 
 // Reserve makes room for n more vectors, so that a batch of known size
-// does not grow the index's arrays step by step.
+// does not grow the index's arrays step by step (nor, when its Adds defer
+// their writes, the list of records waiting for the flush). For a fresh
+// index it allocates the vectors' memory once (4·dim bytes a vector, a
+// tenth of what a bulk-imported fact allocates; nothing is copied), and
+// does not clear it: the Adds write every slot.
 func (ix *Index) Reserve(n int) {
+	if n <= 0 {
+		return
+	}
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	ix.mu.Lock()
@@ -257,6 +269,11 @@ func (ix *Index) Reserve(n int) {
 	ix.vecs.reserve(n)
 	ix.ids = slices.Grow(ix.ids, n)
 	ix.levels = slices.Grow(ix.levels, n)
+	ix.pendingRecs = slices.Grow(ix.pendingRecs, n)
+	ix.recHint = n
+	if len(ix.slotOf) == 0 {
+		ix.slotOf = make(map[uint32]uint32, n)
+	}
 }
 
 // Dim returns the vector dimension.
@@ -315,10 +332,16 @@ func (ix *Index) vec(s uint32) []float32 { return ix.vecs.at(s) }
 // store sets slot s (of id) to v·scale at the precision it is persisted
 // with, so that a reloaded index holds the same values, and returns the
 // record to persist.
-func (ix *Index) store(s, id uint32, v []float32, scale float32) vecRecord {
+func (ix *Index) store(s, id uint32, v []float32, scale float32, deferred bool) vecRecord {
 	dst := ix.vec(s)
 	put(dst, v, scale)
-	return roundAppendHalf(ix.newVecRecord(id), dst)
+	var b []byte
+	if deferred {
+		b = ix.deferredVecRecord(id)
+	} else {
+		b = ix.newVecRecord(id)
+	}
+	return roundAppendHalf(b, dst)
 }
 
 func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }
@@ -409,8 +432,9 @@ func (ix *Index) randomLevel() int {
 }
 
 // alloc returns a slot for id holding v·scale, of the given level, with
-// empty neighbour lists when the graph exists.
-func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) (uint32, vecRecord) {
+// empty neighbour lists when the graph exists, and the record to persist
+// (deferred: it waits for a flush).
+func (ix *Index) alloc(id uint32, v []float32, scale float32, level int, deferred bool) (uint32, vecRecord) {
 	var s uint32
 	if n := len(ix.free); n > 0 {
 		s = ix.free[n-1]
@@ -431,7 +455,7 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int) (uint32
 			ix.qerr = append(ix.qerr, qbound{})
 		}
 	}
-	rec := ix.store(s, id, v, scale)
+	rec := ix.store(s, id, v, scale, deferred)
 	if ix.graph {
 		ix.encode(s)
 		clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])
@@ -489,9 +513,9 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		var rec vecRecord
 		if ok {
 			// Nothing points at the slot: overwrite it in place.
-			rec = ix.store(old, id, vec, scale)
+			rec = ix.store(old, id, vec, scale, w == nil)
 		} else {
-			_, rec = ix.alloc(id, vec, scale, 0)
+			_, rec = ix.alloc(id, vec, scale, 0, w == nil)
 		}
 		if len(ix.slotOf) < ix.o.GraphAt {
 			defer ix.mu.Unlock()
@@ -523,7 +547,7 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 			}
 		}
 	}
-	s, rec := ix.alloc(id, vec, scale, ix.randomLevel())
+	s, rec := ix.alloc(id, vec, scale, ix.randomLevel(), w == nil)
 	if w != nil {
 		ix.link(s)
 		return ix.flush(w, rec)

@@ -39,7 +39,15 @@ func (b *slab[T]) reserve(n int) {
 	if len(b.chunks) == 0 {
 		b.chunks = [][]T{nil}
 	}
-	b.chunks[0] = slices.Grow(b.chunks[0], (min(b.n+n, slabSlots)-b.n)*b.width)
+	need := (min(b.n+n, slabSlots) - b.n) * b.width
+	if c := b.chunks[0]; cap(c) == 0 {
+		// make, not slices.Grow: Grow clears the new capacity itself
+		// (an append of make), a second pass over memory that make
+		// leaves to the allocator, which skips it for fresh pages.
+		b.chunks[0] = make([]T, 0, need)
+	} else {
+		b.chunks[0] = slices.Grow(c, need)
+	}
 }
 
 // add appends a slot (its record is whatever the memory held: callers

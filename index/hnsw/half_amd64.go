@@ -1,0 +1,35 @@
+package hnsw
+
+import "golang.org/x/sys/cpu"
+
+// useF16C: encodeHalf and maxAbs use the AVX2/F16C kernels. Assigned once;
+// the tests turn it off to check the portable path.
+var useF16C = cpu.X86.HasAVX2 && cpuidF16C()
+
+func cpuidF16C() bool
+
+//go:noescape
+func maxAbsAVX2(v *float32, n int) uint32
+
+//go:noescape
+func halfBlocksF16C(out *byte, v *float32, n int, inv, scale float32, round bool) int
+
+// maxAbsBits is the largest |v[i]| as bits, the first n&^7 elements by
+// the kernel.
+func maxAbsBits(v []float32) (m uint32, done int) {
+	if !useF16C || len(v) < 8 {
+		return 0, 0
+	}
+	done = len(v) &^ 7
+	return maxAbsAVX2(&v[0], done), done
+}
+
+// halfBlocks converts leading blocks of 8 components of v (see
+// halfBlocksF16C) and returns how many it did.
+func halfBlocks(out []byte, v []float32, inv, scale float32, round bool) int {
+	if !useF16C || len(v) < 8 {
+		return 0
+	}
+	_ = out[2*len(v)-1]
+	return halfBlocksF16C(&out[0], &v[0], len(v), inv, scale, round)
+}
