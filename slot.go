@@ -307,6 +307,13 @@ func (t *txn) put(w *slotWork, f Fact) error {
 		return err
 	}
 	t.sawContext(w)
+	if t.fresh {
+		g, ctxKey, err := slotNames(w)
+		if err != nil {
+			return err
+		}
+		t.countLive(g, ctxKey, 1)
+	}
 	t.vb = versionDoc(t.vb[:0], f.Episode, suf, nanos(f.RecordedAt))
 	if err := t.setDoc(f.Doc, t.vb); err != nil {
 		return err
@@ -329,10 +336,29 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	if err := t.b.Delete(userKey(t.user, kv.SubLive, suf)); err != nil {
 		return err
 	}
+	if t.fresh {
+		g, ctxKey, err := slotNames(&slotWork{slot: slot})
+		if err != nil {
+			return err
+		}
+		t.countLive(g, ctxKey, -1)
+	}
 	if err := t.b.Set(userKey(t.user, kv.SubHistory, versionSuffix(suf, nanos(cur.RecordedAt))), appendFact(nil, &cur)); err != nil {
 		return err
 	}
 	return t.e.idx.expireVersion(t, &cur)
+}
+
+// countLive adds d to the live values this write holds in g's context
+// ctxKey (kept for a new user's write, see otherContexts).
+func (t *txn) countLive(g ctxGroup, ctxKey string, d int) {
+	if t.live == nil {
+		t.live = map[ctxGroup]map[string]int{}
+	}
+	if t.live[g] == nil {
+		t.live[g] = map[string]int{}
+	}
+	t.live[g][ctxKey] += d
 }
 
 // ctxGroup is a subject and predicate, whose contexts coexist.
@@ -373,6 +399,16 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 	g, ctxKey, err := slotNames(w)
 	if err != nil {
 		return false, err
+	}
+	if t.fresh {
+		// Every live value of a new user is one this write made: count
+		// them instead of reading the batch (a read would sort it).
+		for c, n := range t.live[g] {
+			if c != ctxKey && n > 0 {
+				return true, nil
+			}
+		}
+		return false, nil
 	}
 	if v, ok := t.contexts[g][ctxKey]; ok {
 		return v, nil

@@ -173,6 +173,9 @@ func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin int) ([]byte, ui
 			op.Additive = r.IntN(8) == 0
 		case 1:
 			op.Predicate, op.Object = "likes", fmt.Sprint("tea ", r.IntN(4))
+			if r.IntN(4) == 0 {
+				op.Context = "work"
+			}
 		default:
 			op.Predicate, op.Object = "plays_instrument", fmt.Sprint("instrument ", r.IntN(3))
 		}

@@ -299,7 +299,8 @@ type txn struct {
 	// (see memClaims).
 	fresh    bool
 	mem      map[string][]claimRec
-	memIDs   map[string]bool // IDs of the claims in mem
+	live     map[ctxGroup]map[string]int // live values written, by context (see otherContexts)
+	memIDs   map[string]bool             // IDs of the claims in mem
 	resolved map[string]bool
 	// vectors: embeddings of this write's fact texts, fetched in one call
 	// (see prefetchVectors).
