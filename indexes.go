@@ -414,11 +414,59 @@ func (s *indexSet) prefetchVectors(t *txn, all []string) error {
 	return nil
 }
 
+// importMinDocs is the size from which a new user's first write is an
+// import (see importIndex); a variable so that tests can take every path.
+var importMinDocs = 256
+
+// importIndex is how a new user's large first write (a bulk import)
+// indexes its documents: it writes the records the indexes would write,
+// in the same batch, without building the indexes in memory. The indexes
+// load from the store when the user is first queried, like after a
+// restart. An import of many users would otherwise build indexes that the
+// cache mostly evicts before anyone reads them, and keep the rest from
+// users who are. The graph is built all the same (it numbers the
+// entities its records name) and dropped at the end.
+type importIndex struct {
+	bmPrefix, tmpPrefix []byte
+	vec                 *hnsw.Writer
+	g                   *graph.Graph
+}
+
+func (s *indexSet) newImport(user string) *importIndex {
+	return &importIndex{bmPrefix: kv.UserKey(user, kv.SubBM25), tmpPrefix: kv.UserKey(user, kv.SubTemporal),
+		vec: hnsw.NewWriter(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO), g: graph.New(kv.UserKey(user, kv.SubGraph))}
+}
+
+// vector returns text's embedding: prefetched, or embedded now.
+func (s *indexSet) vector(t *txn, text string) ([]float32, error) {
+	if v, ok := t.vectors[text]; ok {
+		return v, nil
+	}
+	return s.embedOne(t.ctx, text)
+}
+
 // putVersion indexes a new version. Only active versions are indexed:
 // contested and retracted ones are never served.
 func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if f.Status != Active {
 		return nil
+	}
+	if imp := t.imp; imp != nil {
+		if err := temporal.WriteInterval(t.b, imp.tmpPrefix, f.Doc, interval(f)); err != nil {
+			return err
+		}
+		text := factText(f)
+		if err := bm25.WriteDoc(t.b, imp.bmPrefix, f.Doc, text); err != nil {
+			return err
+		}
+		v, err := s.vector(t, text)
+		if err != nil {
+			return err
+		}
+		if err := imp.vec.Add(t.b, f.Doc, v); err != nil {
+			return err
+		}
+		return imp.g.AddEdge(t.b, f.Doc, f.Subject, f.Predicate, f.Object)
 	}
 	ui, err := t.indexes()
 	if err != nil {
@@ -431,11 +479,9 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if err := ui.bm.Add(t.b, f.Doc, text); err != nil {
 		return err
 	}
-	v, ok := t.vectors[text]
-	if !ok {
-		if v, err = s.embedOne(t.ctx, text); err != nil {
-			return err
-		}
+	v, err := s.vector(t, text)
+	if err != nil {
+		return err
 	}
 	// The vector index's writes wait for the commit (txn.commit flushes
 	// them), so a batch writes each neighbour list it changed once.
@@ -455,6 +501,9 @@ func (s *indexSet) expireVersion(t *txn, f *Fact) error {
 	if f.Status != Active {
 		return nil
 	}
+	if t.imp != nil {
+		return temporal.WriteInterval(t.b, t.imp.tmpPrefix, f.Doc, interval(f))
+	}
 	ui, err := t.indexes()
 	if err != nil {
 		return err
@@ -464,6 +513,16 @@ func (s *indexSet) expireVersion(t *txn, f *Fact) error {
 
 // putEpisode indexes the text of a text episode.
 func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasClaims bool) error {
+	if imp := t.imp; imp != nil {
+		if err := bm25.WriteDoc(t.b, imp.bmPrefix, doc, text); err != nil {
+			return err
+		}
+		v, err := s.embedOne(t.ctx, text)
+		if err != nil {
+			return err
+		}
+		return imp.vec.Add(t.b, doc, v)
+	}
 	ui, err := t.indexes()
 	if err != nil {
 		return err

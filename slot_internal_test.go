@@ -100,8 +100,8 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 }
 
 // TestMemPathEqualsBatchPath: a new user's first write, resolved from the
-// claims it holds in memory, stores exactly the bytes that resolving
-// through the batch stores: random first batches mixing One and Many
+// claims it holds in memory, and indexed as an import or not, stores
+// exactly the bytes that resolving through the batch stores: random first batches mixing One and Many
 // predicates, contexts, additive values, duplicates, restatements,
 // same-instant disagreement, low confidence, late values and ends with and
 // without object (before and after the values they close), then later
@@ -109,16 +109,23 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 func TestMemPathEqualsBatchPath(t *testing.T) {
 	// Each first batch also commits both ways: through the log and
 	// memtable, and as an ingested table (ingestMinBytes 1).
+	// The import paths write a new user's index records without building
+	// the indexes (importIndex).
 	paths := []struct {
-		name   string
-		fast   bool
-		ingest int
-	}{{"memory, ingested", true, 1}, {"memory, logged", true, -1}, {"batch, logged", false, -1}, {"batch, ingested", false, 1}}
-	defer func() { memFastPath = true }()
+		name      string
+		fast, imp bool
+		ingest    int
+	}{{"memory, ingested", true, false, 1}, {"memory, logged", true, false, -1}, {"batch, logged", false, false, -1},
+		{"batch, ingested", false, false, 1}, {"import, ingested", true, true, 1}, {"import, logged", true, true, -1}}
+	defer func(n int) { memFastPath, importMinDocs = true, n }(importMinDocs)
 	for seed := range uint64(8) {
 		var dumps [][]byte
 		for _, p := range paths {
 			memFastPath = p.fast
+			importMinDocs = 1 << 30
+			if p.imp {
+				importMinDocs = 1
+			}
 			dump, ingested := runFirstBatchWorkload(t, seed, p.ingest)
 			want := uint64(0)
 			if p.ingest > 0 {
@@ -288,5 +295,45 @@ func TestIndexCacheTotal(t *testing.T) {
 	}
 	if total > 100<<10 {
 		t.Errorf("cached %d bytes over the 100 KiB budget", total)
+	}
+}
+
+// TestImportDropsCachedIndexes: a new user's import writes index records
+// without building the indexes, so it must not leave behind indexes a
+// reader cached before it (empty ones): the next query loads what the
+// import wrote and finds its facts, and the import itself caches nothing.
+func TestImportDropsCachedIndexes(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if rs, err := e.Query(ctx, "ann", "where does ann's colleague live", QueryOptions{}); err != nil || len(rs) != 0 {
+		t.Fatalf("query before anything: %v, %v", rs, err)
+	}
+	if e.idx.cached("ann") == nil {
+		t.Fatal("the query did not cache the empty indexes (the test needs them)")
+	}
+	batch := make([]FactInput, importMinDocs+10)
+	for i := range batch {
+		batch[i] = FactInput{Subject: fmt.Sprint("colleague ", i), Predicate: "lives_in", Object: fmt.Sprint("town ", i)}
+	}
+	batch[7].Object = "Zanzibar"
+	if _, err := e.AssertBatch(ctx, "ann", batch); err != nil {
+		t.Fatal(err)
+	}
+	if e.idx.cached("ann") != nil {
+		t.Fatal("the import left indexes in the cache")
+	}
+	rs, err := e.Query(ctx, "ann", "who lives in Zanzibar", QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || rs[0].Fact == nil || rs[0].Fact.Object != "Zanzibar" {
+		t.Fatalf("query after the import: %+v", rs)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

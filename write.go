@@ -305,6 +305,9 @@ type txn struct {
 	// vectors: embeddings of this write's fact texts, fetched in one call
 	// (see prefetchVectors).
 	vectors map[string][]float32
+	// imp: this write is a new user's import, which writes the index
+	// records without the indexes (see importIndex); ui stays nil.
+	imp *importIndex
 	// root is the user's key prefix; kb, vb and sb are scratch for the
 	// keys, values and key suffixes of set (the batch copies them).
 	root, kb, vb, sb []byte
@@ -324,6 +327,9 @@ func (t *txn) setDoc(doc uint32, v []byte) error {
 	if err := t.set(kv.SubDoc, t.sb, v); err != nil {
 		return err
 	}
+	if t.imp != nil {
+		return nil // the indexes load from the store when first used
+	}
 	ui, err := t.indexes()
 	if err != nil {
 		return err
@@ -336,6 +342,10 @@ func (t *txn) setDoc(doc uint32, v []byte) error {
 // the cache evicts them meanwhile, the write finishes on them (see
 // indexSet).
 func (t *txn) indexes() (*userIndex, error) {
+	if t.imp != nil {
+		// The store holds this write's index records only at commit.
+		return nil, fmt.Errorf("memor: internal error: indexes read during an import write of user %q", t.user)
+	}
 	t.indexed = true
 	if t.ui == nil {
 		ui, err := t.e.idx.get(t.ctx, t.b, t.user)
@@ -393,6 +403,11 @@ func (t *txn) commit() error {
 			return err
 		}
 	}
+	if t.imp != nil {
+		if err := t.imp.vec.Finish(t.b); err != nil {
+			return err
+		}
+	}
 	t.meta.Txn = max(t.meta.Txn, t.now)
 	if err := t.b.Set(kv.UserKey(t.user, kv.SubMeta), mustJSON(t.meta)); err != nil {
 		return err
@@ -405,6 +420,11 @@ func (t *txn) commit() error {
 		return err
 	}
 	t.committed = true
+	if t.imp != nil {
+		// A reader may have cached the user's empty indexes before this
+		// write (the user's lock is held: none can load meanwhile).
+		t.e.idx.dropUser(t.user)
+	}
 	return nil
 }
 
@@ -637,7 +657,15 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 	if err := t.e.idx.prefetchVectors(t, texts); err != nil {
 		return err
 	}
-	if t.fresh && added > 1 {
+	switch {
+	case t.fresh && added >= importMinDocs && t.ui == nil && t.imp == nil:
+		// A new user's large import writes the index records only (see
+		// importIndex), if the vector index can take them without its
+		// graph.
+		if imp := t.e.idx.newImport(t.user); imp.vec.Room() > added {
+			t.imp, t.indexed = imp, true
+		}
+	case t.fresh && added > 1 && t.imp == nil:
 		// A new user's import: each claim is likely a document.
 		ui, err := t.indexes()
 		if err != nil {

@@ -336,6 +336,24 @@ func (s *scratch) analyze(text string) (uint64, error) {
 	return uint64(len(s.ends)), nil
 }
 
+// WriteDoc writes the record that Add of a new document doc would write
+// for an index with prefix, without an index: for a bulk import whose
+// index is loaded (by [Load]) only when first searched.
+func WriteDoc(w kv.Writer, prefix []byte, doc uint32, text string) error {
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	length, err := s.analyze(text)
+	if err != nil {
+		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
+	}
+	s.key = appendDocKey(s.key[:0], prefix, doc)
+	s.val = appendCountsRecord(s.val[:0], uint32(length), s.counts)
+	if err := w.Set(s.key, s.val); err != nil {
+		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
+	}
+	return nil
+}
+
 // Add indexes text as document doc, replacing what doc held before, and
 // writes the document's record to w. The in-memory index changes only if the
 // write succeeds.

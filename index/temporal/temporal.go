@@ -298,6 +298,27 @@ func (ix *Index) Put(w kv.Writer, doc uint32, iv Interval) error {
 	return nil
 }
 
+// WriteInterval writes the record that Put(w, doc, iv) writes for an index
+// with prefix, without an index: for a bulk import whose index is loaded
+// (by [Load]) only when first queried.
+func WriteInterval(w kv.Writer, prefix []byte, doc uint32, iv Interval) error {
+	if w == nil {
+		return ErrNilWriter
+	}
+	q, err := toQuad(iv)
+	if err != nil {
+		return err
+	}
+	var buf [64]byte
+	b := kv.AppendUint32(append(buf[:0], prefix...), doc)
+	kl := len(b)
+	b = appendValue(b, q)
+	if err := w.Set(b[:kl:kl], b[kl:]); err != nil {
+		return fmt.Errorf("temporal: put doc %d: %w", doc, err)
+	}
+	return nil
+}
+
 // apply installs q as doc's interval in memory. Caller holds mu (or owns ix).
 func (ix *Index) apply(doc uint32, q quad) {
 	p, i := ix.page(doc), doc&pageMask
