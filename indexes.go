@@ -424,17 +424,16 @@ var importMinDocs = 256
 // load from the store when the user is first queried, like after a
 // restart. An import of many users would otherwise build indexes that the
 // cache mostly evicts before anyone reads them, and keep the rest from
-// users who are. The graph is built all the same (it numbers the
-// entities its records name) and dropped at the end.
+// users who are.
 type importIndex struct {
 	bmPrefix, tmpPrefix []byte
 	vec                 *hnsw.Writer
-	g                   *graph.Graph
+	g                   *graph.Writer
 }
 
 func (s *indexSet) newImport(user string) *importIndex {
 	return &importIndex{bmPrefix: kv.UserKey(user, kv.SubBM25), tmpPrefix: kv.UserKey(user, kv.SubTemporal),
-		vec: hnsw.NewWriter(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO), g: graph.New(kv.UserKey(user, kv.SubGraph))}
+		vec: hnsw.NewWriter(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO), g: graph.NewWriter(kv.UserKey(user, kv.SubGraph))}
 }
 
 // vector returns text's embedding: prefetched, or embedded now.
