@@ -106,6 +106,9 @@ func (p *predicates) lookup(pred string) (Cardinality, bool) {
 // normPredicate lowercases and turns runs of spaces, dashes and other
 // separators into single underscores: "Lives In" → "lives_in".
 func normPredicate(s string) string {
+	if plainPredicate(s) {
+		return s // the common case, without a copy
+	}
 	var b strings.Builder
 	us := false
 	for _, r := range strings.TrimSpace(s) {
@@ -122,11 +125,58 @@ func normPredicate(s string) string {
 	return b.String()
 }
 
+// plainPredicate reports whether s is its own normPredicate: lower-case
+// ASCII letters and digits in runs joined by single underscores.
+func plainPredicate(s string) bool {
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '_':
+			if s[i-1] == '_' {
+				return false
+			}
+		case c < '0' || c > '9' && c < 'a' || c > 'z':
+			return false
+		}
+	}
+	return true
+}
+
 // normKey is the identity form of a subject, object or context: case-folded
 // with whitespace collapsed, so "Seattle" and " seattle" are one value.
 func normKey(s string) string {
+	if plainValue(s, true) {
+		return s // the common case, without a copy
+	}
 	return strings.ToLower(strings.Join(strings.Fields(s), " "))
 }
 
 // cleanValue trims and collapses whitespace but keeps case (display form).
-func cleanValue(s string) string { return strings.Join(strings.Fields(s), " ") }
+func cleanValue(s string) string {
+	if plainValue(s, false) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// plainValue reports whether s is its own cleanValue (and, lower, its own
+// normKey): printable ASCII words (without upper case) separated by
+// single spaces. Anything else takes the general path.
+func plainValue(s string, lower bool) bool {
+	if s != "" && (s[0] == ' ' || s[len(s)-1] == ' ') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ' ':
+			if s[i-1] == ' ' {
+				return false
+			}
+		case c < ' ' || c >= 0x7f, lower && 'A' <= c && c <= 'Z':
+			return false
+		}
+	}
+	return true
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/memor-db/memor/extract"
 )
@@ -335,5 +336,45 @@ func TestImportDropsCachedIndexes(t *testing.T) {
 	}
 	if err := e.Check(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPlainFastPaths: normKey, cleanValue and normPredicate return their
+// input unchanged only where the general path would: random strings over
+// the characters that matter (spaces and other white space, upper case,
+// underscores, separators, non-ASCII, control bytes).
+func TestPlainFastPaths(t *testing.T) {
+	alphabet := []string{"a", "z", "A", "Z", "0", "9", " ", "  ", "\t", "\n", "_", "-", ".", "é", "\u00a0", "\u0085", "\x00", "\x7f", "ß", "İ"}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200_000 {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		s := b.String()
+		if got, want := normKey(s), strings.ToLower(strings.Join(strings.Fields(s), " ")); got != want {
+			t.Fatalf("normKey(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := cleanValue(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("cleanValue(%q) = %q, want %q", s, got, want)
+		}
+		if plainPredicate(s) {
+			var ref strings.Builder
+			us := false
+			for _, c := range strings.TrimSpace(s) {
+				if unicode.IsLetter(c) || unicode.IsDigit(c) {
+					if us && ref.Len() > 0 {
+						ref.WriteByte('_')
+					}
+					us = false
+					ref.WriteRune(unicode.ToLower(c))
+					continue
+				}
+				us = true
+			}
+			if ref.String() != s {
+				t.Fatalf("plainPredicate(%q), but its normal form is %q", s, ref.String())
+			}
+		}
 	}
 }
