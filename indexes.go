@@ -398,7 +398,17 @@ func (s *indexSet) prefetchVectors(t *txn, all []string) error {
 	if len(texts) < 2 {
 		return nil
 	}
-	vs, err := s.emb.Embed(t.ctx, texts)
+	var vs [][]float32
+	var err error
+	if into, ok := s.emb.(embed.IntoEmbedder); ok && into.Dim() > 0 && len(texts)*into.Dim() <= maxPooledVectors {
+		// A local embedder writes into a buffer this write returns when
+		// it ends (the indexes copy what they keep).
+		t.vecBuf = vectorPool.Get().(*vectorBuf)
+		vs = t.vecBuf.slices(len(texts), into.Dim())
+		err = into.EmbedInto(t.ctx, texts, vs)
+	} else {
+		vs, err = s.emb.Embed(t.ctx, texts)
+	}
 	if err != nil {
 		return fmt.Errorf("memor: embed: %w", err)
 	}
@@ -443,6 +453,31 @@ func (s *indexSet) vector(t *txn, text string) ([]float32, error) {
 	}
 	return s.embedOne(t.ctx, text)
 }
+
+// vectorBuf is a write's pooled memory for the vectors of its facts.
+type vectorBuf struct {
+	flat []float32
+	vs   [][]float32
+}
+
+// slices returns n vectors of length dim in the buffer.
+func (b *vectorBuf) slices(n, dim int) [][]float32 {
+	if cap(b.flat) < n*dim {
+		b.flat = make([]float32, n*dim)
+	}
+	flat := b.flat[:n*dim]
+	b.vs = b.vs[:0]
+	for i := range n {
+		b.vs = append(b.vs, flat[i*dim:(i+1)*dim:(i+1)*dim])
+	}
+	return b.vs
+}
+
+var vectorPool = sync.Pool{New: func() any { return new(vectorBuf) }}
+
+// maxPooledVectors is the most float32s of vectors a write takes from the
+// pool (16 MB); a larger batch allocates its own.
+const maxPooledVectors = 4 << 20
 
 // putVersion indexes a new version. Only active versions are indexed:
 // contested and retracted ones are never served.

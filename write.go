@@ -305,6 +305,9 @@ type txn struct {
 	// vectors: embeddings of this write's fact texts, fetched in one call
 	// (see prefetchVectors).
 	vectors map[string][]float32
+	// vecBuf holds the vectors of this write's facts, if pooled (see
+	// prefetchVectors); returned when the write ends.
+	vecBuf *vectorBuf
 	// imp: this write is a new user's import, which writes the index
 	// records without the indexes (see importIndex); ui stays nil.
 	imp *importIndex
@@ -363,6 +366,11 @@ func (t *txn) indexes() (*userIndex, error) {
 // were.
 func (t *txn) close() {
 	t.b.Close()
+	if t.vecBuf != nil {
+		t.vectors = nil
+		vectorPool.Put(t.vecBuf)
+		t.vecBuf = nil
+	}
 	if t.indexed && !t.committed {
 		t.e.idx.dropUser(t.user)
 	}

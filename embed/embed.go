@@ -29,6 +29,17 @@ type Embedder interface {
 	Dim() int
 }
 
+// IntoEmbedder is an Embedder that writes vectors into memory its caller
+// provides, so that a bulk import can reuse one buffer for every batch
+// instead of allocating a vector per fact. The default Hash embedder is
+// one.
+type IntoEmbedder interface {
+	Embedder
+	// EmbedInto writes the vector of texts[i] to out[i], which has length
+	// Dim() and may hold anything.
+	EmbedInto(ctx context.Context, texts []string, out [][]float32) error
+}
+
 // Errors returned by this package; match them with errors.Is.
 var (
 	// ErrConfig: options are missing or invalid (no base URL or model).

@@ -489,13 +489,24 @@ func TestHashMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// EmbedInto into memory that holds leftovers of other vectors.
+		into := make([][]float32, len(texts))
+		for i := range into {
+			into[i] = make([]float32, dim)
+			for j := range into[i] {
+				into[i][j] = float32(j) + 0.5
+			}
+		}
+		if err := h.EmbedInto(ctx, texts, into); err != nil {
+			t.Fatal(err)
+		}
 		for i, text := range texts {
 			want := embedReference(dim, text)
 			one, err := h.Embed(ctx, []string{text})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, got := range [][]float32{batch[i], one[0], h.embed(text)} {
+			for _, got := range [][]float32{batch[i], one[0], h.embed(text), into[i]} {
 				if len(got) != dim || cap(got) != dim {
 					t.Fatalf("dim %d, %q: len %d cap %d", dim, text, len(got), cap(got))
 				}
@@ -562,4 +573,17 @@ func BenchmarkHashEmbedBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(texts)), "ns/text")
+}
+
+// TestEmbedIntoRefusesWrongShapes: EmbedInto names a count or a length that
+// does not fit, instead of writing out of bounds.
+func TestEmbedIntoRefusesWrongShapes(t *testing.T) {
+	h := NewHash(8)
+	ctx := context.Background()
+	if err := h.EmbedInto(ctx, []string{"a", "b"}, [][]float32{make([]float32, 8)}); err == nil {
+		t.Error("two texts into one vector")
+	}
+	if err := h.EmbedInto(ctx, []string{"a"}, [][]float32{make([]float32, 7)}); err == nil {
+		t.Error("a vector of the wrong length")
+	}
 }

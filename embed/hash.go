@@ -3,6 +3,7 @@ package embed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"runtime"
@@ -68,9 +69,32 @@ func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 		}
 		out[i], backing = backing[:h.dim:h.dim], backing[h.dim:]
 	}
+	if err := h.embedAll(ctx, texts, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EmbedInto is Embed writing to out (see [IntoEmbedder]).
+func (h *Hash) EmbedInto(ctx context.Context, texts []string, out [][]float32) error {
+	if len(out) != len(texts) {
+		return fmt.Errorf("embed: %d vectors for %d texts", len(out), len(texts))
+	}
+	for i := range out {
+		if len(out[i]) != h.dim {
+			return fmt.Errorf("embed: vector %d has length %d, want %d", i, len(out[i]), h.dim)
+		}
+		clear(out[i])
+	}
+	return h.embedAll(ctx, texts, out)
+}
+
+// embedAll fills out (zeroed) with the vectors of texts, over the cores
+// for a large batch.
+func (h *Hash) embedAll(ctx context.Context, texts []string, out [][]float32) error {
 	workers := min(runtime.GOMAXPROCS(0), len(texts)/parallelEmbedMin)
 	if workers <= 1 {
-		return out, h.embedRange(ctx, texts, out)
+		return h.embedRange(ctx, texts, out)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
@@ -81,9 +105,9 @@ func (h *Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	return out, nil
+	return nil
 }
 
 // vecChunk is the most bytes of vectors Embed allocates at once: the
