@@ -3,7 +3,6 @@ package kv
 import (
 	"bytes"
 	"context"
-	"slices"
 	"sort"
 	"sync"
 )
@@ -125,19 +124,74 @@ func (l *localWrites) sortRange(lo, hi int) []int32 {
 		out[next[b]] = int32(i)
 		next[b]++
 	}
-	cmp := func(a, b int32) int {
-		if c := bytes.Compare(l.key(a), l.key(b)); c != 0 {
-			return c
-		}
-		return int(a - b)
-	}
-	for b := 0; b < 257; b++ {
+	var tmp []int32
+	for b := 1; b < 257; b++ {
 		s := out[start[b]:start[b+1]]
-		if !slices.IsSortedFunc(s, cmp) {
-			slices.SortFunc(s, cmp)
+		sorted := true
+		for i := 1; i < len(s) && sorted; i++ {
+			sorted = bytes.Compare(l.key(s[i-1]), l.key(s[i])) <= 0
+		}
+		if !sorted {
+			if tmp == nil {
+				tmp = make([]int32, hi-lo)
+			}
+			l.radixSort(s, tmp[:len(s)], p+1)
 		}
 	}
 	return out
+}
+
+// radixSort sorts idx by key, keeping the given order of equal keys, from
+// byte depth on (the keys agree before it): a most-significant-byte radix
+// sort, which reads each byte of a long shared stretch (a slot's subject
+// and predicate) once instead of comparing it in every pair. tmp has the
+// length of idx.
+func (l *localWrites) radixSort(idx, tmp []int32, depth int) {
+	at := func(e int32) int {
+		if k := l.key(e); len(k) > depth {
+			return int(k[depth]) + 1
+		}
+		return 0 // the key ends: it sorts first
+	}
+	for {
+		if len(idx) <= 24 {
+			for i := 1; i < len(idx); i++ {
+				for j := i; j > 0 && bytes.Compare(l.key(idx[j])[depth:], l.key(idx[j-1])[depth:]) < 0; j-- {
+					idx[j], idx[j-1] = idx[j-1], idx[j]
+				}
+			}
+			return
+		}
+		var count [257]int
+		for _, e := range idx {
+			count[at(e)]++
+		}
+		if first := at(idx[0]); count[first] == len(idx) {
+			if first == 0 {
+				return // every key ends here: all equal, in order
+			}
+			depth++ // one shared byte
+			continue
+		}
+		var next [257]int
+		for b := 1; b < 257; b++ {
+			next[b] = next[b-1] + count[b-1]
+		}
+		for _, e := range idx {
+			b := at(e)
+			tmp[next[b]] = e
+			next[b]++
+		}
+		copy(idx, tmp)
+		// Bucket 0 holds equal keys (they all end here), in order.
+		for b, lo := 1, count[0]; b < 257; b++ {
+			if n := count[b]; n > 1 {
+				l.radixSort(idx[lo:lo+n], tmp[lo:lo+n], depth+1)
+			}
+			lo += count[b]
+		}
+		return
+	}
 }
 
 // merge merges two (key, index)-sorted index lists into a new one; every

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -234,6 +235,9 @@ func TestLocalLogLastWriteWins(t *testing.T) {
 	last := map[string]string{}
 	for i := range 5000 {
 		k := fmt.Sprintf("p/%02d", rng.IntN(40))
+		if i%3 == 0 { // keys that are prefixes of one another, sharing long stretches
+			k = "p/x" + strings.Repeat("y", rng.IntN(60)) + strings.Repeat("z", rng.IntN(2))
+		}
 		v := fmt.Sprint(i)
 		if err := b.Set([]byte(k), []byte(v)); err != nil {
 			t.Fatal(err)
@@ -244,6 +248,20 @@ func TestLocalLogLastWriteWins(t *testing.T) {
 		if v, err := b.Get([]byte(k)); err != nil || string(v) != want {
 			t.Fatalf("Get(%s) = %q, %v; want %q", k, v, err, want)
 		}
+	}
+	var order, want []string
+	if err := b.Scan(context.Background(), []byte("p/"), func(k, _ []byte) error {
+		order = append(order, string(k))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for k := range last {
+		want = append(want, k)
+	}
+	slices.Sort(want)
+	if !slices.Equal(order, want) {
+		t.Fatalf("scan order %q, want %q", order, want)
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
