@@ -33,10 +33,11 @@
 //     range deletion of [PrefixEnd] bounds.
 //  2. A [Batch] commits all of its writes or none of them. A large batch
 //     that only writes under a prefix the store holds nothing under (a
-//     new user's bulk import, see [Batch.SetLocal]) commits as one sorted
-//     table ingested straight into the bottom level: atomic and durable
-//     like a synced commit, without the log, the memtable, the flush or
-//     any compaction.
+//     new user's bulk import, see [Batch.SetLocal] and [DB.NewLocalBatch])
+//     keeps those writes in an append-only log, sorted once when read or
+//     committed, and commits as one sorted table ingested straight into
+//     the bottom level: atomic and durable like a synced commit, without
+//     the log, the memtable, the flush or any compaction.
 //  3. Opening a store whose format version is newer than [FormatVersion]
 //     fails with [ErrFormatTooNew] and writes nothing.
 //
