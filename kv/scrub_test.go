@@ -3,11 +3,16 @@ package kv
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // filesHolding lists the files under dir whose bytes contain needle.
@@ -112,19 +117,32 @@ func TestScrubRewritesManifestAfterCrash(t *testing.T) {
 	db := scrubbedStore(t, dir, secret)
 	defer db.p.Close()
 	// What a crash right now leaves on disk (Scrub's writes are synced).
-	crashed := t.TempDir()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
+	// Pebble may still be compacting or deleting obsolete files in the
+	// background: a copy counts only if the folder did not change while
+	// it was taken, or it could hold a MANIFEST naming a table it lacks.
+	var crashed string
+	for attempt := 0; ; attempt++ {
+		before := listing(t, dir)
+		crashed = t.TempDir()
+		for _, name := range slices.Sorted(maps.Keys(before)) {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if errors.Is(err, os.ErrNotExist) {
+				continue // deleted meanwhile: the listing below differs
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(crashed, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.WriteFile(filepath.Join(crashed, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
+		if maps.Equal(before, listing(t, dir)) {
+			break
 		}
+		if attempt == 50 {
+			t.Fatal("the store's folder never stopped changing")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if hits := filesHolding(t, crashed, []byte(secret)); len(hits) == 0 {
 		t.Fatal("no file holds the deleted keys: the test proves nothing")
@@ -140,4 +158,25 @@ func TestScrubRewritesManifestAfterCrash(t *testing.T) {
 	if v, err := db2.Get([]byte{TagUser, 'y'}); err != nil || string(v) != "kept" {
 		t.Fatalf("kept key: %q, %v", v, err)
 	}
+}
+
+// listing returns the size and modification time of every file in dir.
+func listing(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range es {
+		fi, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+	}
+	return out
 }
