@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memor-db/memor/internal/golden"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden.txt from the current code")
@@ -127,23 +128,5 @@ func TestGolden(t *testing.T) {
 	out.WriteString("-- loaded\n")
 	goldenQueries(loaded, &out, "loaded")
 
-	const path = "testdata/golden.txt"
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := out.String(); got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Fatalf("differs from %s at line %d:\n got %.300s\nwant %.300s", path, i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("differs from %s: %d lines, want %d", path, len(gl), len(wl))
-	}
+	golden.Check(t, "testdata/golden.txt", out.String(), *updateGolden)
 }
