@@ -445,6 +445,9 @@ var appendFastPath, memFastPath = true, true
 // ends without object, in key order.
 func (t *txn) memClaims(slot []byte) []claimRec {
 	out := sortedClaims(slices.Clone(t.mem[string(slot)]))
+	if !t.memEnds {
+		return out // no end in this write: no slot has ends to add
+	}
 	subj, pred, ctxKey, obj, many, err := slotParts(slot)
 	if err == nil && many && obj != "" {
 		var ends []claimRec

@@ -299,6 +299,7 @@ type txn struct {
 	// (see memClaims).
 	fresh    bool
 	mem      map[string][]claimRec
+	memEnds  bool                        // mem holds an end
 	live     map[ctxGroup]map[string]int // live values written, by context (see otherContexts)
 	memIDs   map[string]bool             // IDs of the claims in mem
 	resolved map[string]bool
@@ -650,6 +651,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if t.fresh {
 			t.mem[sk] = append(t.mem[sk], c)
 			t.memIDs[c.ID] = true
+			t.memEnds = t.memEnds || op.Kind == extract.End
 		}
 		added++
 		if op.Kind == extract.Assert {
