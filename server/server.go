@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -135,8 +136,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p := r.URL.EscapedPath(); cleanPath(p) != p {
+		// The mux would redirect to the cleaned path, which can name
+		// another user ("/v1/users//alice" → user "alice"): refuse it.
+		writeErr(w, http.StatusBadRequest, "bad_request", "path "+p+" has an empty, '.' or '..' segment; escape a '/' in a user ID as %2F")
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
 	h.mux.ServeHTTP(w, r)
+}
+
+// cleanPath is the path the mux serves for p (it redirects any other):
+// path.Clean, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // Fact lists and other responses.

@@ -250,6 +250,9 @@ func TestErrors(t *testing.T) {
 		{"no route", "GET", "/v2/whatever", nil, 404, "not_found"},
 		{"wrong method", "PUT", "/v1/users/u/state", nil, 405, "method_not_allowed"},
 		{"wrong method delete", "GET", "/v1/users/u", nil, 405, "method_not_allowed"},
+		// Not redirected to the cleaned path, which names another user.
+		{"empty segment", "GET", "/v1/users//u/state", nil, 400, "bad_request"},
+		{"dot segment", "DELETE", "/v1/users/x/../u", nil, 400, "bad_request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, out := a.do(c.method, c.path, c.body)
