@@ -15,26 +15,10 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden.txt from the current code")
 
-// recorder logs every write, in order, as text, and applies it to a memKV.
-type recorder struct {
-	log strings.Builder
-	kv  *memKV
-}
-
-func (r *recorder) Set(k, v []byte) error {
-	fmt.Fprintf(&r.log, "set %x %x\n", k, v)
-	return r.kv.Set(k, v)
-}
-
-func (r *recorder) Delete(k []byte) error {
-	fmt.Fprintf(&r.log, "del %x\n", k)
-	return r.kv.Delete(k)
-}
-
 // goldenWorkload runs the writes the golden file pins: a bulk import
 // shaped like the engine's (user -pred-> a new object per fact), then
 // replacements, removals and names that need normalising.
-func goldenWorkload(t testing.TB, g *Graph, w *recorder) {
+func goldenWorkload(t testing.TB, g *Graph, w *golden.Recorder) {
 	preds := []string{"lives_in", "likes", "works_at", "plays_instrument", "speaks_language"}
 	add := func(doc uint32, from, label, to string) {
 		if err := g.AddEdge(w, doc, from, label, to); err != nil {
@@ -107,20 +91,21 @@ func goldenQueries(g *Graph, out *strings.Builder) {
 func TestGolden(t *testing.T) {
 	prefix := []byte("golden/graph/")
 	g := New(prefix)
-	rec := &recorder{kv: newMemKV()}
+	store := newMemKV()
+	rec := &golden.Recorder{W: store}
 	goldenWorkload(t, g, rec)
 	var out strings.Builder
-	out.WriteString(rec.log.String())
+	out.WriteString(rec.Log())
 	out.WriteString("-- built\n")
 	goldenQueries(g, &out)
-	if err := g.Check(context.Background(), rec.kv); err != nil {
+	if err := g.Check(context.Background(), store); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := Load(context.Background(), rec.kv, prefix)
+	loaded, err := Load(context.Background(), store, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := loaded.Check(context.Background(), rec.kv); err != nil {
+	if err := loaded.Check(context.Background(), store); err != nil {
 		t.Fatal(err)
 	}
 	out.WriteString("-- loaded\n")

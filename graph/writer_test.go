@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/memor-db/memor/internal/golden"
 )
 
 // TestWriterEqualsGraph: a Writer writes, byte for byte and in order, what
@@ -18,8 +20,9 @@ func TestWriterEqualsGraph(t *testing.T) {
 	names := []string{"user", "User", "  Alex  ", "alex", "Golden Retriever", "golden   retriever", "Ünïcode Straße", "Buddy", "Sarah"}
 	labels := []string{"brother", "has_pet", "lives  in", "likes"}
 	rng := rand.New(rand.NewPCG(3, 4))
-	g, want := New(prefix), &recorder{kv: newMemKV()}
-	wr, got := NewWriter(prefix), &recorder{kv: newMemKV()}
+	gotKV := newMemKV()
+	g, want := New(prefix), &golden.Recorder{W: newMemKV()}
+	wr, got := NewWriter(prefix), &golden.Recorder{W: gotKV}
 	for doc := uint32(1); doc < 400; doc += 1 + uint32(rng.IntN(3)) {
 		from, to := names[rng.IntN(len(names))], fmt.Sprint("object ", rng.IntN(150))
 		if rng.IntN(3) == 0 {
@@ -33,14 +36,14 @@ func TestWriterEqualsGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got.log.String() != want.log.String() {
-		t.Fatalf("Writer wrote\n%.500s\nGraph wrote\n%.500s", got.log.String(), want.log.String())
+	if got.Log() != want.Log() {
+		t.Fatalf("Writer wrote\n%.500s\nGraph wrote\n%.500s", got.Log(), want.Log())
 	}
-	loaded, err := Load(ctx, got.kv, prefix)
+	loaded, err := Load(ctx, gotKV, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := loaded.Check(ctx, got.kv); err != nil {
+	if err := loaded.Check(ctx, gotKV); err != nil {
 		t.Fatal(err)
 	}
 	a, err := g.BFSLimit(ctx, []string{"user", "sarah"}, 2, 1000, nil)

@@ -18,27 +18,11 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden.txt from the current code")
 
-// recorder logs every write, in order, as text, and applies it to a memKV.
-type recorder struct {
-	log strings.Builder
-	kv  *memKV
-}
-
-func (r *recorder) Set(k, v []byte) error {
-	fmt.Fprintf(&r.log, "set %x %x\n", k, v)
-	return r.kv.Set(k, v)
-}
-
-func (r *recorder) Delete(k []byte) error {
-	fmt.Fprintf(&r.log, "del %x\n", k)
-	return r.kv.Delete(k)
-}
-
 // goldenWorkload runs the writes the golden file pins: a bulk import shaped
 // like the engine's (one open version per fact, ValidFrom a minute apart),
 // then expiries, updates, deletions and open or closed instants, with
 // queries in between so that the snapshot structure is rebuilt midway.
-func goldenWorkload(t testing.TB, ix *Index, w *recorder, out *strings.Builder) {
+func goldenWorkload(t testing.TB, ix *Index, w *golden.Recorder, out *strings.Builder) {
 	put := func(doc uint32, iv Interval) {
 		if err := ix.Put(w, doc, iv); err != nil {
 			t.Fatal(err)
@@ -107,22 +91,23 @@ func digest(b *roaring.Bitmap) string {
 func TestGolden(t *testing.T) {
 	prefix := []byte("golden/temporal/")
 	ix := New(prefix)
-	rec := &recorder{kv: newMemKV()}
+	store := newMemKV()
+	rec := &golden.Recorder{W: store}
 	var queries strings.Builder
 	goldenWorkload(t, ix, rec, &queries)
 	var out strings.Builder
-	out.WriteString(rec.log.String())
+	out.WriteString(rec.Log())
 	out.WriteString("-- built\n")
 	out.WriteString(queries.String())
 	goldenQueries(ix, &out, "final")
-	if err := ix.Check(context.Background(), rec.kv); err != nil {
+	if err := ix.Check(context.Background(), store); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := Load(context.Background(), rec.kv, prefix)
+	loaded, err := Load(context.Background(), store, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := loaded.Check(context.Background(), rec.kv); err != nil {
+	if err := loaded.Check(context.Background(), store); err != nil {
 		t.Fatal(err)
 	}
 	out.WriteString("-- loaded\n")

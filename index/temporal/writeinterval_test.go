@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/internal/golden"
 )
 
 // TestWriteIntervalEqualsPut: WriteInterval writes, byte for byte, what Put
@@ -17,7 +19,7 @@ func TestWriteIntervalEqualsPut(t *testing.T) {
 		{RecordedAt: t0},
 		{ValidFrom: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), RecordedAt: t0},
 	}
-	got, want := &recorder{kv: newMemKV()}, &recorder{kv: newMemKV()}
+	got, want := &golden.Recorder{W: newMemKV()}, &golden.Recorder{W: newMemKV()}
 	ix := New(prefix)
 	for i, iv := range ivs {
 		errPut := ix.Put(want, uint32(i), iv)
@@ -26,8 +28,8 @@ func TestWriteIntervalEqualsPut(t *testing.T) {
 			t.Fatalf("interval %d: Put %v, WriteInterval %v", i, errPut, errWrite)
 		}
 	}
-	if got.log.String() != want.log.String() {
-		t.Fatalf("WriteInterval wrote\n%s\nPut wrote\n%s", got.log.String(), want.log.String())
+	if got.Log() != want.Log() {
+		t.Fatalf("WriteInterval wrote\n%s\nPut wrote\n%s", got.Log(), want.Log())
 	}
 	if err := WriteInterval(nil, prefix, 1, ivs[0]); !errors.Is(err, ErrNilWriter) {
 		t.Fatalf("nil writer: %v", err)

@@ -5,10 +5,13 @@
 package golden
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memor-db/memor/kv"
 )
 
 // Check fails t at the first line where got differs from the file at path,
@@ -39,3 +42,25 @@ func Check(t testing.TB, path, got string, update bool) {
 	}
 	t.Fatalf("differs from %s: %d lines, want %d", path, len(gl), len(wl))
 }
+
+// Recorder is a kv.Writer that logs every write, in order, as text (keys
+// and values in hex), and passes it on to W.
+type Recorder struct {
+	W   kv.Writer
+	log strings.Builder
+}
+
+// Set logs and passes on a write.
+func (r *Recorder) Set(k, v []byte) error {
+	fmt.Fprintf(&r.log, "set %x %x\n", k, v)
+	return r.W.Set(k, v)
+}
+
+// Delete logs and passes on a deletion.
+func (r *Recorder) Delete(k []byte) error {
+	fmt.Fprintf(&r.log, "del %x\n", k)
+	return r.W.Delete(k)
+}
+
+// Log returns every write so far, one per line.
+func (r *Recorder) Log() string { return r.log.String() }
