@@ -30,9 +30,11 @@ func (ix *Index) metaKey() []byte {
 	return append(slices.Clip(ix.prefix), tagMeta)
 }
 
-func (ix *Index) vecKey(id uint32) []byte {
-	k := append(slices.Clip(ix.prefix), tagVector)
-	return kv.AppendUint32(k, id)
+func (ix *Index) vecKey(id uint32) []byte { return ix.appendVecKey(nil, id) }
+
+// appendVecKey appends the key of id's vector to dst.
+func (ix *Index) appendVecKey(dst []byte, id uint32) []byte {
+	return kv.AppendUint32(append(append(dst, ix.prefix...), tagVector), id)
 }
 
 func (ix *Index) linkKey(id uint32, l int) []byte {
@@ -64,7 +66,7 @@ func (ix *Index) vecKeyLen() int { return len(ix.prefix) + 5 }
 func (ix *Index) newVecRecord(id uint32) []byte {
 	kl := ix.vecKeyLen()
 	b := make([]byte, 0, kl+halfLen(ix.dim))
-	return kv.AppendUint32(append(append(b, ix.prefix...), tagVector), id)
+	return ix.appendVecKey(b, id)
 }
 
 // recChunk is the most bytes of deferred vector records carved from one
@@ -88,7 +90,7 @@ func (ix *Index) deferredVecRecord(id uint32) []byte {
 	o := len(ix.recBuf)
 	ix.recBuf = ix.recBuf[:o+size]
 	b := ix.recBuf[o : o : o+size]
-	return kv.AppendUint32(append(append(b, ix.prefix...), tagVector), id)
+	return ix.appendVecKey(b, id)
 }
 
 // encodeVecRecord is the record of id's held vector v (already rounded).
