@@ -342,16 +342,23 @@ func (s *scratch) analyze(text string) (uint64, error) {
 func WriteDoc(w kv.Writer, prefix []byte, doc uint32, text string) error {
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
+	_, err := s.writeDoc(w, prefix, doc, text)
+	return err
+}
+
+// writeDoc analyzes text into s (see analyze), writes document doc's
+// record and returns the document's length.
+func (s *scratch) writeDoc(w kv.Writer, prefix []byte, doc uint32, text string) (uint32, error) {
 	length, err := s.analyze(text)
 	if err != nil {
-		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
+		return 0, fmt.Errorf("bm25: add doc %d: %w", doc, err)
 	}
 	s.key = appendDocKey(s.key[:0], prefix, doc)
 	s.val = appendCountsRecord(s.val[:0], uint32(length), s.counts)
 	if err := w.Set(s.key, s.val); err != nil {
-		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
+		return 0, fmt.Errorf("bm25: add doc %d: %w", doc, err)
 	}
-	return nil
+	return uint32(length), nil
 }
 
 // Add indexes text as document doc, replacing what doc held before, and
@@ -360,14 +367,9 @@ func WriteDoc(w kv.Writer, prefix []byte, doc uint32, text string) error {
 func (ix *Index) Add(w kv.Writer, doc uint32, text string) error {
 	s := ix.getScratch()
 	defer ix.putScratch(s)
-	length, err := s.analyze(text)
+	length, err := s.writeDoc(w, ix.prefix, doc, text)
 	if err != nil {
-		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
-	}
-	s.key = appendDocKey(s.key[:0], ix.prefix, doc)
-	s.val = appendCountsRecord(s.val[:0], uint32(length), s.counts)
-	if err := w.Set(s.key, s.val); err != nil {
-		return fmt.Errorf("bm25: add doc %d: %w", doc, err)
+		return err
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -382,7 +384,7 @@ func (ix *Index) Add(w kv.Writer, doc uint32, text string) error {
 		}
 		refs[i] = termRef{id, c.tf}
 	}
-	ix.insertLocked(doc, uint32(length), refs)
+	ix.insertLocked(doc, length, refs)
 	return nil
 }
 

@@ -243,8 +243,11 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Index, error) {
 }
 
 // appendKey appends doc's key to dst.
-func (ix *Index) appendKey(dst []byte, doc uint32) []byte {
-	return kv.AppendUint32(append(dst, ix.prefix...), doc)
+func (ix *Index) appendKey(dst []byte, doc uint32) []byte { return appendKey(dst, ix.prefix, doc) }
+
+// appendKey appends the key of doc's record under prefix to dst.
+func appendKey(dst, prefix []byte, doc uint32) []byte {
+	return kv.AppendUint32(append(dst, prefix...), doc)
 }
 
 // appendValue appends the stored form of q to dst.
@@ -288,14 +291,23 @@ func (ix *Index) Put(w kv.Writer, doc uint32, iv Interval) error {
 	defer ix.mu.Unlock()
 	// One buffer, owned by the index and used under the lock, holds the
 	// key then the value: a put allocates nothing for its write.
-	ix.buf = ix.appendKey(ix.buf[:0], doc)
-	kl := len(ix.buf)
-	ix.buf = appendValue(ix.buf, q)
-	if err := w.Set(ix.buf[:kl:kl], ix.buf[kl:]); err != nil {
-		return fmt.Errorf("temporal: put doc %d: %w", doc, err)
+	if ix.buf, err = writeRecord(w, ix.buf[:0], ix.prefix, doc, q); err != nil {
+		return err
 	}
 	ix.apply(doc, q)
 	return nil
+}
+
+// writeRecord writes doc's record of q to w, building the key then the
+// value in buf, and returns buf.
+func writeRecord(w kv.Writer, buf, prefix []byte, doc uint32, q quad) ([]byte, error) {
+	buf = appendKey(buf, prefix, doc)
+	kl := len(buf)
+	buf = appendValue(buf, q)
+	if err := w.Set(buf[:kl:kl], buf[kl:]); err != nil {
+		return buf, fmt.Errorf("temporal: put doc %d: %w", doc, err)
+	}
+	return buf, nil
 }
 
 // WriteInterval writes the record that Put(w, doc, iv) writes for an index
@@ -309,14 +321,8 @@ func WriteInterval(w kv.Writer, prefix []byte, doc uint32, iv Interval) error {
 	if err != nil {
 		return err
 	}
-	var buf [64]byte
-	b := kv.AppendUint32(append(buf[:0], prefix...), doc)
-	kl := len(b)
-	b = appendValue(b, q)
-	if err := w.Set(b[:kl:kl], b[kl:]); err != nil {
-		return fmt.Errorf("temporal: put doc %d: %w", doc, err)
-	}
-	return nil
+	_, err = writeRecord(w, nil, prefix, doc, q)
+	return err
 }
 
 // apply installs q as doc's interval in memory. Caller holds mu (or owns ix).
