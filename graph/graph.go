@@ -368,9 +368,9 @@ func (g *Graph) entityID(w kv.Writer, name, norm string) (uint32, error) {
 		return 0, ErrTooManyEntities
 	}
 	key := uint32(g.nextKey)
-	display := collapse(name)
-	if err := g.set(w, tagEntity, key, func(v []byte) []byte { return append(v, display...) }); err != nil {
-		return 0, fmt.Errorf("graph: write entity: %w", err)
+	display, err := g.setEntity(w, key, name)
+	if err != nil {
+		return 0, err
 	}
 	// normalize(collapse(name)) == normalize(name): collapse is idempotent.
 	id, err := g.installEntity(key, display, norm)
@@ -381,6 +381,38 @@ func (g *Graph) entityID(w kv.Writer, name, norm string) (uint32, error) {
 	return id, nil
 }
 
+// edgeNames returns an edge's label and its entities' identities, or
+// ErrEmptyName.
+func edgeNames(doc uint32, from, label, to string) (string, string, string, error) {
+	label = collapse(label)
+	fromNorm, toNorm := normalize(from), normalize(to)
+	if fromNorm == "" || toNorm == "" || label == "" {
+		return "", "", "", fmt.Errorf("%w: doc %d: %q -%q-> %q", ErrEmptyName, doc, from, label, to)
+	}
+	return label, fromNorm, toNorm, nil
+}
+
+// setEntity writes the record of the entity stored as key, named name,
+// and returns its display form.
+func (g *Graph) setEntity(w kv.Writer, key uint32, name string) (string, error) {
+	display := collapse(name)
+	if err := g.set(w, tagEntity, key, func(v []byte) []byte { return append(v, display...) }); err != nil {
+		return "", fmt.Errorf("graph: write entity: %w", err)
+	}
+	return display, nil
+}
+
+// setEdge writes doc's edge record: from and to are entities' stored keys.
+func (g *Graph) setEdge(w kv.Writer, doc, from, to uint32, label string) error {
+	err := g.set(w, tagEdge, doc, func(v []byte) []byte {
+		return append(kv.AppendUint32(kv.AppendUint32(v, from), to), label...)
+	})
+	if err != nil {
+		return fmt.Errorf("graph: write edge of doc %d: %w", doc, err)
+	}
+	return nil
+}
+
 // AddEdge records the edge of fact version doc: from -label-> to. Entity
 // names are matched by identity (case-insensitive), the first display form
 // being kept. Adding an edge for a doc that already has one replaces it.
@@ -388,10 +420,9 @@ func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
 	if w == nil {
 		return ErrNilWriter
 	}
-	label = collapse(label)
-	fromNorm, toNorm := normalize(from), normalize(to)
-	if fromNorm == "" || toNorm == "" || label == "" {
-		return fmt.Errorf("%w: doc %d: %q -%q-> %q", ErrEmptyName, doc, from, label, to)
+	label, fromNorm, toNorm, err := edgeNames(doc, from, label, to)
+	if err != nil {
+		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -410,13 +441,7 @@ func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
 	}
 	tid, err := g.entityID(w, to, toNorm)
 	if err == nil {
-		fk, tk := g.ents[fid].key, g.ents[tid].key
-		err = g.set(w, tagEdge, doc, func(v []byte) []byte {
-			return append(kv.AppendUint32(kv.AppendUint32(v, fk), tk), label...)
-		})
-		if err != nil {
-			err = fmt.Errorf("graph: write edge of doc %d: %w", doc, err)
-		}
+		err = g.setEdge(w, doc, g.ents[fid].key, g.ents[tid].key, label)
 	}
 	if err != nil {
 		// Keep invariant 1 in memory: drop entities this call created.

@@ -29,10 +29,9 @@ func (wr *Writer) AddEdge(w kv.Writer, doc uint32, from, label, to string) error
 	if w == nil {
 		return ErrNilWriter
 	}
-	label = collapse(label)
-	fromNorm, toNorm := normalize(from), normalize(to)
-	if fromNorm == "" || toNorm == "" || label == "" {
-		return fmt.Errorf("%w: doc %d: %q -%q-> %q", ErrEmptyName, doc, from, label, to)
+	label, fromNorm, toNorm, err := edgeNames(doc, from, label, to)
+	if err != nil {
+		return err
 	}
 	if _, ok := wr.docs[doc]; ok {
 		return fmt.Errorf("graph: writer: doc %d already has an edge", doc)
@@ -45,11 +44,8 @@ func (wr *Writer) AddEdge(w kv.Writer, doc uint32, from, label, to string) error
 	if err != nil {
 		return err
 	}
-	err = wr.g.set(w, tagEdge, doc, func(v []byte) []byte {
-		return append(kv.AppendUint32(kv.AppendUint32(v, fk), tk), label...)
-	})
-	if err != nil {
-		return fmt.Errorf("graph: write edge of doc %d: %w", doc, err)
+	if err := wr.g.setEdge(w, doc, fk, tk, label); err != nil {
+		return err
 	}
 	wr.docs[doc] = struct{}{}
 	return nil
@@ -65,9 +61,8 @@ func (wr *Writer) entity(w kv.Writer, name, norm string) (uint32, error) {
 		return 0, ErrTooManyEntities
 	}
 	key := uint32(len(wr.keys))
-	display := collapse(name)
-	if err := wr.g.set(w, tagEntity, key, func(v []byte) []byte { return append(v, display...) }); err != nil {
-		return 0, fmt.Errorf("graph: write entity: %w", err)
+	if _, err := wr.g.setEntity(w, key, name); err != nil {
+		return 0, err
 	}
 	wr.keys[norm] = key
 	return key, nil
