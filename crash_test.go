@@ -70,7 +70,7 @@ func isBulk(i int) bool { return i%7 == 3 }
 // bulkFacts is the bulk import of write i: enough facts to commit as an
 // ingested table.
 func bulkFacts(i int) []memor.FactInput {
-	fs := make([]memor.FactInput, 250)
+	fs := make([]memor.FactInput, 400)
 	for j := range fs {
 		fs[j] = memor.FactInput{Subject: "user", Predicate: "visited", Object: fmt.Sprintf("place %d-%d", i, j),
 			ValidFrom: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(j) * time.Hour)}
@@ -232,8 +232,8 @@ func TestCrashRecovery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(fs) != 250 {
-				t.Fatalf("trial %d: bulk import %s half applied: %d facts of 250", trial, u, len(fs))
+			if len(fs) != len(bulkFacts(0)) {
+				t.Fatalf("trial %d: bulk import %s half applied: %d facts of %d", trial, u, len(fs), len(bulkFacts(0)))
 			}
 		}
 		for i := range acked {

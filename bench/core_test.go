@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,9 +230,27 @@ func BenchmarkAssertConcurrent(b *testing.B) {
 	}
 }
 
+// storeBytes is the size of the files of the closed store in dir.
+func storeBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		n += info.Size()
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
 // BenchmarkBulk is the import path: AssertBatch of 1,000 facts per user
 // with NoSync and one Sync at the end, from one writer or from two
 // (different users import in parallel). n=1000000 is skipped under -short.
+// disk-B/fact is the size of the closed store per fact.
 func BenchmarkBulk(b *testing.B) {
 	sizes := []int{10_000, 1_000_000}
 	if testing.Short() {
@@ -247,9 +266,11 @@ func BenchmarkBulk(b *testing.B) {
 				// compactions) while timed: on a shared machine it moves
 				// far less than wall time.
 				var cpu time.Duration
+				var disk int64
 				for b.Loop() {
 					b.StopTimer()
-					e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true})
+					dir := filepath.Join(b.TempDir(), "db")
+					e, err := memor.Open(dir, memor.Options{NoSync: true})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -280,10 +301,12 @@ func BenchmarkBulk(b *testing.B) {
 					b.StopTimer()
 					cpu += cputime.Process() - cpu0
 					e.Close()
+					disk += storeBytes(b, dir)
 					b.StartTimer()
 				}
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "facts/s")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "cpu-µs/fact")
+				b.ReportMetric(float64(disk)/float64(n*b.N), "disk-B/fact")
 			})
 		}
 	}

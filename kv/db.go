@@ -26,7 +26,9 @@ import (
 //	2: records in binary (JSON ones still read); vectors in float16.
 //	3: users are found by their keys; the registry ('U' keys) is no
 //	   longer written (an older build would miss new users in Prune).
-const FormatVersion uint32 = 3
+//	4: a mostly-zero vector is stored sparse (index/hnsw), which an
+//	   older build cannot decode.
+const FormatVersion uint32 = 4
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -241,11 +243,12 @@ func (db *DB) checkFormat() error {
 		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
 	}
 	if got < FormatVersion {
-		// Formats 1 and 2 differ only in how the engine encodes records
-		// (JSON then, binary now) and in the user registry, and this build
-		// reads both: the store is upgraded in place by raising its
-		// number, so that an older build, which cannot read what is
-		// written from now on, refuses it.
+		// Formats 1 to 3 differ only in how records are encoded (the
+		// engine's in JSON, then binary; vectors dense, then sparse when
+		// mostly zero) and in the user registry, and this build reads
+		// them all: the store is upgraded in place by raising its number,
+		// so that an older build, which cannot read what is written from
+		// now on, refuses it.
 		return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync)
 	}
 	return nil

@@ -341,7 +341,7 @@ func (ix *Index) store(s, id uint32, v []float32, scale float32, deferred bool) 
 	} else {
 		b = ix.newVecRecord(id)
 	}
-	return roundAppendHalf(b, dst)
+	return roundAppendVec(b, dst)
 }
 
 func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }

@@ -95,29 +95,37 @@ func (ix *Index) deferredVecRecord(id uint32) []byte {
 
 // encodeVecRecord is the record of id's held vector v (already rounded).
 func (ix *Index) encodeVecRecord(id uint32, v []float32) vecRecord {
-	return appendHalf(ix.newVecRecord(id), v)
+	return appendVec(ix.newVecRecord(id), v)
 }
 
-// decodeVec reads a persisted vector into dst: half precision, or float32
-// as stores before half precision wrote them.
+// decodeVec reads a persisted vector into dst: sparse or dense half
+// precision, or float32 as stores before half precision wrote them (a
+// length no half-precision record has: theirs are odd).
 func decodeVec(dst []float32, v []byte) bool {
-	if len(v) == 4*len(dst) {
+	switch {
+	case len(v) == 4*len(dst):
 		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
 		}
 		return true
+	case len(v) > 0 && v[0] == sparseMarker:
+		return decodeSparse(dst, v)
 	}
 	return decodeHalf(dst, v)
 }
 
-// vecBytes is the persisted form of a held vector: what setVec writes, or
-// float32 for one loaded from a float32 key (so Check compares like with
-// like).
+// vecBytes is the persisted form of a held vector in the encoding of the
+// record stored for it, so that Check compares like with like: what the
+// index writes now, or float32, or dense half precision for a sparse
+// vector written before sparse records.
 func vecBytes(v []float32, stored []byte) []byte {
-	if len(stored) == 4*len(v) {
+	switch {
+	case len(stored) == 4*len(v):
 		return encodeVec(v)
+	case len(stored) > 0 && stored[0] == halfMarker:
+		return appendHalf(nil, v)
 	}
-	return appendHalf(nil, v)
+	return appendVec(nil, v)
 }
 
 func (ix *Index) encodeLinks(s uint32, l int) []byte {

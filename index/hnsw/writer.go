@@ -46,7 +46,7 @@ func (wr *Writer) Add(w kv.Writer, id uint32, vec []float32) error {
 	}
 	put(wr.vec, vec, scale)
 	kl := ix.vecKeyLen()
-	wr.rec = roundAppendHalf(ix.appendVecKey(wr.rec[:0], id), wr.vec)
+	wr.rec = roundAppendVec(ix.appendVecKey(wr.rec[:0], id), wr.vec)
 	if err := w.Set(wr.rec[:kl:kl], wr.rec[kl:]); err != nil {
 		return fmt.Errorf("hnsw: write vector %d: %w", id, err)
 	}
