@@ -398,6 +398,24 @@ func (s *indexSet) prefetchVectors(t *txn, all []string) error {
 	if len(texts) < 2 {
 		return nil
 	}
+	if sp, ok := s.emb.(embed.SparseEmbedder); ok && t.fresh && len(texts) >= importMinDocs {
+		// A new user's import: its vectors go to the index records as
+		// their non-zero components (hnsw.Writer.AddSparse).
+		t.vecBuf = vectorPool.Get().(*vectorBuf)
+		if err := sp.EmbedSparse(t.ctx, texts, &t.vecBuf.sparse); err != nil {
+			return fmt.Errorf("memor: embed: %w", err)
+		}
+		if n := t.vecBuf.sparse.Len(); n != len(texts) {
+			return fmt.Errorf("memor: embed: %d vectors for %d texts", n, len(texts))
+		}
+		if t.vecBuf.sparseOf == nil {
+			t.vecBuf.sparseOf = make(map[string]int, len(texts))
+		}
+		for i, text := range texts {
+			t.vecBuf.sparseOf[text] = i
+		}
+		return nil
+	}
 	var vs [][]float32
 	var err error
 	if into, ok := s.emb.(embed.IntoEmbedder); ok && into.Dim() > 0 && len(texts)*into.Dim() <= maxPooledVectors {
@@ -446,18 +464,58 @@ func (s *indexSet) newImport(user string) *importIndex {
 		vec: hnsw.NewWriter(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO), g: graph.NewWriter(kv.UserKey(user, kv.SubGraph))}
 }
 
-// vector returns text's embedding: prefetched, or embedded now.
+// vector returns text's embedding: prefetched, or embedded now. A
+// prefetched sparse vector is made dense in memory the next call reuses
+// (the indexes copy what they keep).
 func (s *indexSet) vector(t *txn, text string) ([]float32, error) {
 	if v, ok := t.vectors[text]; ok {
 		return v, nil
 	}
+	if b := t.vecBuf; b != nil {
+		if i, ok := b.sparseOf[text]; ok {
+			if len(b.dense) != s.emb.Dim() {
+				b.dense = make([]float32, s.emb.Dim())
+			}
+			b.sparse.Dense(i, b.dense)
+			return b.dense, nil
+		}
+	}
 	return s.embedOne(t.ctx, text)
 }
 
-// vectorBuf is a write's pooled memory for the vectors of its facts.
+// addVector writes the record of text's vector as document doc of an
+// import: from its non-zero components when they were prefetched.
+func (s *indexSet) addVector(t *txn, doc uint32, text string) error {
+	if b := t.vecBuf; b != nil {
+		if i, ok := b.sparseOf[text]; ok {
+			idx, val := b.sparse.Vector(i)
+			return t.imp.vec.AddSparse(t.b, doc, idx, val)
+		}
+	}
+	v, err := s.vector(t, text)
+	if err != nil {
+		return err
+	}
+	return t.imp.vec.Add(t.b, doc, v)
+}
+
+// vectorBuf is a write's pooled memory for the vectors of its facts:
+// dense, or for a new user's import sparse (see prefetchVectors), with
+// the vector of each text and a dense copy for an index that keeps
+// vectors.
 type vectorBuf struct {
-	flat []float32
-	vs   [][]float32
+	flat     []float32
+	vs       [][]float32
+	sparse   embed.Sparse
+	sparseOf map[string]int
+	dense    []float32
+}
+
+// release returns b to the pool, forgetting the texts it names.
+func (b *vectorBuf) release() {
+	clear(b.sparseOf)
+	b.sparse.Reset()
+	vectorPool.Put(b)
 }
 
 // slices returns n vectors of length dim in the buffer.
@@ -493,11 +551,7 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 		if err := bm25.WriteDoc(t.b, imp.bmPrefix, f.Doc, text); err != nil {
 			return err
 		}
-		v, err := s.vector(t, text)
-		if err != nil {
-			return err
-		}
-		if err := imp.vec.Add(t.b, f.Doc, v); err != nil {
+		if err := s.addVector(t, f.Doc, text); err != nil {
 			return err
 		}
 		return imp.g.AddEdge(t.b, f.Doc, f.Subject, f.Predicate, f.Object)

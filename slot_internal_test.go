@@ -127,7 +127,7 @@ func TestMemPathEqualsBatchPath(t *testing.T) {
 			if p.imp {
 				importMinDocs = 1
 			}
-			dump, ingested := runFirstBatchWorkload(t, seed, p.ingest)
+			dump, ingested := runFirstBatchWorkload(t, seed, p.ingest, 0)
 			want := uint64(0)
 			if p.ingest > 0 {
 				want = 12 // one per user: the first batch
@@ -152,9 +152,27 @@ func TestMemPathEqualsBatchPath(t *testing.T) {
 	}
 }
 
+// TestRefusedImportEqualsMemPath: a new user's first batch that embeds
+// its vectors sparse for an import, and then is not one (more vectors than
+// the vector index takes without its graph), indexes them in memory as a
+// batch that never embedded sparse does, byte for byte.
+func TestRefusedImportEqualsMemPath(t *testing.T) {
+	defer func(n int) { importMinDocs = n }(importMinDocs)
+	for seed := range uint64(4) {
+		importMinDocs = 1 << 30
+		want, _ := runFirstBatchWorkload(t, seed, 1, 4)
+		importMinDocs = 1
+		got, _ := runFirstBatchWorkload(t, seed, 1, 4)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: a refused import stored other bytes than the memory path", seed)
+		}
+	}
+}
+
 // runFirstBatchWorkload returns the store's dump and how many writes
-// committed as ingested tables.
-func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin int) ([]byte, uint64) {
+// committed as ingested tables. A graphAt above 0 sets the vector index's
+// GraphAt.
+func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin, graphAt int) ([]byte, uint64) {
 	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, IngestMinBytes: ingestMin, Clock: func() time.Time {
@@ -165,6 +183,9 @@ func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin int) ([]byte, ui
 		t.Fatal(err)
 	}
 	defer e.Close()
+	if graphAt > 0 {
+		e.idx.hnswO.GraphAt = graphAt
+	}
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(seed, 11))
 	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)

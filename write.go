@@ -369,7 +369,7 @@ func (t *txn) close() {
 	t.b.Close()
 	if t.vecBuf != nil {
 		t.vectors = nil
-		vectorPool.Put(t.vecBuf)
+		t.vecBuf.release()
 		t.vecBuf = nil
 	}
 	if t.indexed && !t.committed {

@@ -40,6 +40,53 @@ type IntoEmbedder interface {
 	EmbedInto(ctx context.Context, texts []string, out [][]float32) error
 }
 
+// SparseEmbedder is an Embedder whose vectors are mostly zero (the
+// default Hash embedder's: a short text touches a few dozen of its 384
+// buckets). A bulk import takes them as their non-zero components and
+// never builds, clears or scans the dense vectors.
+type SparseEmbedder interface {
+	Embedder
+	// EmbedSparse resets out and appends to it, for each text in order,
+	// the non-zero components of the vector Embed returns for it, in
+	// increasing index order, bit for bit.
+	EmbedSparse(ctx context.Context, texts []string, out *Sparse) error
+}
+
+// Sparse holds vectors as their non-zero components: vector i's indexes
+// and values are Index and Value from Ends[i-1] (0 for the first) to
+// Ends[i]. Its memory is reused by the next EmbedSparse into it.
+type Sparse struct {
+	Index []int32
+	Value []float32
+	Ends  []int
+}
+
+// Reset empties s, keeping its memory.
+func (s *Sparse) Reset() { s.Index, s.Value, s.Ends = s.Index[:0], s.Value[:0], s.Ends[:0] }
+
+// Len is the number of vectors in s.
+func (s *Sparse) Len() int { return len(s.Ends) }
+
+// Vector returns the indexes and values of vector i.
+func (s *Sparse) Vector(i int) ([]int32, []float32) {
+	lo := 0
+	if i > 0 {
+		lo = s.Ends[i-1]
+	}
+	hi := s.Ends[i]
+	return s.Index[lo:hi:hi], s.Value[lo:hi:hi]
+}
+
+// Dense writes vector i into v (of the embedder's dimension), zeroing
+// the rest of it.
+func (s *Sparse) Dense(i int, v []float32) {
+	clear(v)
+	idx, val := s.Vector(i)
+	for k, j := range idx {
+		v[j] = val[k]
+	}
+}
+
 // Errors returned by this package; match them with errors.Is.
 var (
 	// ErrConfig: options are missing or invalid (no base URL or model).

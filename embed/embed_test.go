@@ -500,8 +500,32 @@ func TestHashMatchesReference(t *testing.T) {
 		if err := h.EmbedInto(ctx, texts, into); err != nil {
 			t.Fatal(err)
 		}
+		// EmbedSparse into a Sparse that holds another batch's vectors.
+		sparse := &Sparse{Index: []int32{5, 1}, Value: []float32{1, 2}, Ends: []int{2}}
+		if err := h.EmbedSparse(ctx, texts, sparse); err != nil {
+			t.Fatal(err)
+		}
+		if sparse.Len() != len(texts) {
+			t.Fatalf("%d sparse vectors for %d texts", sparse.Len(), len(texts))
+		}
 		for i, text := range texts {
 			want := embedReference(dim, text)
+			idx, val := sparse.Vector(i)
+			for k := range idx {
+				if idx[k] < 0 || int(idx[k]) >= dim || k > 0 && idx[k] <= idx[k-1] || val[k] == 0 {
+					t.Fatalf("dim %d, %q: sparse component %d is %d=%v", dim, text, k, idx[k], val[k])
+				}
+			}
+			dense := make([]float32, dim)
+			for j := range dense {
+				dense[j] = -1
+			}
+			sparse.Dense(i, dense)
+			for j := range want {
+				if math.Float32bits(dense[j]) != math.Float32bits(want[j]) {
+					t.Fatalf("dim %d, %q: sparse component %d is %v, reference %v", dim, text, j, dense[j], want[j])
+				}
+			}
 			one, err := h.Embed(ctx, []string{text})
 			if err != nil {
 				t.Fatal(err)
@@ -551,11 +575,20 @@ func TestHashParallelBatch(t *testing.T) {
 	if _, err := h.Embed(ctx, texts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
+	if err := h.EmbedSparse(ctx, texts, &Sparse{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled sparse: %v", err)
+	}
 }
 
 // BenchmarkHashEmbedBatch embeds a bulk import's 1000 fact texts in one
 // Embed call (split over the cores, as the engine's prefetch does).
 func BenchmarkHashEmbedBatch(b *testing.B) {
+	for _, kind := range []string{"dense", "sparse"} {
+		b.Run(kind, func(b *testing.B) { benchmarkHashEmbedBatch(b, kind == "sparse") })
+	}
+}
+
+func benchmarkHashEmbedBatch(b *testing.B, sparse bool) {
 	h := NewHash(0)
 	preds := []string{"lives in", "likes", "works at", "plays instrument", "speaks language"}
 	texts := make([]string, 1000)
@@ -566,8 +599,15 @@ func BenchmarkHashEmbedBatch(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
+	var out Sparse
 	b.ReportAllocs()
 	for b.Loop() {
+		if sparse {
+			if err := h.EmbedSparse(ctx, texts, &out); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
 		if _, err := h.Embed(ctx, texts); err != nil {
 			b.Fatal(err)
 		}

@@ -89,6 +89,66 @@ func (h *Hash) EmbedInto(ctx context.Context, texts []string, out [][]float32) e
 	return h.embedAll(ctx, texts, out)
 }
 
+// EmbedSparse is Embed returning the vectors' non-zero components (see
+// [SparseEmbedder]).
+func (h *Hash) EmbedSparse(ctx context.Context, texts []string, out *Sparse) error {
+	out.Reset()
+	workers := min(runtime.GOMAXPROCS(0), len(texts)/parallelEmbedMin)
+	if workers <= 1 {
+		return h.sparseRange(ctx, texts, out)
+	}
+	// Each core fills its own part; the parts are appended in order.
+	parts := make([]*Sparse, workers)
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	per := (len(texts) + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*per, min(len(texts), (w+1)*per)
+		part := out
+		if w > 0 {
+			part = sparsePool.Get().(*Sparse)
+			part.Reset()
+			parts[w] = part
+		}
+		wg.Go(func() { errs[w] = h.sparseRange(ctx, texts[lo:hi], part) })
+	}
+	wg.Wait()
+	defer func() {
+		for _, p := range parts[1:] {
+			sparsePool.Put(p)
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return ctx.Err()
+	}
+	for _, p := range parts[1:] {
+		base := len(out.Index)
+		out.Index = append(out.Index, p.Index...)
+		out.Value = append(out.Value, p.Value...)
+		for _, e := range p.Ends {
+			out.Ends = append(out.Ends, base+e)
+		}
+	}
+	return nil
+}
+
+var sparsePool = sync.Pool{New: func() any { return new(Sparse) }}
+
+// sparseRange appends the sparse vectors of texts to out.
+func (h *Hash) sparseRange(ctx context.Context, texts []string, out *Sparse) error {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	for i, t := range texts {
+		if i&63 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		h.embedSparse(out, t, sc)
+	}
+	return nil
+}
+
 // embedAll fills out (zeroed) with the vectors of texts, over the cores
 // for a large batch.
 func (h *Hash) embedAll(ctx context.Context, texts []string, out [][]float32) error {
@@ -180,6 +240,46 @@ func (h *Hash) embed(text string) []float32 {
 // from decoding here is a separator), and trigrams are hashed from the
 // UTF-8 bytes of "<" word ">", which are what fnvRunes encoded.
 func (h *Hash) embedInto(out []float32, text string, sc *scratch) {
+	inv := h.accumulate(text, sc)
+	v, touched := sc.vec, sc.touched
+	out = out[:len(v)]
+	for k, word := range touched {
+		for ; word != 0; word &= word - 1 {
+			i := k*64 + bits.TrailingZeros64(word)
+			if inv != 0 {
+				out[i] = v[i] * inv
+			}
+			v[i] = 0
+		}
+	}
+	clear(touched)
+}
+
+// embedSparse appends the non-zero components of text's vector to out:
+// the components embedInto writes, in index order. A bucket is never -0,
+// so the ones left out are those embedInto leaves +0.
+func (h *Hash) embedSparse(out *Sparse, text string, sc *scratch) {
+	inv := h.accumulate(text, sc)
+	v, touched := sc.vec, sc.touched
+	for k, word := range touched {
+		for ; word != 0; word &= word - 1 {
+			i := k*64 + bits.TrailingZeros64(word)
+			if x := v[i] * inv; x != 0 {
+				out.Index = append(out.Index, int32(i))
+				out.Value = append(out.Value, x)
+			}
+			v[i] = 0
+		}
+	}
+	clear(touched)
+	out.Ends = append(out.Ends, len(out.Index))
+}
+
+// accumulate sums the weights of text's features into sc.vec, marks the
+// buckets it touched in sc.touched and returns the factor that
+// normalises them (0 when they cancel out: the vector stays zero). The
+// caller writes the vector out and zeroes the touched buckets.
+func (h *Hash) accumulate(text string, sc *scratch) float32 {
 	if len(sc.vec) != h.dim {
 		sc.vec = make([]float32, h.dim)
 	}
@@ -263,21 +363,10 @@ func (h *Hash) embedInto(out []float32, text string, sc *scratch) {
 			ss += float64(x) * float64(x)
 		}
 	}
-	inv := float32(0) // ss = 0: every bucket cancelled, out stays zero
 	if ss > 0 {
-		inv = float32(1 / math.Sqrt(ss))
+		return float32(1 / math.Sqrt(ss))
 	}
-	out = out[:len(v)]
-	for k, word := range touched {
-		for ; word != 0; word &= word - 1 {
-			i := k*64 + bits.TrailingZeros64(word)
-			if ss > 0 {
-				out[i] = v[i] * inv
-			}
-			v[i] = 0
-		}
-	}
-	clear(touched)
+	return 0 // every bucket cancelled: the vector stays zero
 }
 
 // unsafeString views b as a string (b is not changed while it is used).
