@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -93,6 +94,7 @@ func (h *Hash) EmbedInto(ctx context.Context, texts []string, out [][]float32) e
 // [SparseEmbedder]).
 func (h *Hash) EmbedSparse(ctx context.Context, texts []string, out *Sparse) error {
 	out.Reset()
+	out.grow(len(texts))
 	workers := min(runtime.GOMAXPROCS(0), len(texts)/parallelEmbedMin)
 	if workers <= 1 {
 		return h.sparseRange(ctx, texts, out)
@@ -108,6 +110,7 @@ func (h *Hash) EmbedSparse(ctx context.Context, texts []string, out *Sparse) err
 		if w > 0 {
 			part = sparsePool.Get().(*Sparse)
 			part.Reset()
+			part.grow(hi - lo)
 			parts[w] = part
 		}
 		wg.Go(func() { errs[w] = h.sparseRange(ctx, texts[lo:hi], part) })
@@ -133,6 +136,18 @@ func (h *Hash) EmbedSparse(ctx context.Context, texts []string, out *Sparse) err
 }
 
 var sparsePool = sync.Pool{New: func() any { return new(Sparse) }}
+
+// sparseGuess is the components per text a Sparse is sized for up front:
+// a fact's few words have about 30 features.
+const sparseGuess = 32
+
+// grow makes room in s for n more texts' vectors of the usual size, so
+// that a fresh Sparse is not regrown a dozen times over a batch.
+func (s *Sparse) grow(n int) {
+	s.Index = slices.Grow(s.Index, n*sparseGuess)
+	s.Value = slices.Grow(s.Value, n*sparseGuess)
+	s.Ends = slices.Grow(s.Ends, n)
+}
 
 // sparseRange appends the sparse vectors of texts to out.
 func (h *Hash) sparseRange(ctx context.Context, texts []string, out *Sparse) error {
