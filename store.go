@@ -3,7 +3,6 @@ package memor
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,34 +35,67 @@ const idLen = 16
 // factID is hash(user, subject, predicate, object, context, ValidFrom) over
 // normalised, length-prefixed fields (DESIGN §3 "Fact identity").
 func factID(user, subjKey, pred, objKey, ctxKey string, vf int64) [idLen]byte {
-	h := sha256.New()
-	var n [8]byte
-	for _, s := range []string{user, subjKey, pred, objKey, ctxKey} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	binary.BigEndian.PutUint64(n[:], uint64(vf))
-	h.Write(n[:])
-	var id [idLen]byte
-	copy(id[:], h.Sum(nil))
-	return id
+	return hashID(user, "", subjKey, pred, objKey, ctxKey, vf)
 }
 
 // endID names an end claim; ends live in the claim keyspace beside the
-// assertions they close.
+// assertions they close. Its first field is user+"\x00end".
 func endID(user, subjKey, pred, objKey, ctxKey string, at int64) [idLen]byte {
-	return factID(user+"\x00end", subjKey, pred, objKey, ctxKey, at)
+	return hashID(user, "\x00end", subjKey, pred, objKey, ctxKey, at)
+}
+
+// hashID is the ID over the fields user+userSuffix, subjKey, pred, objKey,
+// ctxKey (each its length as 8 bytes big-endian, then its bytes) and vf (8
+// bytes big-endian). The hashed bytes are laid out in a stack buffer and
+// hashed at once: a sha256.New per fact costs an allocation and the
+// hash.Hash calls, on the path every imported fact takes.
+func hashID(user, userSuffix, subjKey, pred, objKey, ctxKey string, vf int64) [idLen]byte {
+	var buf [256]byte
+	b := binary.BigEndian.AppendUint64(buf[:0], uint64(len(user)+len(userSuffix)))
+	b = append(append(b, user...), userSuffix...)
+	for _, s := range [...]string{subjKey, pred, objKey, ctxKey} {
+		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(vf))
+	sum := sha256.Sum256(b)
+	return [idLen]byte(sum[:idLen])
 }
 
 func parseID(s string) ([idLen]byte, error) {
 	var id [idLen]byte
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != idLen {
+	// Decoded in place: hex.DecodeString would allocate, and every new
+	// version's key decodes its fact's ID.
+	if len(s) != 2*idLen || !decodeHexID(&id, s) {
 		return id, fmt.Errorf("%w: fact ID %q", ErrNotFound, s)
 	}
-	copy(id[:], b)
 	return id, nil
+}
+
+// decodeHexID decodes the 2*idLen hex digits of s (either case, as
+// hex.Decode accepts) into id and reports whether s was valid.
+func decodeHexID(id *[idLen]byte, s string) bool {
+	for i := range id {
+		hi, ok1 := fromHexChar(s[2*i])
+		lo, ok2 := fromHexChar(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		id[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func fromHexChar(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // slotKey is the key of a resolution slot: esc(subject) esc(predicate)
