@@ -77,8 +77,21 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	var out map[string]*resolve.Outcome
 	var ap *appendedClaims
 	var err error
-	fromMem := t.fresh && !t.resolved[string(w.slot)]
-	t.resolved[string(w.slot)] = true
+	var ms *memSlot
+	if t.fresh {
+		// A slot resolves from memory once; later it has versions in the
+		// batch.
+		if ms = w.mem; ms == nil {
+			if ms = t.mem[string(w.slot)]; ms == nil {
+				ms = t.newMemSlot(0)
+				t.mem[string(w.slot)] = ms
+			}
+		}
+	}
+	fromMem := ms != nil && !ms.resolved
+	if ms != nil {
+		ms.resolved = true
+	}
 	if !fromMem {
 		if ap, err = t.appended(w); err != nil {
 			return nil, err
@@ -86,7 +99,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	}
 	switch {
 	case fromMem:
-		claims, live = t.memClaims(w.slot), map[string]Fact{}
+		claims, live = t.memClaims(ms, w.slot), map[string]Fact{}
 		out = resolve.Fold(w.one, toResolve(claims))
 	case ap != nil:
 		claims, live = ap.claims, ap.live
@@ -301,7 +314,10 @@ func (t *txn) put(w *slotWork, f Fact) error {
 	f.RecordedAt = fromNanos(t.now)
 	t.meta.Doc++
 	f.Doc = t.meta.Doc
-	suf := claimSuffix(slot, nanos(f.ValidFrom), mustID(f.ID))
+	// In scratch: the batch copies keys and values, and putVersion does
+	// not use t.ck.
+	t.ck = appendClaimSuffix(t.ck[:0], slot, nanos(f.ValidFrom), mustID(f.ID))
+	suf := t.ck
 	t.vb = appendFact(t.vb[:0], &f)
 	if err := t.set(kv.SubLive, suf, t.vb); err != nil {
 		return err
@@ -355,10 +371,12 @@ func (t *txn) countLive(g ctxGroup, ctxKey string, d int) {
 	if t.live == nil {
 		t.live = map[ctxGroup]map[string]int{}
 	}
-	if t.live[g] == nil {
-		t.live[g] = map[string]int{}
+	m := t.live[g]
+	if m == nil {
+		m = map[string]int{}
+		t.live[g] = m
 	}
-	t.live[g][ctxKey] += d
+	m[ctxKey] += d
 }
 
 // ctxGroup is a subject and predicate, whose contexts coexist.
@@ -440,20 +458,28 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 var appendFastPath, memFastPath = true, true
 
 // memClaims is what slotClaims reads for slot, in the same order, in a
-// write of a new user: the claims this write made under the slot in key
-// order (valid time, then ID), then for an object of a Many predicate the
-// ends without object, in key order.
-func (t *txn) memClaims(slot []byte) []claimRec {
-	out := sortedClaims(slices.Clone(t.mem[string(slot)]))
+// write of a new user: the claims this write made under the slot (ms) in
+// key order (valid time, then ID), then for an object of a Many predicate
+// the ends without object, in key order. A slot of one claim is returned
+// without a copy: the caller may change it, which is safe as the slot is
+// then resolved and its claims in memory are not read again (an end's, the
+// only ones read from another slot, are never changed).
+func (t *txn) memClaims(ms *memSlot, slot []byte) []claimRec {
+	out := ms.claims
+	if len(out) > 1 {
+		out = sortedClaims(slices.Clone(out))
+	}
 	if !t.memEnds {
 		return out // no end in this write: no slot has ends to add
 	}
 	subj, pred, ctxKey, obj, many, err := slotParts(slot)
 	if err == nil && many && obj != "" {
 		var ends []claimRec
-		for _, c := range t.mem[string(slotKey(subj, pred, ctxKey, false, ""))] {
-			if resolve.Kind(c.Kind) == resolve.End {
-				ends = append(ends, c)
+		if es := t.mem[string(slotKey(subj, pred, ctxKey, false, ""))]; es != nil {
+			for _, c := range es.claims {
+				if resolve.Kind(c.Kind) == resolve.End {
+					ends = append(ends, c)
+				}
 			}
 		}
 		out = append(out, sortedClaims(ends)...)

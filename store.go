@@ -105,7 +105,12 @@ func fromHexChar(c byte) (byte, bool) {
 // likes. Ends without object of a Many predicate live in the sub-slot with
 // the empty object and apply to every object sub-slot.
 func slotKey(subjKey, pred, ctxKey string, one bool, objKey string) []byte {
-	k := kv.AppendString(nil, subjKey)
+	return appendSlotKey(nil, subjKey, pred, ctxKey, one, objKey)
+}
+
+// appendSlotKey appends slotKey(subjKey, pred, ctxKey, one, objKey) to k.
+func appendSlotKey(k []byte, subjKey, pred, ctxKey string, one bool, objKey string) []byte {
+	k = kv.AppendString(k, subjKey)
 	k = kv.AppendString(k, pred)
 	k = kv.AppendString(k, ctxKey)
 	if !one {
@@ -146,7 +151,12 @@ func userKey(user string, sub kv.Sub, suffix ...[]byte) []byte {
 
 // claimSuffix is slot vf id.
 func claimSuffix(slot []byte, vf int64, id [idLen]byte) []byte {
-	k := append([]byte(nil), slot...)
+	return appendClaimSuffix(make([]byte, 0, len(slot)+8+idLen), slot, vf, id)
+}
+
+// appendClaimSuffix appends claimSuffix(slot, vf, id) to k.
+func appendClaimSuffix(k, slot []byte, vf int64, id [idLen]byte) []byte {
+	k = append(k, slot...)
 	k = kv.AppendInt64(k, vf)
 	return append(k, id[:]...)
 }

@@ -298,11 +298,11 @@ type txn struct {
 	// has no live version. Resolution then reads memory, not the batch
 	// (see memClaims).
 	fresh    bool
-	mem      map[string][]claimRec
+	mem      map[string]*memSlot
+	memSlots []memSlot                   // where mem's slots are allocated (see newMemSlot)
 	memEnds  bool                        // mem holds an end
 	live     map[ctxGroup]map[string]int // live values written, by context (see otherContexts)
-	memIDs   map[string]bool             // IDs of the claims in mem
-	resolved map[string]bool
+	memIDs   map[[idLen]byte]bool        // IDs of the claims in mem
 	// vectors: embeddings of this write's fact texts, fetched in one call
 	// (see prefetchVectors).
 	vectors map[string][]float32
@@ -313,8 +313,42 @@ type txn struct {
 	// records without the indexes (see importIndex); ui stays nil.
 	imp *importIndex
 	// root is the user's key prefix; kb, vb and sb are scratch for the
-	// keys, values and key suffixes of set (the batch copies them).
-	root, kb, vb, sb []byte
+	// keys, values and key suffixes of set (the batch copies them); ck
+	// is scratch for a claim's key suffix (see applyOps and put).
+	root, kb, vb, sb, ck []byte
+}
+
+// memSlot is what a new user's write holds in memory for one slot (see
+// txn.fresh): the claims it made there, in the order they came, and
+// whether the slot was resolved already (from then on it resolves through
+// the batch, see resolveSub).
+type memSlot struct {
+	claims   []claimRec
+	resolved bool
+	// first holds the first claim: claims starts as first[:1:1], so that a
+	// slot of one claim (most slots of an import) allocates nothing more.
+	first [1]claimRec
+}
+
+// newMemSlot returns a new empty slot for t.mem. Slots are allocated in
+// chunks of about hint (a slot is only ever used through its pointer, so
+// a chunk that fills up is left to the slots it holds).
+func (t *txn) newMemSlot(hint int) *memSlot {
+	if len(t.memSlots) == cap(t.memSlots) {
+		t.memSlots = make([]memSlot, 0, max(hint, 16))
+	}
+	t.memSlots = t.memSlots[:len(t.memSlots)+1]
+	return &t.memSlots[len(t.memSlots)-1]
+}
+
+// add appends c to the slot's claims.
+func (m *memSlot) add(c *claimRec) {
+	if m.claims == nil {
+		m.first[0] = *c
+		m.claims = m.first[:1:1]
+		return
+	}
+	m.claims = append(m.claims, *c)
 }
 
 // set writes the user's key sub+suffix = v through the batch, building
@@ -398,9 +432,9 @@ func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, er
 		b = e.db.NewBatchSized(sizeHint)
 	}
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[ctxGroup]map[string]bool{},
-		resolved: map[string]bool{}, root: kv.UserRoot(user)}
+		root: kv.UserRoot(user)}
 	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && memFastPath {
-		t.fresh, t.mem, t.memIDs = true, map[string][]claimRec{}, map[string]bool{}
+		t.fresh, t.mem, t.memIDs = true, map[string]*memSlot{}, map[[idLen]byte]bool{}
 	}
 	t.now = e.tick(m.Txn)
 	return t, nil
@@ -490,7 +524,10 @@ type slotWork struct {
 	subjKey, pred, ctxKey string
 	one                   bool
 	fresh                 idSet // claims added by this transaction
-	judged                bool
+	// mem is the slot's claims in memory (see txn.fresh), or nil: then
+	// resolveSub looks them up.
+	mem    *memSlot
+	judged bool
 	// allObjects: an end without object of a Many predicate, which
 	// re-resolves every object sub-slot.
 	allObjects bool
@@ -584,13 +621,18 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 	touched := make(map[string]*slotWork, len(ops))
 	if t.fresh && len(t.memIDs) == 0 {
 		// A new user's import: about one slot per op.
-		t.mem, t.memIDs, t.resolved = make(map[string][]claimRec, len(ops)), make(map[string]bool, len(ops)), make(map[string]bool, len(ops))
+		t.mem, t.memIDs = make(map[string]*memSlot, len(ops)), make(map[[idLen]byte]bool, len(ops))
+		t.memSlots = nil
 	}
-	var order []string
+	// The slots in the order they were first touched; works holds them
+	// (at most one per op, so it never grows and the pointers stay put).
+	order := make([]*slotWork, 0, len(ops))
+	works := make([]slotWork, 0, len(ops))
 	// texts: what the new assertions' documents will say, embedded
 	// together below.
-	var texts []string
+	texts := make([]string, 0, len(ops))
 	added := 0
+	allObjects := false // an end without object of a Many predicate
 	for _, op := range ops {
 		if err := t.ctx.Err(); err != nil {
 			return err
@@ -618,8 +660,12 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		} else {
 			id = endID(t.user, subjKey, pred, objKey, ctxKey, vf)
 		}
-		slot := slotKey(subjKey, pred, ctxKey, one, objKey)
-		suf := claimSuffix(slot, vf, id)
+		// The claim's key suffix is built in scratch (the batch copies
+		// it); only a slot seen for the first time copies its key.
+		t.ck = appendSlotKey(t.ck[:0], subjKey, pred, ctxKey, one, objKey)
+		slotLen := len(t.ck)
+		t.ck = appendClaimSuffix(t.ck, nil, vf, id)
+		suf, slot := t.ck, t.ck[:slotLen]
 		conf := op.Confidence
 		if conf == 0 {
 			conf = 1
@@ -627,20 +673,28 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		c := claimRec{ID: hex.EncodeToString(id[:]), Kind: uint8(op.Kind), Subject: cleanValue(op.Subject),
 			Predicate: pred, Object: cleanValue(op.Object), Context: cleanValue(op.Context), ValidFrom: vf,
 			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
-		sk := string(slot)
-		if known, err := t.knownClaim(suf, c.ID); err != nil {
+		if known, err := t.knownClaim(suf, id); err != nil {
 			return err
 		} else if known {
 			// Replay of a known claim: first provenance kept.
 			t.decide(RuleNoop, c, "claim already known")
 			continue
 		}
-		w := touched[sk]
+		w := touched[string(slot)]
 		if w == nil {
-			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one,
-				allObjects: !one && op.Kind == extract.End && objKey == ""}
+			sk := string(slot)
+			works = append(works, slotWork{slot: []byte(sk), subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one,
+				allObjects: !one && op.Kind == extract.End && objKey == ""})
+			w = &works[len(works)-1]
+			allObjects = allObjects || w.allObjects
 			touched[sk] = w
-			order = append(order, sk)
+			order = append(order, w)
+			if t.fresh {
+				if w.mem = t.mem[sk]; w.mem == nil {
+					w.mem = t.newMemSlot(len(ops))
+					t.mem[sk] = w.mem
+				}
+			}
 		}
 		w.judged = w.judged || judged
 		w.fresh.add(c.ID)
@@ -649,8 +703,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			return err
 		}
 		if t.fresh {
-			t.mem[sk] = append(t.mem[sk], c)
-			t.memIDs[c.ID] = true
+			w.mem.add(&c)
+			t.memIDs[id] = true
 			t.memEnds = t.memEnds || op.Kind == extract.End
 		}
 		added++
@@ -683,15 +737,20 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		ui.vec.Reserve(added)
 	}
-	for _, w := range touched {
-		if !w.one && !w.allObjects {
-			// An end without object of the same predicate in this batch
-			// reaches this object's slot (see appended).
-			w.endsTouched = touched[string(slotKey(w.subjKey, w.pred, w.ctxKey, false, ""))] != nil
+	if allObjects {
+		// Only an end without object touches the sub-slot of a Many
+		// predicate's ends without object (an assertion has an object).
+		for _, w := range order {
+			if !w.one && !w.allObjects {
+				// An end without object of the same predicate in this batch
+				// reaches this object's slot (see appended).
+				t.ck = appendSlotKey(t.ck[:0], w.subjKey, w.pred, w.ctxKey, false, "")
+				w.endsTouched = touched[string(t.ck)] != nil
+			}
 		}
 	}
-	for _, sk := range order {
-		if err := t.resolveSlot(touched[sk], ""); err != nil {
+	for _, w := range order {
+		if err := t.resolveSlot(w, ""); err != nil {
 			return err
 		}
 	}
@@ -700,7 +759,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 
 // knownClaim reports whether the claim with key suffix suf is stored
 // already. (Its ID hashes everything the suffix holds.)
-func (t *txn) knownClaim(suf []byte, id string) (bool, error) {
+func (t *txn) knownClaim(suf []byte, id [idLen]byte) (bool, error) {
 	if t.fresh {
 		return t.memIDs[id], nil
 	}
