@@ -61,7 +61,7 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 		ep.User = user
 		pre := e.extractEpisode(ctx, nil, ep)
 		pre.rec = 0 // the episode gets its transaction time when committed
-		_, err = e.write(ctx, user, &ep, pre)
+		_, err = e.write(ctx, user, &ep, pre, false)
 		return ep, err
 	}
 	if err := e.ing.acquire(ctx); err != nil {
@@ -100,7 +100,7 @@ func (e *Engine) AssertBatch(ctx context.Context, user string, fs []FactInput) (
 	}
 	now := e.clock().UTC()
 	ops := make([]extract.Op, len(fs))
-	lines := make([]string, len(fs))
+	size := 0
 	for i, f := range fs {
 		op := extract.Op{Kind: extract.Assert, Subject: f.Subject, Predicate: f.Predicate, Object: f.Object,
 			Context: f.Context, ValidFrom: f.ValidFrom, Confidence: f.Confidence, Quote: f.Quote}
@@ -111,13 +111,22 @@ func (e *Engine) AssertBatch(ctx context.Context, user string, fs []FactInput) (
 			return nil, fmt.Errorf("fact %d: %w", i, err)
 		}
 		ops[i] = op
-		lines[i] = renderOp(op)
+		size += len(op.Subject) + len(op.Predicate) + len(op.Object) + len(op.Context) + 5
 	}
-	ep := Episode{Kind: EpisodeFacts, At: now, Ops: ops, Text: strings.Join(lines, "\n")}
+	// The text is the ops rendered one a line, written into one buffer.
+	var text strings.Builder
+	text.Grow(size)
+	for i := range ops {
+		if i > 0 {
+			text.WriteByte('\n')
+		}
+		writeOp(&text, &ops[i])
+	}
+	ep := Episode{Kind: EpisodeFacts, At: now, Ops: ops, Text: text.String()}
 	if err := e.validText(ep.Text); err != nil && len(fs) == 1 {
 		return nil, err
 	}
-	return e.write(ctx, user, &ep, nil)
+	return e.write(ctx, user, &ep, nil, true)
 }
 
 // End closes an open value: the structured form of "I no longer play the
@@ -136,7 +145,7 @@ func (e *Engine) End(ctx context.Context, user string, in EndInput) ([]Decision,
 		return nil, err
 	}
 	ep := Episode{Kind: EpisodeFacts, At: now, Ops: []extract.Op{op}, Text: renderOp(op)}
-	return e.write(ctx, user, &ep, nil)
+	return e.write(ctx, user, &ep, nil, true)
 }
 
 // Correct records that a fact was never true. The fact (and the restatements
@@ -196,15 +205,16 @@ func (e *Engine) Correct(ctx context.Context, user, factID string) error {
 	sort.Strings(retract[1:])
 	ep := Episode{Kind: EpisodeCorrect, At: e.clock().UTC(), Text: "correct " + factID,
 		Correct: &Correction{FactID: c.ID, Claims: retract}}
-	_, err = e.writeLocked(ctx, user, &ep, nil)
+	_, err = e.writeLocked(ctx, user, &ep, nil, false)
 	return err
 }
 
 // write commits ep and everything derived from it in one batch, after
 // applying any of the user's episodes still queued (so that the inline path
 // never overtakes the queue). pre is ep's extraction, done by the caller
-// outside the user's lock, or nil.
-func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extracted) ([]Decision, error) {
+// outside the user's lock, or nil. vetted says that every op of ep passed
+// validOp with its valid time set (see txn.vetted).
+func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extracted, vetted bool) ([]Decision, error) {
 	release, err := e.enter(ctx)
 	if err != nil {
 		return nil, err
@@ -212,10 +222,10 @@ func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extra
 	defer release()
 	unlock := e.lockUser(user)
 	defer unlock()
-	return e.writeLocked(ctx, user, ep, pre)
+	return e.writeLocked(ctx, user, ep, pre, vetted)
 }
 
-func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre *extracted) ([]Decision, error) {
+func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre *extracted, vetted bool) ([]Decision, error) {
 	// About what a fact writes (claim, version, log, vector, postings,
 	// graph and interval entries) plus the episode: sized up front, a
 	// batch of thousands of facts is not copied as it grows.
@@ -237,6 +247,7 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 	if t.caught > 0 {
 		t.pre = nil // queued episodes just applied may name people it needs
 	}
+	t.vetted = vetted // for ep only, not the queued episodes caught up
 	if err := t.applyEpisode(*ep); err != nil {
 		return nil, err
 	}
@@ -278,8 +289,13 @@ type txn struct {
 	ep        Episode
 	decisions []Decision
 	pre       *extracted // the next text episode's extraction, if done already
-	claims    int        // ops accepted (not rejected) so far
-	failure   error      // why the last text episode applied failed (see Retry), or nil
+	// vetted: the ops of the episode being applied passed validOp with
+	// their valid times set before the write (AssertBatch and End check
+	// them to fail the call early), so vet need not check them again.
+	// Episodes read back from the log (Rebuild, the queue) are checked.
+	vetted  bool
+	claims  int   // ops accepted (not rejected) so far
+	failure error // why the last text episode applied failed (see Retry), or nil
 	// Per-transaction caches of reads that a bulk batch would repeat.
 	ends     map[string][]claimRec        // see slotClaims
 	contexts map[ctxGroup]map[string]bool // subject, predicate → context → other contexts exist
@@ -601,17 +617,28 @@ func validOp(op extract.Op) error {
 }
 
 func renderOp(op extract.Op) string {
-	s := cleanValue(op.Subject) + " " + normPredicate(op.Predicate)
+	var b strings.Builder
+	writeOp(&b, &op)
+	return b.String()
+}
+
+// writeOp writes what renderOp returns for op to b.
+func writeOp(b *strings.Builder, op *extract.Op) {
+	b.WriteString(cleanValue(op.Subject))
+	b.WriteByte(' ')
+	b.WriteString(normPredicate(op.Predicate))
 	if op.Kind == extract.End {
-		s += " ended"
+		b.WriteString(" ended")
 	}
 	if op.Object != "" {
-		s += " " + cleanValue(op.Object)
+		b.WriteByte(' ')
+		b.WriteString(cleanValue(op.Object))
 	}
 	if op.Context != "" {
-		s += " (" + cleanValue(op.Context) + ")"
+		b.WriteString(" (")
+		b.WriteString(cleanValue(op.Context))
+		b.WriteByte(')')
 	}
-	return s
 }
 
 // applyOps turns ops into claims and re-resolves the slots they touch. text
@@ -818,8 +845,10 @@ func (t *txn) vet(op *extract.Op, text string) string {
 	if op.ValidFrom.IsZero() {
 		op.ValidFrom = t.ep.At
 	}
-	if err := validOp(*op); err != nil {
-		return err.Error()
+	if !t.vetted {
+		if err := validOp(*op); err != nil {
+			return err.Error()
+		}
 	}
 	if text != "" && (op.Quote == "" || !strings.Contains(text, op.Quote)) {
 		return "quote is not a verbatim span of the episode text"
