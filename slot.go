@@ -100,20 +100,23 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	switch {
 	case fromMem:
 		claims, live = t.memClaims(ms, w.slot), map[string]Fact{}
-		out = resolve.Fold(w.one, toResolve(claims))
+		t.rc = appendResolve(t.rc[:0], claims)
+		out = resolve.Fold(w.one, t.rc)
 	case ap != nil:
 		claims, live = ap.claims, ap.live
-		out = resolve.FoldFrom(w.one, ap.seed, ap.seedOutcome, toResolve(claims[1:]))
+		t.rc = appendResolve(t.rc[:0], claims[1:])
+		out = resolve.FoldFrom(w.one, ap.seed, ap.seedOutcome, t.rc)
 	default:
 		if claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends); err != nil {
 			return nil, err
 		}
-		out = resolve.Fold(w.one, toResolve(claims))
+		t.rc = appendResolve(t.rc[:0], claims)
+		out = resolve.Fold(w.one, t.rc)
 		if live, err = liveVersions(t.ctx, t.b, t.user, w.slot); err != nil {
 			return nil, err
 		}
 	}
-	applied := map[string]bool{}
+	var applied map[string]bool // made for the first end applied
 
 	// What the fresh claims found on arrival.
 	var latestOld int64
@@ -140,6 +143,9 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		fresh := w.fresh.has(c.ID)
 		if resolve.Kind(c.Kind) == resolve.End {
 			if o.Applied {
+				if applied == nil {
+					applied = map[string]bool{}
+				}
 				applied[c.ID] = true
 			}
 			if fresh && logEnds {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -332,6 +333,9 @@ type txn struct {
 	// keys, values and key suffixes of set (the batch copies them); ck
 	// is scratch for a claim's key suffix (see applyOps and put).
 	root, kb, vb, sb, ck []byte
+	// rc is scratch for the claims handed to resolve.Fold, which keeps
+	// nothing of its input.
+	rc []resolve.Claim
 }
 
 // memSlot is what a new user's write holds in memory for one slot (see
@@ -658,6 +662,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 	// texts: what the new assertions' documents will say, embedded
 	// together below.
 	texts := make([]string, 0, len(ops))
+	// Every op is decided at least once: grown once, not doubling.
+	t.decisions = slices.Grow(t.decisions, len(ops))
 	added := 0
 	allObjects := false // an end without object of a Many predicate
 	for _, op := range ops {
@@ -953,10 +959,15 @@ func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot 
 }
 
 func toResolve(cs []claimRec) []resolve.Claim {
-	out := make([]resolve.Claim, len(cs))
-	for i, c := range cs {
-		out[i] = resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: normKey(c.Object),
-			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted}
+	return appendResolve(make([]resolve.Claim, 0, len(cs)), cs)
+}
+
+// appendResolve appends the resolver's form of cs to out.
+func appendResolve(out []resolve.Claim, cs []claimRec) []resolve.Claim {
+	for i := range cs {
+		c := &cs[i]
+		out = append(out, resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: normKey(c.Object),
+			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted})
 	}
 	return out
 }

@@ -31,7 +31,9 @@
 package resolve
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 )
 
 // Kind of a claim.
@@ -115,16 +117,29 @@ type Outcome struct {
 // Sort orders claims the way Fold reads them: by ValidFrom, ends before
 // assertions at the same instant, then by ID.
 func Sort(cs []Claim) {
-	sort.Slice(cs, func(i, j int) bool {
-		a, b := &cs[i], &cs[j]
-		if a.ValidFrom != b.ValidFrom {
-			return a.ValidFrom < b.ValidFrom
+	// slices.SortFunc: sort.Slice costs an allocation per call, and Fold
+	// sorts once per slot resolved (mostly one claim: nothing to sort).
+	if len(cs) < 2 {
+		return
+	}
+	slices.SortFunc(cs, compare)
+}
+
+// compare is Sort's order: -1 if a sorts before b.
+func compare(a, b Claim) int {
+	if a.ValidFrom != b.ValidFrom {
+		return cmp.Compare(a.ValidFrom, b.ValidFrom)
+	}
+	if a.Kind != b.Kind {
+		if a.Kind == End {
+			return -1
 		}
-		if a.Kind != b.Kind {
-			return a.Kind == End
+		if b.Kind == End {
+			return 1
 		}
-		return a.ID < b.ID
-	})
+		return 0
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // Fold computes the outcome of every claim of one slot. one selects
@@ -142,7 +157,9 @@ func Fold(one bool, claims []Claim) map[string]*Outcome {
 func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[string]*Outcome {
 	Sort(claims)
 	out := make(map[string]*Outcome, len(claims)+1)
-	inForce := map[string]*Claim{} // ObjKey → open fact (One uses key "")
+	// ObjKey → open fact (One uses key ""). Sized so that a slot's
+	// usual few live in the stack.
+	inForce := make(map[string]*Claim, 8)
 	if seed != nil {
 		o := seedOutcome
 		out[seed.ID] = &o
