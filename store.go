@@ -73,30 +73,32 @@ func parseID(s string) ([idLen]byte, error) {
 }
 
 // decodeHexID decodes the 2*idLen hex digits of s (either case, as
-// hex.Decode accepts) into id and reports whether s was valid.
+// hex.Decode accepts) into id and reports whether s was valid. s must
+// hold 2*idLen bytes.
 func decodeHexID(id *[idLen]byte, s string) bool {
+	s = s[:2*idLen]
+	bad := byte(0)
 	for i := range id {
-		hi, ok1 := fromHexChar(s[2*i])
-		lo, ok2 := fromHexChar(s[2*i+1])
-		if !ok1 || !ok2 {
-			return false
-		}
-		id[i] = hi<<4 | lo
+		hi, lo := unhex[s[2*i]], unhex[s[2*i+1]]
+		bad |= hi | lo
+		id[i] = hi<<4 | lo&0x0f
 	}
-	return true
+	return bad&0xf0 == 0
 }
 
-func fromHexChar(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
+// unhex maps a hex digit to its value and anything else to 0xff.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for i, c := range "0123456789abcdef" {
+		t[c] = byte(i)
+	}
+	for i, c := range "ABCDEF" {
+		t[c] = byte(10 + i)
+	}
+	return t
+}()
 
 // slotKey is the key of a resolution slot: esc(subject) esc(predicate)
 // esc(context), and for a Many predicate also esc(object). Values of a Many
