@@ -156,13 +156,12 @@ func Fold(one bool, claims []Claim) map[string]*Outcome {
 // value of a long history resolves without rereading the history.
 func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[string]*Outcome {
 	Sort(claims)
-	out := make(map[string]*Outcome, len(claims)+1)
+	out := &outcomes{m: make(map[string]*Outcome, len(claims)+1), slab: make([]Outcome, 0, len(claims)+1)}
 	// ObjKey → open fact (One uses key ""). Sized so that a slot's
 	// usual few live in the stack.
 	inForce := make(map[string]*Claim, 8)
 	if seed != nil {
-		o := seedOutcome
-		out[seed.ID] = &o
+		out.set(seed.ID, seedOutcome)
 		key := seed.ObjKey
 		if one {
 			key = ""
@@ -182,8 +181,7 @@ func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[st
 			if c.Kind != End {
 				continue
 			}
-			o := &Outcome{}
-			out[c.ID] = o
+			o := out.set(c.ID, Outcome{})
 			for key, f := range inForce {
 				if f.ValidFrom >= c.ValidFrom {
 					continue
@@ -191,7 +189,7 @@ func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[st
 				if c.ObjKey != "" && f.ObjKey != c.ObjKey {
 					continue
 				}
-				fo := out[f.ID]
+				fo := out.m[f.ID]
 				fo.ValidTo, fo.Closed = c.ValidFrom, CauseEnd
 				delete(inForce, key)
 				o.Applied = true
@@ -205,8 +203,8 @@ func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[st
 				continue
 			}
 			if c.Retracted {
-				out[c.ID] = &Outcome{Status: Retracted, Opened: CauseRetract, Closed: CauseRetract,
-					Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+				out.set(c.ID, Outcome{Status: Retracted, Opened: CauseRetract, Closed: CauseRetract,
+					Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 				continue
 			}
 			live = append(live, c)
@@ -217,20 +215,35 @@ func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[st
 			foldMany(live, inForce, out)
 		}
 	}
-	return out
+	return out.m
 }
 
-func contested(c *Claim) *Outcome {
-	return &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+// outcomes is Fold's result, whose outcomes are allocated together (a
+// slot's claims get at most one each, and the seed one).
+type outcomes struct {
+	m    map[string]*Outcome
+	slab []Outcome
+}
+
+// set records o as id's outcome and returns it.
+func (out *outcomes) set(id string, o Outcome) *Outcome {
+	out.slab = append(out.slab, o)
+	p := &out.slab[len(out.slab)-1]
+	out.m[id] = p
+	return p
+}
+
+func contested(c *Claim) Outcome {
+	return Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
 		Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
-func newFact(c *Claim, opened Cause) *Outcome {
-	return &Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+func newFact(c *Claim, opened Cause) Outcome {
+	return Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
-func reinforce(c *Claim, into *Claim, out map[string]*Outcome) {
-	f := out[into.ID]
+func reinforce(c *Claim, into *Claim, out *outcomes) {
+	f := out.m[into.ID]
 	f.Reinforced++
 	if c.ValidFrom > f.LastSeen {
 		f.LastSeen = c.ValidFrom
@@ -238,10 +251,10 @@ func reinforce(c *Claim, into *Claim, out map[string]*Outcome) {
 	if c.Confidence > f.Confidence {
 		f.Confidence = c.Confidence
 	}
-	out[c.ID] = &Outcome{Status: None, Opened: CauseDup, Into: into.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+	out.set(c.ID, Outcome{Status: None, Opened: CauseDup, Into: into.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 }
 
-func foldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
+func foldOne(live []*Claim, inForce map[string]*Claim, out *outcomes) {
 	if len(live) == 0 {
 		return
 	}
@@ -249,8 +262,8 @@ func foldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) 
 		// Same-instant disagreement (distinct IDs at one instant in one slot
 		// mean distinct objects): contest them all, leave the value in force.
 		for _, c := range live {
-			out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
-				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+			out.set(c.ID, Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 		}
 		return
 	}
@@ -258,34 +271,34 @@ func foldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) 
 	cur := inForce[""]
 	switch {
 	case c.Confidence < MinConfidence:
-		out[c.ID] = contested(c)
+		out.set(c.ID, contested(c))
 	case cur != nil && cur.ObjKey == c.ObjKey:
 		reinforce(c, cur, out)
-	case cur != nil && c.Confidence < out[cur.ID].Confidence-ConfidenceMargin-1e-9:
-		out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
-			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+	case cur != nil && c.Confidence < out.m[cur.ID].Confidence-ConfidenceMargin-1e-9:
+		out.set(c.ID, Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 	case cur != nil:
-		co := out[cur.ID]
+		co := out.m[cur.ID]
 		co.ValidTo, co.Closed = c.ValidFrom, CauseSupersede
-		out[c.ID] = newFact(c, CauseSupersede)
+		out.set(c.ID, newFact(c, CauseSupersede))
 		inForce[""] = c
 	default:
-		out[c.ID] = newFact(c, CauseAdd)
+		out.set(c.ID, newFact(c, CauseAdd))
 		inForce[""] = c
 	}
 }
 
-func foldMany(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
+func foldMany(live []*Claim, inForce map[string]*Claim, out *outcomes) {
 	for _, c := range live {
 		if c.Confidence < MinConfidence {
-			out[c.ID] = contested(c)
+			out.set(c.ID, contested(c))
 			continue
 		}
 		if cur := inForce[c.ObjKey]; cur != nil {
 			reinforce(c, cur, out)
 			continue
 		}
-		out[c.ID] = newFact(c, CauseAdd)
+		out.set(c.ID, newFact(c, CauseAdd))
 		inForce[c.ObjKey] = c
 	}
 }
