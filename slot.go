@@ -466,14 +466,19 @@ var appendFastPath, memFastPath = true, true
 // memClaims is what slotClaims reads for slot, in the same order, in a
 // write of a new user: the claims this write made under the slot (ms) in
 // key order (valid time, then ID), then for an object of a Many predicate
-// the ends without object, in key order. A slot of one claim is returned
-// without a copy: the caller may change it, which is safe as the slot is
-// then resolved and its claims in memory are not read again (an end's, the
-// only ones read from another slot, are never changed).
+// the ends without object, in key order. The result is scratch, valid
+// until the next call; a slot of one claim is returned in place. The
+// caller may change it: the slot is then resolved, and its claims in
+// memory are not read again (an end's, the only ones read for another
+// slot, are never changed).
 func (t *txn) memClaims(ms *memSlot, slot []byte) []claimRec {
-	out := ms.claims
-	if len(out) > 1 {
-		out = sortedClaims(slices.Clone(out))
+	var out []claimRec
+	switch {
+	case ms.n == 1:
+		out = t.memRecs[ms.head : ms.head+1 : ms.head+1]
+	case ms.n > 1:
+		out = sortedClaims(t.appendMem(slices.Grow(t.memBuf[:0], int(ms.n)), ms))
+		t.memBuf = out
 	}
 	if !t.memEnds {
 		return out // no end in this write: no slot has ends to add
@@ -482,13 +487,16 @@ func (t *txn) memClaims(ms *memSlot, slot []byte) []claimRec {
 	if err == nil && many && obj != "" {
 		var ends []claimRec
 		if es := t.mem[string(slotKey(subj, pred, ctxKey, false, ""))]; es != nil {
-			for _, c := range es.claims {
+			for _, c := range t.appendMem(nil, es) {
 				if resolve.Kind(c.Kind) == resolve.End {
 					ends = append(ends, c)
 				}
 			}
 		}
 		out = append(out, sortedClaims(ends)...)
+		if ms.n > 1 {
+			t.memBuf = out
+		}
 	}
 	return out
 }

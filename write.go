@@ -317,6 +317,9 @@ type txn struct {
 	fresh    bool
 	mem      map[string]*memSlot
 	memSlots []memSlot                   // where mem's slots are allocated (see newMemSlot)
+	memRecs  []claimRec                  // the claims in mem, in the order they came
+	memNext  []int32                     // the next claim of a claim's slot in memRecs, or -1
+	memBuf   []claimRec                  // scratch for a slot's claims (see memClaims)
 	memEnds  bool                        // mem holds an end
 	live     map[ctxGroup]map[string]int // live values written, by context (see otherContexts)
 	memIDs   map[[idLen]byte]bool        // IDs of the claims in mem
@@ -339,15 +342,14 @@ type txn struct {
 }
 
 // memSlot is what a new user's write holds in memory for one slot (see
-// txn.fresh): the claims it made there, in the order they came, and
-// whether the slot was resolved already (from then on it resolves through
-// the batch, see resolveSub).
+// txn.fresh): its claims, linked through t.memRecs in the order they
+// came, and whether the slot was resolved already (from then on it
+// resolves through the batch, see resolveSub). Claims are kept in one
+// slice for the write rather than one per slot: a slot of an import
+// mostly gets one claim, some (a One predicate's) many.
 type memSlot struct {
-	claims   []claimRec
-	resolved bool
-	// first holds the first claim: claims starts as first[:1:1], so that a
-	// slot of one claim (most slots of an import) allocates nothing more.
-	first [1]claimRec
+	head, tail, n int32
+	resolved      bool
 }
 
 // newMemSlot returns a new empty slot for t.mem. Slots are allocated in
@@ -361,14 +363,26 @@ func (t *txn) newMemSlot(hint int) *memSlot {
 	return &t.memSlots[len(t.memSlots)-1]
 }
 
-// add appends c to the slot's claims.
-func (m *memSlot) add(c *claimRec) {
-	if m.claims == nil {
-		m.first[0] = *c
-		m.claims = m.first[:1:1]
-		return
+// addMem appends c to the claims of m.
+func (t *txn) addMem(m *memSlot, c *claimRec) {
+	i := int32(len(t.memRecs))
+	t.memRecs = append(t.memRecs, *c)
+	t.memNext = append(t.memNext, -1)
+	if m.n == 0 {
+		m.head = i
+	} else {
+		t.memNext[m.tail] = i
 	}
-	m.claims = append(m.claims, *c)
+	m.tail = i
+	m.n++
+}
+
+// appendMem appends the claims of m, in the order they came, to out.
+func (t *txn) appendMem(out []claimRec, m *memSlot) []claimRec {
+	for i, k := m.head, int32(0); k < m.n; i, k = t.memNext[i], k+1 {
+		out = append(out, t.memRecs[i])
+	}
+	return out
 }
 
 // set writes the user's key sub+suffix = v through the batch, building
@@ -654,6 +668,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		// A new user's import: about one slot per op.
 		t.mem, t.memIDs = make(map[string]*memSlot, len(ops)), make(map[[idLen]byte]bool, len(ops))
 		t.memSlots = nil
+		t.memRecs, t.memNext = make([]claimRec, 0, len(ops)), make([]int32, 0, len(ops))
 	}
 	// The slots in the order they were first touched; works holds them
 	// (at most one per op, so it never grows and the pointers stay put).
@@ -736,7 +751,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			return err
 		}
 		if t.fresh {
-			w.mem.add(&c)
+			t.addMem(w.mem, &c)
 			t.memIDs[id] = true
 			t.memEnds = t.memEnds || op.Kind == extract.End
 		}
