@@ -63,7 +63,7 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 			if applied[c.ID] {
 				detail = "closed every open value"
 			}
-			t.decide(RuleEnd, c, detail)
+			t.decide(RuleEnd, &c, detail)
 		}
 	}
 	return nil
@@ -153,7 +153,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				if o.Applied {
 					detail = "closed the open value"
 				}
-				t.decide(RuleEnd, *c, detail)
+				t.decide(RuleEnd, c, detail)
 				slotRule = pick(slotRule, RuleEnd)
 			}
 			continue
@@ -172,7 +172,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 			if o.Into != "" {
 				detail = "reinforces " + o.Into
 			}
-			t.decide(r, *c, detail)
+			t.decide(r, c, detail)
 		}
 	}
 
@@ -188,7 +188,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 					return nil, err
 				}
 				if !w.fresh.has(c.ID) {
-					t.decide(RuleDup, c, "folded into "+o.Into)
+					t.decide(RuleDup, &c, "folded into "+o.Into)
 				}
 			}
 			continue
@@ -216,7 +216,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				return nil, err
 			}
 			if !w.fresh.has(c.ID) {
-				t.decide(want.Rule, c, describeChange(cur, want))
+				t.decide(want.Rule, &c, describeChange(cur, want))
 			}
 		}
 	}

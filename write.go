@@ -725,7 +725,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			return err
 		} else if known {
 			// Replay of a known claim: first provenance kept.
-			t.decide(RuleNoop, c, "claim already known")
+			t.decide(RuleNoop, &c, "claim already known")
 			continue
 		}
 		w := touched[string(slot)]
@@ -844,7 +844,7 @@ func (t *txn) reject(op extract.Op, why string) {
 	t.logDecision(&t.decisions[len(t.decisions)-1])
 }
 
-func (t *txn) decide(r Rule, c claimRec, detail string) {
+func (t *txn) decide(r Rule, c *claimRec, detail string) {
 	t.decisions = append(t.decisions, Decision{Rule: r, FactID: c.ID, Subject: c.Subject, Predicate: c.Predicate,
 		Object: c.Object, Context: c.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: detail})
 	t.logDecision(&t.decisions[len(t.decisions)-1])
@@ -1026,7 +1026,7 @@ func (t *txn) applyCorrection(c *Correction) error {
 			w = &slotWork{slot: slot, pred: cl.Predicate, one: !many}
 		}
 		if idHex == c.FactID {
-			t.decide(RuleCorrect, cl, "retracted by the user")
+			t.decide(RuleCorrect, &cl, "retracted by the user")
 		}
 	}
 	if w == nil {
