@@ -260,3 +260,58 @@ func TestFoldEqualsReference(t *testing.T) {
 		}
 	}
 }
+
+// TestFolderEqualsFoldFrom: Folder.Fold gives each claim (by position)
+// and the seed the outcome FoldFrom gives its ID, over random slots with
+// distinct IDs, one Folder reused across them all, claims given in any
+// order.
+func TestFolderEqualsFoldFrom(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var f Folder
+	for trial := range 20_000 {
+		one := trial%2 == 0
+		n := r.IntN(14)
+		if trial%500 == 0 {
+			n = 100 + r.IntN(100)
+		}
+		claims := make([]Claim, n)
+		for i := range claims {
+			c := Claim{ID: fmt.Sprintf("c%03d", r.IntN(1000)*1000+i), Kind: Assert, ObjKey: []string{"a", "b", "c"}[r.IntN(3)],
+				ValidFrom: int64(1 + r.IntN(8)), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
+			if r.IntN(5) == 0 {
+				c.Kind = End
+				if r.IntN(2) == 0 {
+					c.ObjKey = ""
+				}
+			}
+			claims[i] = c
+		}
+		var seed *Claim
+		var seedOutcome Outcome
+		if r.IntN(2) == 0 {
+			seed = &Claim{ID: "seed", Kind: Assert, ObjKey: "a", ValidFrom: 0, Confidence: 0.9}
+			seedOutcome = Outcome{Status: Active, Opened: CauseAdd, Reinforced: 1 + r.IntN(3), Confidence: 0.9}
+		}
+		given := slices.Clone(claims)
+		got := f.Fold(one, seed, seedOutcome, claims)
+		if !slices.Equal(claims, given) {
+			t.Fatalf("trial %d: Fold reordered its input", trial)
+		}
+		want := FoldFrom(one, seed, seedOutcome, slices.Clone(claims))
+		wantLen := n
+		if seed != nil {
+			wantLen++
+			if w := want[seed.ID]; *w != got[n] {
+				t.Fatalf("trial %d: seed: %+v, want %+v", trial, got[n], *w)
+			}
+		}
+		if len(got) != wantLen || len(want) != wantLen {
+			t.Fatalf("trial %d: %d and %d outcomes, want %d", trial, len(got), len(want), wantLen)
+		}
+		for i, c := range claims {
+			if w := want[c.ID]; *w != got[i] {
+				t.Fatalf("trial %d: claim %d (%s): %+v, want %+v", trial, i, c.ID, got[i], *w)
+			}
+		}
+	}
+}
