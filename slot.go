@@ -74,7 +74,7 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool, error) {
 	var claims []claimRec
 	var live map[string]Fact
-	var out map[string]*resolve.Outcome
+	var out slotOutcomes
 	var ap *appendedClaims
 	var err error
 	var ms *memSlot
@@ -101,17 +101,17 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	case fromMem:
 		claims, live = t.memClaims(ms, w.slot), map[string]Fact{}
 		t.rc = appendResolve(t.rc[:0], claims)
-		out = resolve.Fold(w.one, t.rc)
+		out.outs = t.fold.Fold(w.one, nil, resolve.Outcome{}, t.rc)
 	case ap != nil:
 		claims, live = ap.claims, ap.live
 		t.rc = appendResolve(t.rc[:0], claims[1:])
-		out = resolve.FoldFrom(w.one, ap.seed, ap.seedOutcome, t.rc)
+		out.outs, out.seeded = t.fold.Fold(w.one, ap.seed, ap.seedOutcome, t.rc), true
 	default:
 		if claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends); err != nil {
 			return nil, err
 		}
 		t.rc = appendResolve(t.rc[:0], claims)
-		out = resolve.Fold(w.one, t.rc)
+		out.outs = t.fold.Fold(w.one, nil, resolve.Outcome{}, t.rc)
 		if live, err = liveVersions(t.ctx, t.b, t.user, w.slot); err != nil {
 			return nil, err
 		}
@@ -139,7 +139,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 
 	for i := range claims {
 		c := &claims[i]
-		o := out[c.ID]
+		o := out.of(i)
 		fresh := w.fresh.has(c.ID)
 		if resolve.Kind(c.Kind) == resolve.End {
 			if o.Applied {
@@ -176,11 +176,11 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		}
 	}
 
-	for _, c := range claims {
+	for i, c := range claims {
 		if resolve.Kind(c.Kind) != resolve.Assert {
 			continue
 		}
-		o := out[c.ID]
+		o := out.of(i)
 		cur, has := live[c.ID]
 		if o.Status == resolve.None { // folded into another fact
 			if has {
@@ -221,6 +221,26 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		}
 	}
 	return applied, nil
+}
+
+// slotOutcomes are the fold's outcomes of a slot's claims, by position
+// (see resolve.Folder; a slot's claims have distinct IDs). seeded: the
+// claims are the append path's, whose first is the fold's seed, and its
+// outcome comes last.
+type slotOutcomes struct {
+	outs   []resolve.Outcome
+	seeded bool
+}
+
+// of returns the outcome of the slot's i-th claim.
+func (s *slotOutcomes) of(i int) *resolve.Outcome {
+	if s.seeded {
+		if i == 0 {
+			return &s.outs[len(s.outs)-1]
+		}
+		return &s.outs[i-1]
+	}
+	return &s.outs[i]
 }
 
 func pick(cur, r Rule) Rule {

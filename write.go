@@ -339,6 +339,9 @@ type txn struct {
 	// rc is scratch for the claims handed to resolve.Fold, which keeps
 	// nothing of its input.
 	rc []resolve.Claim
+	// fold resolves the slots of the write (its outcomes are valid until
+	// the next slot's).
+	fold resolve.Folder
 }
 
 // memSlot is what a new user's write holds in memory for one slot (see
