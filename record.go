@@ -57,7 +57,7 @@ func (w *recWriter) string(s string) {
 func (w *recWriter) id(s string) {
 	if len(s) == 2*idLen {
 		var raw [idLen]byte
-		if _, err := hex.Decode(raw[:], []byte(s)); err == nil {
+		if decodeHexID(&raw, s) {
 			w.byte(1)
 			w.b = append(w.b, raw[:]...)
 			return

@@ -63,7 +63,7 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 			if applied[c.ID] {
 				detail = "closed every open value"
 			}
-			t.decide(RuleEnd, c, detail)
+			t.decide(RuleEnd, &c, detail)
 		}
 	}
 	return nil
@@ -74,11 +74,24 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool, error) {
 	var claims []claimRec
 	var live map[string]Fact
-	var out map[string]*resolve.Outcome
+	var out slotOutcomes
 	var ap *appendedClaims
 	var err error
-	fromMem := t.fresh && !t.resolved[string(w.slot)]
-	t.resolved[string(w.slot)] = true
+	var ms *memSlot
+	if t.fresh {
+		// A slot resolves from memory once; later it has versions in the
+		// batch.
+		if ms = w.mem; ms == nil {
+			if ms = t.mem[string(w.slot)]; ms == nil {
+				ms = t.newMemSlot(0)
+				t.mem[string(w.slot)] = ms
+			}
+		}
+	}
+	fromMem := ms != nil && !ms.resolved
+	if ms != nil {
+		ms.resolved = true
+	}
 	if !fromMem {
 		if ap, err = t.appended(w); err != nil {
 			return nil, err
@@ -86,21 +99,24 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	}
 	switch {
 	case fromMem:
-		claims, live = t.memClaims(w.slot), map[string]Fact{}
-		out = resolve.Fold(w.one, toResolve(claims))
+		claims, live = t.memClaims(ms, w.slot), map[string]Fact{}
+		t.rc = appendResolve(t.rc[:0], claims)
+		out.outs = t.fold.Fold(w.one, nil, resolve.Outcome{}, t.rc)
 	case ap != nil:
 		claims, live = ap.claims, ap.live
-		out = resolve.FoldFrom(w.one, ap.seed, ap.seedOutcome, toResolve(claims[1:]))
+		t.rc = appendResolve(t.rc[:0], claims[1:])
+		out.outs, out.seeded = t.fold.Fold(w.one, ap.seed, ap.seedOutcome, t.rc), true
 	default:
 		if claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends); err != nil {
 			return nil, err
 		}
-		out = resolve.Fold(w.one, toResolve(claims))
+		t.rc = appendResolve(t.rc[:0], claims)
+		out.outs = t.fold.Fold(w.one, nil, resolve.Outcome{}, t.rc)
 		if live, err = liveVersions(t.ctx, t.b, t.user, w.slot); err != nil {
 			return nil, err
 		}
 	}
-	applied := map[string]bool{}
+	var applied map[string]bool // made for the first end applied
 
 	// What the fresh claims found on arrival.
 	var latestOld int64
@@ -123,10 +139,13 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 
 	for i := range claims {
 		c := &claims[i]
-		o := out[c.ID]
+		o := out.of(i)
 		fresh := w.fresh.has(c.ID)
 		if resolve.Kind(c.Kind) == resolve.End {
 			if o.Applied {
+				if applied == nil {
+					applied = map[string]bool{}
+				}
 				applied[c.ID] = true
 			}
 			if fresh && logEnds {
@@ -134,7 +153,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				if o.Applied {
 					detail = "closed the open value"
 				}
-				t.decide(RuleEnd, *c, detail)
+				t.decide(RuleEnd, c, detail)
 				slotRule = pick(slotRule, RuleEnd)
 			}
 			continue
@@ -153,15 +172,15 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 			if o.Into != "" {
 				detail = "reinforces " + o.Into
 			}
-			t.decide(r, *c, detail)
+			t.decide(r, c, detail)
 		}
 	}
 
-	for _, c := range claims {
+	for i, c := range claims {
 		if resolve.Kind(c.Kind) != resolve.Assert {
 			continue
 		}
-		o := out[c.ID]
+		o := out.of(i)
 		cur, has := live[c.ID]
 		if o.Status == resolve.None { // folded into another fact
 			if has {
@@ -169,7 +188,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 					return nil, err
 				}
 				if !w.fresh.has(c.ID) {
-					t.decide(RuleDup, c, "folded into "+o.Into)
+					t.decide(RuleDup, &c, "folded into "+o.Into)
 				}
 			}
 			continue
@@ -197,11 +216,31 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				return nil, err
 			}
 			if !w.fresh.has(c.ID) {
-				t.decide(want.Rule, c, describeChange(cur, want))
+				t.decide(want.Rule, &c, describeChange(cur, want))
 			}
 		}
 	}
 	return applied, nil
+}
+
+// slotOutcomes are the fold's outcomes of a slot's claims, by position
+// (see resolve.Folder; a slot's claims have distinct IDs). seeded: the
+// claims are the append path's, whose first is the fold's seed, and its
+// outcome comes last.
+type slotOutcomes struct {
+	outs   []resolve.Outcome
+	seeded bool
+}
+
+// of returns the outcome of the slot's i-th claim.
+func (s *slotOutcomes) of(i int) *resolve.Outcome {
+	if s.seeded {
+		if i == 0 {
+			return &s.outs[len(s.outs)-1]
+		}
+		return &s.outs[i-1]
+	}
+	return &s.outs[i]
 }
 
 func pick(cur, r Rule) Rule {
@@ -301,7 +340,10 @@ func (t *txn) put(w *slotWork, f Fact) error {
 	f.RecordedAt = fromNanos(t.now)
 	t.meta.Doc++
 	f.Doc = t.meta.Doc
-	suf := claimSuffix(slot, nanos(f.ValidFrom), mustID(f.ID))
+	// In scratch: the batch copies keys and values, and putVersion does
+	// not use t.ck.
+	t.ck = appendClaimSuffix(t.ck[:0], slot, nanos(f.ValidFrom), mustID(f.ID))
+	suf := t.ck
 	t.vb = appendFact(t.vb[:0], &f)
 	if err := t.set(kv.SubLive, suf, t.vb); err != nil {
 		return err
@@ -355,10 +397,12 @@ func (t *txn) countLive(g ctxGroup, ctxKey string, d int) {
 	if t.live == nil {
 		t.live = map[ctxGroup]map[string]int{}
 	}
-	if t.live[g] == nil {
-		t.live[g] = map[string]int{}
+	m := t.live[g]
+	if m == nil {
+		m = map[string]int{}
+		t.live[g] = m
 	}
-	t.live[g][ctxKey] += d
+	m[ctxKey] += d
 }
 
 // ctxGroup is a subject and predicate, whose contexts coexist.
@@ -440,23 +484,39 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 var appendFastPath, memFastPath = true, true
 
 // memClaims is what slotClaims reads for slot, in the same order, in a
-// write of a new user: the claims this write made under the slot in key
-// order (valid time, then ID), then for an object of a Many predicate the
-// ends without object, in key order.
-func (t *txn) memClaims(slot []byte) []claimRec {
-	out := sortedClaims(slices.Clone(t.mem[string(slot)]))
+// write of a new user: the claims this write made under the slot (ms) in
+// key order (valid time, then ID), then for an object of a Many predicate
+// the ends without object, in key order. The result is scratch, valid
+// until the next call; a slot of one claim is returned in place. The
+// caller may change it: the slot is then resolved, and its claims in
+// memory are not read again (an end's, the only ones read for another
+// slot, are never changed).
+func (t *txn) memClaims(ms *memSlot, slot []byte) []claimRec {
+	var out []claimRec
+	switch {
+	case ms.n == 1:
+		out = t.memRecs[ms.head : ms.head+1 : ms.head+1]
+	case ms.n > 1:
+		out = sortedClaims(t.appendMem(slices.Grow(t.memBuf[:0], int(ms.n)), ms))
+		t.memBuf = out
+	}
 	if !t.memEnds {
 		return out // no end in this write: no slot has ends to add
 	}
 	subj, pred, ctxKey, obj, many, err := slotParts(slot)
 	if err == nil && many && obj != "" {
 		var ends []claimRec
-		for _, c := range t.mem[string(slotKey(subj, pred, ctxKey, false, ""))] {
-			if resolve.Kind(c.Kind) == resolve.End {
-				ends = append(ends, c)
+		if es := t.mem[string(slotKey(subj, pred, ctxKey, false, ""))]; es != nil {
+			for _, c := range t.appendMem(nil, es) {
+				if resolve.Kind(c.Kind) == resolve.End {
+					ends = append(ends, c)
+				}
 			}
 		}
 		out = append(out, sortedClaims(ends)...)
+		if ms.n > 1 {
+			t.memBuf = out
+		}
 	}
 	return out
 }

@@ -85,7 +85,7 @@ func runAppendWorkload(t *testing.T, seed uint64) []byte {
 				ops[0], ops[1] = ops[1], ops[0]
 			}
 			ep := Episode{Kind: EpisodeFacts, At: at, Ops: ops, Text: renderOp(ops[0]) + "\n" + renderOp(ops[1])}
-			_, err = e.write(ctx, "u", &ep, nil)
+			_, err = e.write(ctx, "u", &ep, nil, false)
 		case k == 2:
 			in2 := in
 			in2.Object = "city 9"
@@ -233,7 +233,7 @@ func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin, graphAt int) ([
 				lines[i] = renderOp(ops[i])
 			}
 			ep := Episode{Kind: EpisodeFacts, At: t0, Ops: ops, Text: strings.Join(lines, "\n")}
-			if _, err := e.write(ctx, user, &ep, nil); err != nil {
+			if _, err := e.write(ctx, user, &ep, nil, false); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -3,7 +3,6 @@ package memor
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,35 +35,70 @@ const idLen = 16
 // factID is hash(user, subject, predicate, object, context, ValidFrom) over
 // normalised, length-prefixed fields (DESIGN §3 "Fact identity").
 func factID(user, subjKey, pred, objKey, ctxKey string, vf int64) [idLen]byte {
-	h := sha256.New()
-	var n [8]byte
-	for _, s := range []string{user, subjKey, pred, objKey, ctxKey} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
-	}
-	binary.BigEndian.PutUint64(n[:], uint64(vf))
-	h.Write(n[:])
-	var id [idLen]byte
-	copy(id[:], h.Sum(nil))
-	return id
+	return hashID(user, "", subjKey, pred, objKey, ctxKey, vf)
 }
 
 // endID names an end claim; ends live in the claim keyspace beside the
-// assertions they close.
+// assertions they close. Its first field is user+"\x00end".
 func endID(user, subjKey, pred, objKey, ctxKey string, at int64) [idLen]byte {
-	return factID(user+"\x00end", subjKey, pred, objKey, ctxKey, at)
+	return hashID(user, "\x00end", subjKey, pred, objKey, ctxKey, at)
+}
+
+// hashID is the ID over the fields user+userSuffix, subjKey, pred, objKey,
+// ctxKey (each its length as 8 bytes big-endian, then its bytes) and vf (8
+// bytes big-endian). The hashed bytes are laid out in a stack buffer and
+// hashed at once: a sha256.New per fact costs an allocation and the
+// hash.Hash calls, on the path every imported fact takes.
+func hashID(user, userSuffix, subjKey, pred, objKey, ctxKey string, vf int64) [idLen]byte {
+	var buf [256]byte
+	b := binary.BigEndian.AppendUint64(buf[:0], uint64(len(user)+len(userSuffix)))
+	b = append(append(b, user...), userSuffix...)
+	for _, s := range [...]string{subjKey, pred, objKey, ctxKey} {
+		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(vf))
+	sum := sha256.Sum256(b)
+	return [idLen]byte(sum[:idLen])
 }
 
 func parseID(s string) ([idLen]byte, error) {
 	var id [idLen]byte
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != idLen {
+	// Decoded in place: hex.DecodeString would allocate, and every new
+	// version's key decodes its fact's ID.
+	if len(s) != 2*idLen || !decodeHexID(&id, s) {
 		return id, fmt.Errorf("%w: fact ID %q", ErrNotFound, s)
 	}
-	copy(id[:], b)
 	return id, nil
 }
+
+// decodeHexID decodes the 2*idLen hex digits of s (either case, as
+// hex.Decode accepts) into id and reports whether s was valid. s must
+// hold 2*idLen bytes.
+func decodeHexID(id *[idLen]byte, s string) bool {
+	s = s[:2*idLen]
+	bad := byte(0)
+	for i := range id {
+		hi, lo := unhex[s[2*i]], unhex[s[2*i+1]]
+		bad |= hi | lo
+		id[i] = hi<<4 | lo&0x0f
+	}
+	return bad&0xf0 == 0
+}
+
+// unhex maps a hex digit to its value and anything else to 0xff.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range "0123456789abcdef" {
+		t[c] = byte(i)
+	}
+	for i, c := range "ABCDEF" {
+		t[c] = byte(10 + i)
+	}
+	return t
+}()
 
 // slotKey is the key of a resolution slot: esc(subject) esc(predicate)
 // esc(context), and for a Many predicate also esc(object). Values of a Many
@@ -73,7 +107,12 @@ func parseID(s string) ([idLen]byte, error) {
 // likes. Ends without object of a Many predicate live in the sub-slot with
 // the empty object and apply to every object sub-slot.
 func slotKey(subjKey, pred, ctxKey string, one bool, objKey string) []byte {
-	k := kv.AppendString(nil, subjKey)
+	return appendSlotKey(nil, subjKey, pred, ctxKey, one, objKey)
+}
+
+// appendSlotKey appends slotKey(subjKey, pred, ctxKey, one, objKey) to k.
+func appendSlotKey(k []byte, subjKey, pred, ctxKey string, one bool, objKey string) []byte {
+	k = kv.AppendString(k, subjKey)
 	k = kv.AppendString(k, pred)
 	k = kv.AppendString(k, ctxKey)
 	if !one {
@@ -114,7 +153,12 @@ func userKey(user string, sub kv.Sub, suffix ...[]byte) []byte {
 
 // claimSuffix is slot vf id.
 func claimSuffix(slot []byte, vf int64, id [idLen]byte) []byte {
-	k := append([]byte(nil), slot...)
+	return appendClaimSuffix(make([]byte, 0, len(slot)+8+idLen), slot, vf, id)
+}
+
+// appendClaimSuffix appends claimSuffix(slot, vf, id) to k.
+func appendClaimSuffix(k, slot []byte, vf int64, id [idLen]byte) []byte {
+	k = append(k, slot...)
 	k = kv.AppendInt64(k, vf)
 	return append(k, id[:]...)
 }

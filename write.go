@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 		ep.User = user
 		pre := e.extractEpisode(ctx, nil, ep)
 		pre.rec = 0 // the episode gets its transaction time when committed
-		_, err = e.write(ctx, user, &ep, pre)
+		_, err = e.write(ctx, user, &ep, pre, false)
 		return ep, err
 	}
 	if err := e.ing.acquire(ctx); err != nil {
@@ -100,7 +101,7 @@ func (e *Engine) AssertBatch(ctx context.Context, user string, fs []FactInput) (
 	}
 	now := e.clock().UTC()
 	ops := make([]extract.Op, len(fs))
-	lines := make([]string, len(fs))
+	size := 0
 	for i, f := range fs {
 		op := extract.Op{Kind: extract.Assert, Subject: f.Subject, Predicate: f.Predicate, Object: f.Object,
 			Context: f.Context, ValidFrom: f.ValidFrom, Confidence: f.Confidence, Quote: f.Quote}
@@ -111,13 +112,22 @@ func (e *Engine) AssertBatch(ctx context.Context, user string, fs []FactInput) (
 			return nil, fmt.Errorf("fact %d: %w", i, err)
 		}
 		ops[i] = op
-		lines[i] = renderOp(op)
+		size += len(op.Subject) + len(op.Predicate) + len(op.Object) + len(op.Context) + 5
 	}
-	ep := Episode{Kind: EpisodeFacts, At: now, Ops: ops, Text: strings.Join(lines, "\n")}
+	// The text is the ops rendered one a line, written into one buffer.
+	var text strings.Builder
+	text.Grow(size)
+	for i := range ops {
+		if i > 0 {
+			text.WriteByte('\n')
+		}
+		writeOp(&text, &ops[i])
+	}
+	ep := Episode{Kind: EpisodeFacts, At: now, Ops: ops, Text: text.String()}
 	if err := e.validText(ep.Text); err != nil && len(fs) == 1 {
 		return nil, err
 	}
-	return e.write(ctx, user, &ep, nil)
+	return e.write(ctx, user, &ep, nil, true)
 }
 
 // End closes an open value: the structured form of "I no longer play the
@@ -136,7 +146,7 @@ func (e *Engine) End(ctx context.Context, user string, in EndInput) ([]Decision,
 		return nil, err
 	}
 	ep := Episode{Kind: EpisodeFacts, At: now, Ops: []extract.Op{op}, Text: renderOp(op)}
-	return e.write(ctx, user, &ep, nil)
+	return e.write(ctx, user, &ep, nil, true)
 }
 
 // Correct records that a fact was never true. The fact (and the restatements
@@ -196,15 +206,16 @@ func (e *Engine) Correct(ctx context.Context, user, factID string) error {
 	sort.Strings(retract[1:])
 	ep := Episode{Kind: EpisodeCorrect, At: e.clock().UTC(), Text: "correct " + factID,
 		Correct: &Correction{FactID: c.ID, Claims: retract}}
-	_, err = e.writeLocked(ctx, user, &ep, nil)
+	_, err = e.writeLocked(ctx, user, &ep, nil, false)
 	return err
 }
 
 // write commits ep and everything derived from it in one batch, after
 // applying any of the user's episodes still queued (so that the inline path
 // never overtakes the queue). pre is ep's extraction, done by the caller
-// outside the user's lock, or nil.
-func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extracted) ([]Decision, error) {
+// outside the user's lock, or nil. vetted says that every op of ep passed
+// validOp with its valid time set (see txn.vetted).
+func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extracted, vetted bool) ([]Decision, error) {
 	release, err := e.enter(ctx)
 	if err != nil {
 		return nil, err
@@ -212,10 +223,10 @@ func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extra
 	defer release()
 	unlock := e.lockUser(user)
 	defer unlock()
-	return e.writeLocked(ctx, user, ep, pre)
+	return e.writeLocked(ctx, user, ep, pre, vetted)
 }
 
-func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre *extracted) ([]Decision, error) {
+func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre *extracted, vetted bool) ([]Decision, error) {
 	// About what a fact writes (claim, version, log, vector, postings,
 	// graph and interval entries) plus the episode: sized up front, a
 	// batch of thousands of facts is not copied as it grows.
@@ -237,6 +248,7 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 	if t.caught > 0 {
 		t.pre = nil // queued episodes just applied may name people it needs
 	}
+	t.vetted = vetted // for ep only, not the queued episodes caught up
 	if err := t.applyEpisode(*ep); err != nil {
 		return nil, err
 	}
@@ -278,8 +290,13 @@ type txn struct {
 	ep        Episode
 	decisions []Decision
 	pre       *extracted // the next text episode's extraction, if done already
-	claims    int        // ops accepted (not rejected) so far
-	failure   error      // why the last text episode applied failed (see Retry), or nil
+	// vetted: the ops of the episode being applied passed validOp with
+	// their valid times set before the write (AssertBatch and End check
+	// them to fail the call early), so vet need not check them again.
+	// Episodes read back from the log (Rebuild, the queue) are checked.
+	vetted  bool
+	claims  int   // ops accepted (not rejected) so far
+	failure error // why the last text episode applied failed (see Retry), or nil
 	// Per-transaction caches of reads that a bulk batch would repeat.
 	ends     map[string][]claimRec        // see slotClaims
 	contexts map[ctxGroup]map[string]bool // subject, predicate → context → other contexts exist
@@ -298,11 +315,14 @@ type txn struct {
 	// has no live version. Resolution then reads memory, not the batch
 	// (see memClaims).
 	fresh    bool
-	mem      map[string][]claimRec
+	mem      map[string]*memSlot
+	memSlots []memSlot                   // where mem's slots are allocated (see newMemSlot)
+	memRecs  []claimRec                  // the claims in mem, in the order they came
+	memNext  []int32                     // the next claim of a claim's slot in memRecs, or -1
+	memBuf   []claimRec                  // scratch for a slot's claims (see memClaims)
 	memEnds  bool                        // mem holds an end
 	live     map[ctxGroup]map[string]int // live values written, by context (see otherContexts)
-	memIDs   map[string]bool             // IDs of the claims in mem
-	resolved map[string]bool
+	memIDs   map[[idLen]byte]bool        // IDs of the claims in mem
 	// vectors: embeddings of this write's fact texts, fetched in one call
 	// (see prefetchVectors).
 	vectors map[string][]float32
@@ -313,8 +333,59 @@ type txn struct {
 	// records without the indexes (see importIndex); ui stays nil.
 	imp *importIndex
 	// root is the user's key prefix; kb, vb and sb are scratch for the
-	// keys, values and key suffixes of set (the batch copies them).
-	root, kb, vb, sb []byte
+	// keys, values and key suffixes of set (the batch copies them); ck
+	// is scratch for a claim's key suffix (see applyOps and put).
+	root, kb, vb, sb, ck []byte
+	// rc is scratch for the claims handed to resolve.Fold, which keeps
+	// nothing of its input.
+	rc []resolve.Claim
+	// fold resolves the slots of the write (its outcomes are valid until
+	// the next slot's).
+	fold resolve.Folder
+}
+
+// memSlot is what a new user's write holds in memory for one slot (see
+// txn.fresh): its claims, linked through t.memRecs in the order they
+// came, and whether the slot was resolved already (from then on it
+// resolves through the batch, see resolveSub). Claims are kept in one
+// slice for the write rather than one per slot: a slot of an import
+// mostly gets one claim, some (a One predicate's) many.
+type memSlot struct {
+	head, tail, n int32
+	resolved      bool
+}
+
+// newMemSlot returns a new empty slot for t.mem. Slots are allocated in
+// chunks of about hint (a slot is only ever used through its pointer, so
+// a chunk that fills up is left to the slots it holds).
+func (t *txn) newMemSlot(hint int) *memSlot {
+	if len(t.memSlots) == cap(t.memSlots) {
+		t.memSlots = make([]memSlot, 0, max(hint, 16))
+	}
+	t.memSlots = t.memSlots[:len(t.memSlots)+1]
+	return &t.memSlots[len(t.memSlots)-1]
+}
+
+// addMem appends c to the claims of m.
+func (t *txn) addMem(m *memSlot, c *claimRec) {
+	i := int32(len(t.memRecs))
+	t.memRecs = append(t.memRecs, *c)
+	t.memNext = append(t.memNext, -1)
+	if m.n == 0 {
+		m.head = i
+	} else {
+		t.memNext[m.tail] = i
+	}
+	m.tail = i
+	m.n++
+}
+
+// appendMem appends the claims of m, in the order they came, to out.
+func (t *txn) appendMem(out []claimRec, m *memSlot) []claimRec {
+	for i, k := m.head, int32(0); k < m.n; i, k = t.memNext[i], k+1 {
+		out = append(out, t.memRecs[i])
+	}
+	return out
 }
 
 // set writes the user's key sub+suffix = v through the batch, building
@@ -398,9 +469,9 @@ func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, er
 		b = e.db.NewBatchSized(sizeHint)
 	}
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[ctxGroup]map[string]bool{},
-		resolved: map[string]bool{}, root: kv.UserRoot(user)}
+		root: kv.UserRoot(user)}
 	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && memFastPath {
-		t.fresh, t.mem, t.memIDs = true, map[string][]claimRec{}, map[string]bool{}
+		t.fresh, t.mem, t.memIDs = true, map[string]*memSlot{}, map[[idLen]byte]bool{}
 	}
 	t.now = e.tick(m.Txn)
 	return t, nil
@@ -490,7 +561,10 @@ type slotWork struct {
 	subjKey, pred, ctxKey string
 	one                   bool
 	fresh                 idSet // claims added by this transaction
-	judged                bool
+	// mem is the slot's claims in memory (see txn.fresh), or nil: then
+	// resolveSub looks them up.
+	mem    *memSlot
+	judged bool
 	// allObjects: an end without object of a Many predicate, which
 	// re-resolves every object sub-slot.
 	allObjects bool
@@ -564,17 +638,28 @@ func validOp(op extract.Op) error {
 }
 
 func renderOp(op extract.Op) string {
-	s := cleanValue(op.Subject) + " " + normPredicate(op.Predicate)
+	var b strings.Builder
+	writeOp(&b, &op)
+	return b.String()
+}
+
+// writeOp writes what renderOp returns for op to b.
+func writeOp(b *strings.Builder, op *extract.Op) {
+	b.WriteString(cleanValue(op.Subject))
+	b.WriteByte(' ')
+	b.WriteString(normPredicate(op.Predicate))
 	if op.Kind == extract.End {
-		s += " ended"
+		b.WriteString(" ended")
 	}
 	if op.Object != "" {
-		s += " " + cleanValue(op.Object)
+		b.WriteByte(' ')
+		b.WriteString(cleanValue(op.Object))
 	}
 	if op.Context != "" {
-		s += " (" + cleanValue(op.Context) + ")"
+		b.WriteString(" (")
+		b.WriteString(cleanValue(op.Context))
+		b.WriteByte(')')
 	}
-	return s
 }
 
 // applyOps turns ops into claims and re-resolves the slots they touch. text
@@ -584,13 +669,21 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 	touched := make(map[string]*slotWork, len(ops))
 	if t.fresh && len(t.memIDs) == 0 {
 		// A new user's import: about one slot per op.
-		t.mem, t.memIDs, t.resolved = make(map[string][]claimRec, len(ops)), make(map[string]bool, len(ops)), make(map[string]bool, len(ops))
+		t.mem, t.memIDs = make(map[string]*memSlot, len(ops)), make(map[[idLen]byte]bool, len(ops))
+		t.memSlots = nil
+		t.memRecs, t.memNext = make([]claimRec, 0, len(ops)), make([]int32, 0, len(ops))
 	}
-	var order []string
+	// The slots in the order they were first touched; works holds them
+	// (at most one per op, so it never grows and the pointers stay put).
+	order := make([]*slotWork, 0, len(ops))
+	works := make([]slotWork, 0, len(ops))
 	// texts: what the new assertions' documents will say, embedded
 	// together below.
-	var texts []string
+	texts := make([]string, 0, len(ops))
+	// Every op is decided at least once: grown once, not doubling.
+	t.decisions = slices.Grow(t.decisions, len(ops))
 	added := 0
+	allObjects := false // an end without object of a Many predicate
 	for _, op := range ops {
 		if err := t.ctx.Err(); err != nil {
 			return err
@@ -618,8 +711,12 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		} else {
 			id = endID(t.user, subjKey, pred, objKey, ctxKey, vf)
 		}
-		slot := slotKey(subjKey, pred, ctxKey, one, objKey)
-		suf := claimSuffix(slot, vf, id)
+		// The claim's key suffix is built in scratch (the batch copies
+		// it); only a slot seen for the first time copies its key.
+		t.ck = appendSlotKey(t.ck[:0], subjKey, pred, ctxKey, one, objKey)
+		slotLen := len(t.ck)
+		t.ck = appendClaimSuffix(t.ck, nil, vf, id)
+		suf, slot := t.ck, t.ck[:slotLen]
 		conf := op.Confidence
 		if conf == 0 {
 			conf = 1
@@ -627,20 +724,28 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		c := claimRec{ID: hex.EncodeToString(id[:]), Kind: uint8(op.Kind), Subject: cleanValue(op.Subject),
 			Predicate: pred, Object: cleanValue(op.Object), Context: cleanValue(op.Context), ValidFrom: vf,
 			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
-		sk := string(slot)
-		if known, err := t.knownClaim(suf, c.ID); err != nil {
+		if known, err := t.knownClaim(suf, id); err != nil {
 			return err
 		} else if known {
 			// Replay of a known claim: first provenance kept.
-			t.decide(RuleNoop, c, "claim already known")
+			t.decide(RuleNoop, &c, "claim already known")
 			continue
 		}
-		w := touched[sk]
+		w := touched[string(slot)]
 		if w == nil {
-			w = &slotWork{slot: slot, subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one,
-				allObjects: !one && op.Kind == extract.End && objKey == ""}
+			sk := string(slot)
+			works = append(works, slotWork{slot: []byte(sk), subjKey: subjKey, pred: pred, ctxKey: ctxKey, one: one,
+				allObjects: !one && op.Kind == extract.End && objKey == ""})
+			w = &works[len(works)-1]
+			allObjects = allObjects || w.allObjects
 			touched[sk] = w
-			order = append(order, sk)
+			order = append(order, w)
+			if t.fresh {
+				if w.mem = t.mem[sk]; w.mem == nil {
+					w.mem = t.newMemSlot(len(ops))
+					t.mem[sk] = w.mem
+				}
+			}
 		}
 		w.judged = w.judged || judged
 		w.fresh.add(c.ID)
@@ -649,8 +754,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			return err
 		}
 		if t.fresh {
-			t.mem[sk] = append(t.mem[sk], c)
-			t.memIDs[c.ID] = true
+			t.addMem(w.mem, &c)
+			t.memIDs[id] = true
 			t.memEnds = t.memEnds || op.Kind == extract.End
 		}
 		added++
@@ -683,15 +788,20 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		ui.vec.Reserve(added)
 	}
-	for _, w := range touched {
-		if !w.one && !w.allObjects {
-			// An end without object of the same predicate in this batch
-			// reaches this object's slot (see appended).
-			w.endsTouched = touched[string(slotKey(w.subjKey, w.pred, w.ctxKey, false, ""))] != nil
+	if allObjects {
+		// Only an end without object touches the sub-slot of a Many
+		// predicate's ends without object (an assertion has an object).
+		for _, w := range order {
+			if !w.one && !w.allObjects {
+				// An end without object of the same predicate in this batch
+				// reaches this object's slot (see appended).
+				t.ck = appendSlotKey(t.ck[:0], w.subjKey, w.pred, w.ctxKey, false, "")
+				w.endsTouched = touched[string(t.ck)] != nil
+			}
 		}
 	}
-	for _, sk := range order {
-		if err := t.resolveSlot(touched[sk], ""); err != nil {
+	for _, w := range order {
+		if err := t.resolveSlot(w, ""); err != nil {
 			return err
 		}
 	}
@@ -700,7 +810,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 
 // knownClaim reports whether the claim with key suffix suf is stored
 // already. (Its ID hashes everything the suffix holds.)
-func (t *txn) knownClaim(suf []byte, id string) (bool, error) {
+func (t *txn) knownClaim(suf []byte, id [idLen]byte) (bool, error) {
 	if t.fresh {
 		return t.memIDs[id], nil
 	}
@@ -737,7 +847,7 @@ func (t *txn) reject(op extract.Op, why string) {
 	t.logDecision(&t.decisions[len(t.decisions)-1])
 }
 
-func (t *txn) decide(r Rule, c claimRec, detail string) {
+func (t *txn) decide(r Rule, c *claimRec, detail string) {
 	t.decisions = append(t.decisions, Decision{Rule: r, FactID: c.ID, Subject: c.Subject, Predicate: c.Predicate,
 		Object: c.Object, Context: c.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: detail})
 	t.logDecision(&t.decisions[len(t.decisions)-1])
@@ -759,8 +869,10 @@ func (t *txn) vet(op *extract.Op, text string) string {
 	if op.ValidFrom.IsZero() {
 		op.ValidFrom = t.ep.At
 	}
-	if err := validOp(*op); err != nil {
-		return err.Error()
+	if !t.vetted {
+		if err := validOp(*op); err != nil {
+			return err.Error()
+		}
 	}
 	if text != "" && (op.Quote == "" || !strings.Contains(text, op.Quote)) {
 		return "quote is not a verbatim span of the episode text"
@@ -865,10 +977,15 @@ func (e *Engine) slotClaims(ctx context.Context, r kv.Reader, user string, slot 
 }
 
 func toResolve(cs []claimRec) []resolve.Claim {
-	out := make([]resolve.Claim, len(cs))
-	for i, c := range cs {
-		out[i] = resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: normKey(c.Object),
-			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted}
+	return appendResolve(make([]resolve.Claim, 0, len(cs)), cs)
+}
+
+// appendResolve appends the resolver's form of cs to out.
+func appendResolve(out []resolve.Claim, cs []claimRec) []resolve.Claim {
+	for i := range cs {
+		c := &cs[i]
+		out = append(out, resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: normKey(c.Object),
+			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted})
 	}
 	return out
 }
@@ -912,7 +1029,7 @@ func (t *txn) applyCorrection(c *Correction) error {
 			w = &slotWork{slot: slot, pred: cl.Predicate, one: !many}
 		}
 		if idHex == c.FactID {
-			t.decide(RuleCorrect, cl, "retracted by the user")
+			t.decide(RuleCorrect, &cl, "retracted by the user")
 		}
 	}
 	if w == nil {

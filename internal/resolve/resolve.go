@@ -31,7 +31,9 @@
 package resolve
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 )
 
 // Kind of a claim.
@@ -115,16 +117,29 @@ type Outcome struct {
 // Sort orders claims the way Fold reads them: by ValidFrom, ends before
 // assertions at the same instant, then by ID.
 func Sort(cs []Claim) {
-	sort.Slice(cs, func(i, j int) bool {
-		a, b := &cs[i], &cs[j]
-		if a.ValidFrom != b.ValidFrom {
-			return a.ValidFrom < b.ValidFrom
+	// slices.SortFunc: sort.Slice costs an allocation per call, and Fold
+	// sorts once per slot resolved (mostly one claim: nothing to sort).
+	if len(cs) < 2 {
+		return
+	}
+	slices.SortFunc(cs, compare)
+}
+
+// compare is Sort's order: -1 if a sorts before b.
+func compare(a, b Claim) int {
+	if a.ValidFrom != b.ValidFrom {
+		return cmp.Compare(a.ValidFrom, b.ValidFrom)
+	}
+	if a.Kind != b.Kind {
+		if a.Kind == End {
+			return -1
 		}
-		if a.Kind != b.Kind {
-			return a.Kind == End
+		if b.Kind == End {
+			return 1
 		}
-		return a.ID < b.ID
-	})
+		return 0
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // Fold computes the outcome of every claim of one slot. one selects
@@ -141,79 +156,179 @@ func Fold(one bool, claims []Claim) map[string]*Outcome {
 // value of a long history resolves without rereading the history.
 func FoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map[string]*Outcome {
 	Sort(claims)
-	out := make(map[string]*Outcome, len(claims)+1)
-	inForce := map[string]*Claim{} // ObjKey → open fact (One uses key "")
+	out := outcomes{m: make(map[string]*Outcome, len(claims)+1), slab: make([]Outcome, 0, len(claims)+1)}
+	fold(one, seed, seedOutcome, claims, nil, &out, nil)
+	return out.m
+}
+
+// Folder folds like FoldFrom, reusing its memory from one fold to the next
+// and giving the outcomes by position instead of in a map: what resolving
+// a slot at a time (mostly of one claim) costs is otherwise mostly the
+// map and the allocations. The zero Folder is ready to use; it is not
+// safe for concurrent use.
+type Folder struct {
+	out  outcomes
+	perm []int32
+	live []int32
+}
+
+// Fold is FoldFrom(one, seed, seedOutcome, claims), except that claims
+// are not reordered and the outcomes come by position: the result's i-th
+// is claims[i]'s, and with a seed one more, last, is the seed's. The IDs
+// of claims and seed must be distinct (one slot's are), as FoldFrom's map
+// would keep one outcome for an ID. The result is valid until the next
+// call.
+func (f *Folder) Fold(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) []Outcome {
+	n := len(claims)
+	f.perm = f.perm[:0]
+	for i := range n {
+		f.perm = append(f.perm, int32(i))
+	}
+	if n > 1 {
+		// The same sort as Sort's, of positions: the same order.
+		slices.SortFunc(f.perm, func(a, b int32) int { return compare(claims[a], claims[b]) })
+	}
+	m := n
 	if seed != nil {
-		o := seedOutcome
-		out[seed.ID] = &o
+		m++
+	}
+	f.out.slab = slices.Grow(f.out.slab[:0], m)[:m]
+	clear(f.out.slab)
+	f.live = fold(one, seed, seedOutcome, claims, f.perm, &f.out, f.live)
+	return f.out.slab
+}
+
+// outcomes records a fold's outcomes: by ID in m, each outcome allocated
+// in slab (a claim gets at most one, the seed one), for FoldFrom; or, when
+// m is nil, by the claim's index in slab (the seed's is len(claims)), for
+// Folder.
+type outcomes struct {
+	m    map[string]*Outcome
+	slab []Outcome
+}
+
+// set records o as the outcome of claim i, whose ID is id, and returns it.
+func (out *outcomes) set(i int32, id string, o Outcome) *Outcome {
+	if out.m == nil {
+		out.slab[i] = o
+		return &out.slab[i]
+	}
+	out.slab = append(out.slab, o)
+	p := &out.slab[len(out.slab)-1]
+	out.m[id] = p
+	return p
+}
+
+// get returns the outcome of claim i, whose ID is id.
+func (out *outcomes) get(i int32, id string) *Outcome {
+	if out.m == nil {
+		return &out.slab[i]
+	}
+	return out.m[id]
+}
+
+// folding is the state of one fold. Claims are named by their index in
+// claims; len(claims) is the seed.
+type folding struct {
+	claims []Claim
+	seed   *Claim
+	out    *outcomes
+	// ObjKey → open fact (One uses key ""). Sized so that a slot's
+	// usual few live in the stack.
+	inForce map[string]int32
+}
+
+func (s *folding) claim(i int32) *Claim {
+	if int(i) == len(s.claims) {
+		return s.seed
+	}
+	return &s.claims[i]
+}
+
+// fold folds claims in the order perm gives (nil: as they are, sorted),
+// recording the outcomes in out. live is scratch, returned for reuse.
+func fold(one bool, seed *Claim, seedOutcome Outcome, claims []Claim, perm []int32, out *outcomes, live []int32) []int32 {
+	n := len(claims)
+	s := folding{claims: claims, seed: seed, out: out, inForce: make(map[string]int32, 8)}
+	at := func(p int) int32 {
+		if perm == nil {
+			return int32(p)
+		}
+		return perm[p]
+	}
+	if seed != nil {
+		out.set(int32(n), seed.ID, seedOutcome)
 		key := seed.ObjKey
 		if one {
 			key = ""
 		}
-		inForce[key] = seed
+		s.inForce[key] = int32(n)
 	}
-	for i := 0; i < len(claims); {
-		j := i
-		for j < len(claims) && claims[j].ValidFrom == claims[i].ValidFrom {
-			j++
+	for p := 0; p < n; {
+		q := p
+		for vf := claims[at(p)].ValidFrom; q < n && claims[at(q)].ValidFrom == vf; {
+			q++
 		}
-		group := claims[i:j]
-		i = j
 		// Ends first.
-		for k := range group {
-			c := &group[k]
+		for k := p; k < q; k++ {
+			i := at(k)
+			c := &claims[i]
 			if c.Kind != End {
 				continue
 			}
-			o := &Outcome{}
-			out[c.ID] = o
-			for key, f := range inForce {
+			o := out.set(i, c.ID, Outcome{})
+			for key, fi := range s.inForce {
+				f := s.claim(fi)
 				if f.ValidFrom >= c.ValidFrom {
 					continue
 				}
 				if c.ObjKey != "" && f.ObjKey != c.ObjKey {
 					continue
 				}
-				fo := out[f.ID]
+				fo := out.get(fi, f.ID)
 				fo.ValidTo, fo.Closed = c.ValidFrom, CauseEnd
-				delete(inForce, key)
+				delete(s.inForce, key)
 				o.Applied = true
 			}
 		}
 		// Then assertions.
-		var live []*Claim
-		for k := range group {
-			c := &group[k]
+		live = live[:0]
+		for k := p; k < q; k++ {
+			i := at(k)
+			c := &claims[i]
 			if c.Kind != Assert {
 				continue
 			}
 			if c.Retracted {
-				out[c.ID] = &Outcome{Status: Retracted, Opened: CauseRetract, Closed: CauseRetract,
-					Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+				out.set(i, c.ID, Outcome{Status: Retracted, Opened: CauseRetract, Closed: CauseRetract,
+					Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 				continue
 			}
-			live = append(live, c)
+			live = append(live, i)
 		}
 		if one {
-			foldOne(live, inForce, out)
+			s.foldOne(live)
 		} else {
-			foldMany(live, inForce, out)
+			s.foldMany(live)
 		}
+		p = q
 	}
-	return out
+	return live
 }
 
-func contested(c *Claim) *Outcome {
-	return &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+func contested(c *Claim) Outcome {
+	return Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
 		Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
-func newFact(c *Claim, opened Cause) *Outcome {
-	return &Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+func newFact(c *Claim, opened Cause) Outcome {
+	return Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
-func reinforce(c *Claim, into *Claim, out map[string]*Outcome) {
-	f := out[into.ID]
+// reinforce folds claim i into the fact into.
+func (s *folding) reinforce(i, into int32) {
+	c, ic := &s.claims[i], s.claim(into)
+	f := s.out.get(into, ic.ID)
 	f.Reinforced++
 	if c.ValidFrom > f.LastSeen {
 		f.LastSeen = c.ValidFrom
@@ -221,54 +336,61 @@ func reinforce(c *Claim, into *Claim, out map[string]*Outcome) {
 	if c.Confidence > f.Confidence {
 		f.Confidence = c.Confidence
 	}
-	out[c.ID] = &Outcome{Status: None, Opened: CauseDup, Into: into.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+	s.out.set(i, c.ID, Outcome{Status: None, Opened: CauseDup, Into: ic.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 }
 
-func foldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
+func (s *folding) foldOne(live []int32) {
 	if len(live) == 0 {
 		return
 	}
 	if len(live) > 1 {
 		// Same-instant disagreement (distinct IDs at one instant in one slot
 		// mean distinct objects): contest them all, leave the value in force.
-		for _, c := range live {
-			out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
-				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+		for _, i := range live {
+			c := &s.claims[i]
+			s.out.set(i, c.ID, Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 		}
 		return
 	}
-	c := live[0]
-	cur := inForce[""]
+	i := live[0]
+	c := &s.claims[i]
+	ci, has := s.inForce[""]
+	var cur *Claim
+	if has {
+		cur = s.claim(ci)
+	}
 	switch {
 	case c.Confidence < MinConfidence:
-		out[c.ID] = contested(c)
-	case cur != nil && cur.ObjKey == c.ObjKey:
-		reinforce(c, cur, out)
-	case cur != nil && c.Confidence < out[cur.ID].Confidence-ConfidenceMargin-1e-9:
-		out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
-			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
-	case cur != nil:
-		co := out[cur.ID]
+		s.out.set(i, c.ID, contested(c))
+	case has && cur.ObjKey == c.ObjKey:
+		s.reinforce(i, ci)
+	case has && c.Confidence < s.out.get(ci, cur.ID).Confidence-ConfidenceMargin-1e-9:
+		s.out.set(i, c.ID, Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
+	case has:
+		co := s.out.get(ci, cur.ID)
 		co.ValidTo, co.Closed = c.ValidFrom, CauseSupersede
-		out[c.ID] = newFact(c, CauseSupersede)
-		inForce[""] = c
+		s.out.set(i, c.ID, newFact(c, CauseSupersede))
+		s.inForce[""] = i
 	default:
-		out[c.ID] = newFact(c, CauseAdd)
-		inForce[""] = c
+		s.out.set(i, c.ID, newFact(c, CauseAdd))
+		s.inForce[""] = i
 	}
 }
 
-func foldMany(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
-	for _, c := range live {
+func (s *folding) foldMany(live []int32) {
+	for _, i := range live {
+		c := &s.claims[i]
 		if c.Confidence < MinConfidence {
-			out[c.ID] = contested(c)
+			s.out.set(i, c.ID, contested(c))
 			continue
 		}
-		if cur := inForce[c.ObjKey]; cur != nil {
-			reinforce(c, cur, out)
+		if cur, ok := s.inForce[c.ObjKey]; ok {
+			s.reinforce(i, cur)
 			continue
 		}
-		out[c.ID] = newFact(c, CauseAdd)
-		inForce[c.ObjKey] = c
+		s.out.set(i, c.ID, newFact(c, CauseAdd))
+		s.inForce[c.ObjKey] = i
 	}
 }
