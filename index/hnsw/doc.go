@@ -63,9 +63,14 @@
 //	                              half precision: 0xF1, the largest
 //	                              magnitude s as float32, then dim ×
 //	                              binary16 of v/s, all little-endian (see
-//	                              half.go); stores written before hold
-//	                              dim × float32 (4·dim bytes, no marker),
-//	                              read as they are
+//	                              half.go); or, when fewer than dim/2 of
+//	                              those halves are not +0, sparse: 0xF2,
+//	                              s, then for each such half in index
+//	                              order its index (uint16) and the half
+//	                              (see sparse.go; store format 4); stores
+//	                              written before half precision hold dim ×
+//	                              float32 (4·dim bytes, no marker), read
+//	                              as they are
 //	prefix 'l' id[4] layer[1]     neighbour list of id on layer: n × uint32
 //	                              little-endian neighbour IDs (n ≤ 2M on
 //	                              layer 0, ≤ M above); only once the graph
@@ -74,9 +79,10 @@
 // IDs in keys are 4 bytes big-endian (kv.AppendUint32), so a prefix scan
 // returns nodes in ID order and a node's layers in order. In the graph, a
 // node of level L has exactly the link keys for layers 0..L (possibly
-// empty values); that is how its level is stored. A 384-d vector costs
-// 773 bytes of value, plus about 130 bytes of links once there is a graph
-// (in memory the graph adds the 388-byte int8 copy as well).
+// empty values); that is how its level is stored. A dense 384-d vector
+// costs 773 bytes of value (a default-embedder fact's sparse one about
+// 120), plus about 130 bytes of links once there is a graph (in memory the
+// graph adds the 388-byte int8 copy as well).
 // Format version 1 (a 14-byte meta without byte 14) is read as a built
 // graph and rewritten as version 2 by the next Add or Delete.
 //
