@@ -17,22 +17,17 @@ import (
 	"github.com/memor-db/memor/extract"
 )
 
-// refFactID is factID as first written: a sha256.Hash fed field by field.
+// refFactID is fact identity as DESIGN §3 defines it, written plainly:
+// SHA-256 of the length-prefixed fields and ValidFrom, first 16 bytes.
 // factID and endID must give the same bytes (fact IDs are stored and
 // named by callers).
 func refFactID(user, subjKey, pred, objKey, ctxKey string, vf int64) [idLen]byte {
-	h := sha256.New()
-	var n [8]byte
+	var msg []byte
 	for _, s := range []string{user, subjKey, pred, objKey, ctxKey} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
+		msg = append(binary.BigEndian.AppendUint64(msg, uint64(len(s))), s...)
 	}
-	binary.BigEndian.PutUint64(n[:], uint64(vf))
-	h.Write(n[:])
-	var id [idLen]byte
-	copy(id[:], h.Sum(nil))
-	return id
+	sum := sha256.Sum256(binary.BigEndian.AppendUint64(msg, uint64(vf)))
+	return [idLen]byte(sum[:idLen])
 }
 
 // randField is a random string of up to max bytes: empty, ASCII,

@@ -151,6 +151,12 @@ func (s *Sparse) grow(n int) {
 
 // sparseRange appends the sparse vectors of texts to out.
 func (h *Hash) sparseRange(ctx context.Context, texts []string, out *Sparse) error {
+	return eachText(ctx, texts, func(_ int, text string, sc *scratch) { h.embedSparse(out, text, sc) })
+}
+
+// eachText calls do with each text and a pooled scratch, checking ctx
+// every 64 texts.
+func eachText(ctx context.Context, texts []string, do func(i int, text string, sc *scratch)) error {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	for i, t := range texts {
@@ -159,7 +165,7 @@ func (h *Hash) sparseRange(ctx context.Context, texts []string, out *Sparse) err
 				return err
 			}
 		}
-		h.embedSparse(out, t, sc)
+		do(i, t, sc)
 	}
 	return nil
 }
@@ -196,17 +202,7 @@ const parallelEmbedMin = 128
 // embedRange fills out[i] (zeroed, of length dim) with the vector of
 // texts[i].
 func (h *Hash) embedRange(ctx context.Context, texts []string, out [][]float32) error {
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
-	for i, t := range texts {
-		if i&63 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		h.embedInto(out[i], t, sc)
-	}
-	return nil
+	return eachText(ctx, texts, func(i int, text string, sc *scratch) { h.embedInto(out[i], text, sc) })
 }
 
 // Feature kinds, hashed in front of the feature so that the word "the" and

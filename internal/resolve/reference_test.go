@@ -218,6 +218,35 @@ func refFoldMany(live []*Claim, inForce map[string]*Claim, out map[string]*Outco
 	}
 }
 
+// randSlot returns n random claims of a slot named by id: assertions of
+// three objects and ends with and without object, at eight instants, some
+// retracted, some below MinConfidence.
+func randSlot(r *rand.Rand, n int, id func(i int) string) []Claim {
+	claims := make([]Claim, n)
+	for i := range claims {
+		c := Claim{ID: id(i), Kind: Assert, ObjKey: []string{"a", "b", "c"}[r.IntN(3)],
+			ValidFrom: int64(1 + r.IntN(8)), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
+		if r.IntN(5) == 0 {
+			c.Kind = End
+			if r.IntN(2) == 0 {
+				c.ObjKey = ""
+			}
+		}
+		claims[i] = c
+	}
+	return claims
+}
+
+// randSeed returns no seed half of the time, else an established fact
+// in force before the slot's claims and its outcome.
+func randSeed(r *rand.Rand) (*Claim, Outcome) {
+	if r.IntN(2) == 0 {
+		return nil, Outcome{}
+	}
+	return &Claim{ID: "seed", Kind: Assert, ObjKey: "a", ValidFrom: 0, Confidence: 0.9},
+		Outcome{Status: Active, Opened: CauseAdd, Reinforced: 1 + r.IntN(3), Confidence: 0.9}
+}
+
 // TestFoldEqualsReference: FoldFrom gives exactly the outcomes of the
 // fold as first written, over random One and Many slots (several objects,
 // ends with and without object, retracted, low-confidence and same-instant
@@ -226,28 +255,13 @@ func TestFoldEqualsReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for trial := range 20_000 {
 		one := trial%2 == 0
-		n := r.IntN(14)
-		claims := make([]Claim, n)
+		claims := randSlot(r, r.IntN(14), func(i int) string { return fmt.Sprintf("c%02d", i) })
 		for i := range claims {
-			c := Claim{ID: fmt.Sprintf("c%02d", i), Kind: Assert, ObjKey: []string{"a", "b", "c"}[r.IntN(3)],
-				ValidFrom: int64(1 + r.IntN(8)), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
-			if r.IntN(5) == 0 {
-				c.Kind = End
-				if r.IntN(2) == 0 {
-					c.ObjKey = ""
-				}
-			}
 			if i > 0 && r.IntN(30) == 0 {
-				c.ID = claims[r.IntN(i)].ID // a duplicate ID: the map keeps one outcome
+				claims[i].ID = claims[r.IntN(i)].ID // a duplicate ID: the map keeps one outcome
 			}
-			claims[i] = c
 		}
-		var seed *Claim
-		var seedOutcome Outcome
-		if r.IntN(2) == 0 {
-			seed = &Claim{ID: "seed", Kind: Assert, ObjKey: "a", ValidFrom: 0, Confidence: 0.9}
-			seedOutcome = Outcome{Status: Active, Opened: CauseAdd, Reinforced: 1 + r.IntN(3), Confidence: 0.9}
-		}
+		seed, seedOutcome := randSeed(r)
 		a, b := slices.Clone(claims), slices.Clone(claims)
 		got, want := FoldFrom(one, seed, seedOutcome, a), refFoldFrom(one, seed, seedOutcome, b)
 		if len(got) != len(want) {
@@ -274,24 +288,8 @@ func TestFolderEqualsFoldFrom(t *testing.T) {
 		if trial%500 == 0 {
 			n = 100 + r.IntN(100)
 		}
-		claims := make([]Claim, n)
-		for i := range claims {
-			c := Claim{ID: fmt.Sprintf("c%03d", r.IntN(1000)*1000+i), Kind: Assert, ObjKey: []string{"a", "b", "c"}[r.IntN(3)],
-				ValidFrom: int64(1 + r.IntN(8)), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
-			if r.IntN(5) == 0 {
-				c.Kind = End
-				if r.IntN(2) == 0 {
-					c.ObjKey = ""
-				}
-			}
-			claims[i] = c
-		}
-		var seed *Claim
-		var seedOutcome Outcome
-		if r.IntN(2) == 0 {
-			seed = &Claim{ID: "seed", Kind: Assert, ObjKey: "a", ValidFrom: 0, Confidence: 0.9}
-			seedOutcome = Outcome{Status: Active, Opened: CauseAdd, Reinforced: 1 + r.IntN(3), Confidence: 0.9}
-		}
+		claims := randSlot(r, n, func(i int) string { return fmt.Sprintf("c%03d", r.IntN(1000)*1000+i) })
+		seed, seedOutcome := randSeed(r)
 		given := slices.Clone(claims)
 		got := f.Fold(one, seed, seedOutcome, claims)
 		if !slices.Equal(claims, given) {
