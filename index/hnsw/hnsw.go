@@ -19,7 +19,8 @@ import (
 var (
 	// ErrDimension: a vector's length differs from the index's dimension.
 	ErrDimension = errors.New("hnsw: vector has the wrong dimension")
-	// ErrVector: a vector holds NaN or ±Inf, or is zero under [Cosine].
+	// ErrVector: a vector holds NaN or ±Inf, or is zero (or too close to
+	// zero to normalise in float32) under [Cosine].
 	ErrVector = errors.New("hnsw: vector is zero or not finite")
 	// ErrNotFound: Load found no index under the prefix.
 	ErrNotFound = errors.New("hnsw: no index under this prefix")
@@ -315,7 +316,13 @@ func (ix *Index) scaleOf(v []float32) (float32, error) {
 	if ss == 0 {
 		return 0, fmt.Errorf("%w: zero vector has no direction", ErrVector)
 	}
-	return float32(1 / math.Sqrt(ss)), nil
+	scale := float32(1 / math.Sqrt(ss))
+	if math.IsInf(float64(scale), 0) {
+		// Normalising would turn the zero components into NaN (0·∞), and
+		// the stored record's scale would be NaN: one that Load refuses.
+		return 0, fmt.Errorf("%w: norm %g too small to normalise", ErrVector, math.Sqrt(ss))
+	}
+	return scale, nil
 }
 
 // put writes v·scale into dst (len(dst) == len(v)).
@@ -479,7 +486,8 @@ func grow[T any](s []T, n int) []T {
 
 // Add inserts the vector of id, replacing any vector id already has, and
 // writes the changed keys to w. A vector of the wrong length fails with
-// ErrDimension; NaN, Inf or (under Cosine) a zero vector with ErrVector.
+// ErrDimension; NaN, Inf or (under Cosine) a zero vector, or one too small
+// to normalise, with ErrVector.
 // vec is not retained.
 //
 // Below [Options.GraphAt] vectors this stores and writes the vector only.

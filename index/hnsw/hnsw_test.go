@@ -495,6 +495,12 @@ func TestInvalidInput(t *testing.T) {
 	if err := ix.Add(w, 1, []float32{1, float32(math.NaN()), 0, 0}); !errors.Is(err, ErrVector) {
 		t.Errorf("NaN: %v", err)
 	}
+	// A norm so small that 1/‖v‖ overflows float32: normalising would
+	// turn its zero components into NaN and persist a record that Load
+	// refuses as corrupt.
+	if err := ix.Add(w, 1, []float32{math.SmallestNonzeroFloat32, 0, 0, 0}); !errors.Is(err, ErrVector) {
+		t.Errorf("vector too small to normalise under cosine: %v", err)
+	}
 	if _, err := ix.Search(ctx, []float32{1}, 3, nil); !errors.Is(err, ErrDimension) {
 		t.Errorf("search with short vector: %v", err)
 	}

@@ -89,7 +89,7 @@ func (wr *Writer) AddSparse(w kv.Writer, id uint32, idx []int32, val []float32) 
 	}
 	scale, err := ix.scaleOf(dense)
 	var top float32
-	viaAdd := err == nil && (2*len(idx) >= ix.dim || math.IsInf(float64(scale), 0))
+	viaAdd := err == nil && 2*len(idx) >= ix.dim
 	if err == nil && !viaAdd {
 		// put, maxAbs and halfScaled act on each component alone; on the
 		// packed components they give the bits they give on the dense
@@ -105,9 +105,9 @@ func (wr *Writer) AddSparse(w kv.Writer, id uint32, idx []int32, val []float32) 
 		top = maxAbs(packed)
 		viaAdd = top != 0 && math.IsInf(float64(1/top), 0)
 	}
-	// A dense vector goes through Add, and so does one whose scale, or
-	// the inverse of its largest scaled component, is infinite (a
-	// subnormal vector's): there the zero components become NaN.
+	// A dense vector goes through Add, and so does one whose largest
+	// scaled component inverts to infinity (a subnormal vector under
+	// Dot): there the zero components become NaN.
 	if viaAdd {
 		err = wr.add(w, id, dense)
 	}
