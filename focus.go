@@ -9,6 +9,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/internal/norm"
 )
 
 // A question is about someone. Serving facts about someone else is a
@@ -106,7 +107,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		}
 	}
 	for _, name := range ui.g.Entities(text) {
-		k := normKey(name)
+		k := norm.Key(name)
 		if k == "user" {
 			continue
 		}
@@ -139,7 +140,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		f.about, f.relation = map[string]bool{}, rel
 		for _, p := range paths {
 			if h := p.Hops[0]; h.Label == rel && !h.Inverse {
-				f.about[normKey(h.To)] = true
+				f.about[norm.Key(h.To)] = true
 			}
 		}
 		if len(f.about) == 0 {
@@ -184,7 +185,7 @@ func hasFacts(ctx context.Context, ui *userIndex, entity string, facts *roaring.
 // first-person episode is about the user).
 func (f focus) admits(ui *userIndex, c *candidate) bool {
 	if f.context != "" {
-		if c.fact != nil && c.fact.Context != "" && normKey(c.fact.Context) != f.context {
+		if c.fact != nil && c.fact.Context != "" && norm.Key(c.fact.Context) != f.context {
 			return false
 		}
 		if c.episode != nil {
@@ -199,8 +200,8 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 		return true
 	}
 	if c.fact != nil {
-		s := normKey(c.fact.Subject)
-		return f.about[s] || (s == "user" && f.relation != "" && c.fact.Predicate == f.relation && f.about[normKey(c.fact.Object)])
+		s := norm.Key(c.fact.Subject)
+		return f.about[s] || (s == "user" && f.relation != "" && c.fact.Predicate == f.relation && f.about[norm.Key(c.fact.Object)])
 	}
 	if c.episode == nil {
 		return false

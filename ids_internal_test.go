@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/norm"
 )
 
 // refFactID is fact identity as DESIGN §3 defines it, written plainly:
@@ -110,15 +111,15 @@ func TestParseIDEqualsReference(t *testing.T) {
 
 // refRenderOp is renderOp as first written, by string concatenation.
 func refRenderOp(op extract.Op) string {
-	s := cleanValue(op.Subject) + " " + normPredicate(op.Predicate)
+	s := norm.Clean(op.Subject) + " " + normPredicate(op.Predicate)
 	if op.Kind == extract.End {
 		s += " ended"
 	}
 	if op.Object != "" {
-		s += " " + cleanValue(op.Object)
+		s += " " + norm.Clean(op.Object)
 	}
 	if op.Context != "" {
-		s += " (" + cleanValue(op.Context) + ")"
+		s += " (" + norm.Clean(op.Context) + ")"
 	}
 	return s
 }

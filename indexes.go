@@ -17,6 +17,7 @@ import (
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/index/temporal"
+	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -579,7 +580,7 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if err := ui.g.AddEdge(t.b, f.Doc, f.Subject, f.Predicate, f.Object); err != nil {
 		return err
 	}
-	ui.addFactOf(f.Episode, f.ID, normKey(f.Subject), normKey(f.Context), f.Doc)
+	ui.addFactOf(f.Episode, f.ID, norm.Key(f.Subject), norm.Key(f.Context), f.Doc)
 	return nil
 }
 

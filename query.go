@@ -14,6 +14,7 @@ import (
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -445,7 +446,7 @@ func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text str
 			if !h.Inverse || facts.Contains(h.Doc) {
 				continue // not a value of someone's slot, or still in force
 			}
-			s := slot{normKey(h.To), h.Label}
+			s := slot{norm.Key(h.To), h.Label}
 			if seen[s] {
 				continue // another old value of a slot already looked at
 			}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -66,7 +67,7 @@ func (e *Engine) History(ctx context.Context, user, subject, predicate string) (
 		return nil, err
 	}
 	defer release()
-	prefix := kv.AppendString(kv.AppendString(nil, normKey(subject)), e.preds.canonical(predicate))
+	prefix := kv.AppendString(kv.AppendString(nil, norm.Key(subject)), e.preds.canonical(predicate))
 	var out []Fact
 	for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
 		err := e.db.Scan(ctx, userKey(user, sub, prefix), func(_, v []byte) error {
@@ -163,13 +164,13 @@ func (e *Engine) episodes(ctx context.Context, r kv.Reader, user string) ([]Epis
 func sortFacts(fs []Fact) {
 	sort.SliceStable(fs, func(i, j int) bool {
 		a, b := &fs[i], &fs[j]
-		if x, y := normKey(a.Subject), normKey(b.Subject); x != y {
+		if x, y := norm.Key(a.Subject), norm.Key(b.Subject); x != y {
 			return x < y
 		}
 		if a.Predicate != b.Predicate {
 			return a.Predicate < b.Predicate
 		}
-		if x, y := normKey(a.Context), normKey(b.Context); x != y {
+		if x, y := norm.Key(a.Context), norm.Key(b.Context); x != y {
 			return x < y
 		}
 		if !a.ValidFrom.Equal(b.ValidFrom) {

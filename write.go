@@ -13,6 +13,7 @@ import (
 
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/internal/resolve"
 	"github.com/memor-db/memor/kv"
 )
@@ -612,11 +613,11 @@ func validOp(op extract.Op) error {
 	switch {
 	case op.Kind != extract.Assert && op.Kind != extract.End:
 		return fmt.Errorf("%w: unknown op kind %d", ErrInvalidFact, op.Kind)
-	case normKey(op.Subject) == "":
+	case norm.Key(op.Subject) == "":
 		return fmt.Errorf("%w: empty subject", ErrInvalidFact)
 	case normPredicate(op.Predicate) == "":
 		return fmt.Errorf("%w: empty predicate", ErrInvalidFact)
-	case op.Kind == extract.Assert && normKey(op.Object) == "":
+	case op.Kind == extract.Assert && norm.Key(op.Object) == "":
 		return fmt.Errorf("%w: empty object", ErrInvalidFact)
 	case op.Confidence < 0 || op.Confidence > 1 || op.Confidence != op.Confidence:
 		return fmt.Errorf("%w: confidence %v outside (0, 1]", ErrInvalidFact, op.Confidence)
@@ -645,7 +646,7 @@ func renderOp(op extract.Op) string {
 
 // writeOp writes what renderOp returns for op to b.
 func writeOp(b *strings.Builder, op *extract.Op) {
-	b.WriteString(cleanValue(op.Subject))
+	b.WriteString(norm.Clean(op.Subject))
 	b.WriteByte(' ')
 	b.WriteString(normPredicate(op.Predicate))
 	if op.Kind == extract.End {
@@ -653,11 +654,11 @@ func writeOp(b *strings.Builder, op *extract.Op) {
 	}
 	if op.Object != "" {
 		b.WriteByte(' ')
-		b.WriteString(cleanValue(op.Object))
+		b.WriteString(norm.Clean(op.Object))
 	}
 	if op.Context != "" {
 		b.WriteString(" (")
-		b.WriteString(cleanValue(op.Context))
+		b.WriteString(norm.Clean(op.Context))
 		b.WriteByte(')')
 	}
 }
@@ -698,12 +699,12 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if err != nil {
 			return err
 		}
-		if one && op.Additive && normKey(op.Context) == "" {
+		if one && op.Additive && norm.Key(op.Context) == "" {
 			// "I also live in Portland": a second value of a One predicate
 			// stands beside the first instead of replacing it.
 			op.Context = AdditionalContext
 		}
-		subjKey, objKey, ctxKey := normKey(op.Subject), normKey(op.Object), normKey(op.Context)
+		subjKey, objKey, ctxKey := norm.Key(op.Subject), norm.Key(op.Object), norm.Key(op.Context)
 		vf := op.ValidFrom.UnixNano()
 		var id [idLen]byte
 		if op.Kind == extract.Assert {
@@ -721,8 +722,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if conf == 0 {
 			conf = 1
 		}
-		c := claimRec{ID: hex.EncodeToString(id[:]), Kind: uint8(op.Kind), Subject: cleanValue(op.Subject),
-			Predicate: pred, Object: cleanValue(op.Object), Context: cleanValue(op.Context), ValidFrom: vf,
+		c := claimRec{ID: hex.EncodeToString(id[:]), Kind: uint8(op.Kind), Subject: norm.Clean(op.Subject),
+			Predicate: pred, Object: norm.Clean(op.Object), Context: norm.Clean(op.Context), ValidFrom: vf,
 			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
 		if known, err := t.knownClaim(suf, id); err != nil {
 			return err
@@ -984,7 +985,7 @@ func toResolve(cs []claimRec) []resolve.Claim {
 func appendResolve(out []resolve.Claim, cs []claimRec) []resolve.Claim {
 	for i := range cs {
 		c := &cs[i]
-		out = append(out, resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: normKey(c.Object),
+		out = append(out, resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: norm.Key(c.Object),
 			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted})
 	}
 	return out

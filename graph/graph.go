@@ -13,6 +13,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/kelindar/bitmap"
+	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -107,7 +108,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Graph, error) {
 	}
 	byKey := make(map[uint32]uint32, len(st.ents))
 	for _, se := range st.ents {
-		id, err := g.installEntity(se.key, se.display, normalize(se.display))
+		id, err := g.installEntity(se.key, se.display, norm.Key(se.display))
 		if err != nil {
 			return nil, fmt.Errorf("graph: load: %w", err)
 		}
@@ -154,7 +155,7 @@ func (g *Graph) scan(ctx context.Context, r kv.Reader) (stored, error) {
 		id := kv.NewDecoder(rest[1:]).Uint32()
 		switch rest[0] {
 		case tagEntity:
-			if normalize(string(v)) == "" {
+			if norm.Key(string(v)) == "" {
 				return fmt.Errorf("%w: entity %d has an empty name", ErrCorrupt, id)
 			}
 			st.ents = append(st.ents, storedEntity{key: id, display: string(v)})
@@ -193,44 +194,6 @@ func (g *Graph) del(w kv.Writer, tag byte, id uint32) error {
 	return w.Delete(g.buf)
 }
 
-// normalize returns the identity of an entity name: space trimmed and
-// collapsed, lower-cased.
-func normalize(name string) string {
-	if plainASCII(name, true) {
-		return name
-	}
-	return strings.ToLower(collapse(name))
-}
-
-// collapse trims s and turns each run of white space into one space.
-func collapse(s string) string {
-	if plainASCII(s, false) {
-		return s
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// plainASCII reports whether s is ASCII with single inner spaces and no
-// other white space (and, if lower, no upper case): what collapse (and
-// normalize) would return unchanged. Most names are, and the check spares
-// them three allocations.
-func plainASCII(s string, lower bool) bool {
-	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
-		return s == ""
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 0x80, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
-			return false
-		case c == ' ' && s[i+1] == ' ':
-			return false
-		case lower && 'A' <= c && c <= 'Z':
-			return false
-		}
-	}
-	return true
-}
-
 // words splits s into lower-cased runs of letters and digits.
 func words(s string) []string {
 	// Count first: one allocation of the right size, not a growing slice.
@@ -264,7 +227,7 @@ func words(s string) []string {
 }
 
 // installEntity adds an entity with the given stored ID, display name and
-// identity (normalize(display)) to memory and returns its in-memory ID.
+// identity (norm.Key(display)) to memory and returns its in-memory ID.
 // Caller owns g or holds the write lock.
 func (g *Graph) installEntity(key uint32, display, norm string) (uint32, error) {
 	if other, ok := g.byNorm[norm]; ok {
@@ -372,7 +335,7 @@ func (g *Graph) entityID(w kv.Writer, name, norm string) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	// normalize(collapse(name)) == normalize(name): collapse is idempotent.
+	// norm.Key(norm.Clean(name)) == norm.Key(name): Clean is idempotent.
 	id, err := g.installEntity(key, display, norm)
 	if err != nil {
 		return 0, err
@@ -384,8 +347,8 @@ func (g *Graph) entityID(w kv.Writer, name, norm string) (uint32, error) {
 // edgeNames returns an edge's label and its entities' identities, or
 // ErrEmptyName.
 func edgeNames(doc uint32, from, label, to string) (string, string, string, error) {
-	label = collapse(label)
-	fromNorm, toNorm := normalize(from), normalize(to)
+	label = norm.Clean(label)
+	fromNorm, toNorm := norm.Key(from), norm.Key(to)
 	if fromNorm == "" || toNorm == "" || label == "" {
 		return "", "", "", fmt.Errorf("%w: doc %d: %q -%q-> %q", ErrEmptyName, doc, from, label, to)
 	}
@@ -395,7 +358,7 @@ func edgeNames(doc uint32, from, label, to string) (string, string, string, erro
 // setEntity writes the record of the entity stored as key, named name,
 // and returns its display form.
 func (g *Graph) setEntity(w kv.Writer, key uint32, name string) (string, error) {
-	display := collapse(name)
+	display := norm.Clean(name)
 	if err := g.set(w, tagEntity, key, func(v []byte) []byte { return append(v, display...) }); err != nil {
 		return "", fmt.Errorf("graph: write entity: %w", err)
 	}
@@ -514,7 +477,7 @@ func (g *Graph) AddSubjectDocs(out *roaring.Bitmap, names ...string) {
 	var buf [256]uint32
 	n := 0
 	for _, name := range names {
-		id, ok := g.byNorm[normalize(name)]
+		id, ok := g.byNorm[norm.Key(name)]
 		if !ok {
 			continue
 		}
@@ -538,7 +501,7 @@ func (g *Graph) AddSubjectDocs(out *roaring.Bitmap, names ...string) {
 func (g *Graph) Out(subject, label string, allow *roaring.Bitmap) []Hop {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	id, ok := g.byNorm[normalize(subject)]
+	id, ok := g.byNorm[norm.Key(subject)]
 	if !ok {
 		return nil
 	}
@@ -694,7 +657,7 @@ func (g *Graph) BFSLimit(ctx context.Context, seeds []string, depth, maxPaths in
 		g.pool.Put(ws)
 	}()
 	for _, s := range seeds {
-		id, ok := g.byNorm[normalize(s)]
+		id, ok := g.byNorm[norm.Key(s)]
 		if !ok || ws.seenEnt.Contains(id) {
 			continue
 		}
@@ -782,7 +745,7 @@ func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 	stEnts := make(map[uint32]string, len(st.ents))
 	for _, se := range st.ents {
 		stEnts[se.key] = se.display
-		if id, ok := g.byNorm[normalize(se.display)]; !ok || g.ents[id].key != se.key || g.ents[id].display != se.display {
+		if id, ok := g.byNorm[norm.Key(se.display)]; !ok || g.ents[id].key != se.key || g.ents[id].display != se.display {
 			bad("stored entity %d %q not in memory", se.key, se.display)
 		}
 	}
