@@ -451,7 +451,9 @@ func (s *slab[T]) take(n int) []T {
 		return make([]T, n)
 	}
 	if len(s.free) < n {
-		s.chunk = min(maxChunk, max(minChunk, 2*s.chunk))
+		// A chunk holds at least n: the first chunks are smaller than the
+		// largest request served from one (maxChunk/4).
+		s.chunk = min(maxChunk, max(minChunk, 2*s.chunk, n))
 		s.free = make([]T, s.chunk)
 	}
 	out := s.free[:n:n]

@@ -579,3 +579,37 @@ func TestConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSlabServesEveryRequestSize takes every size a slab serves from its
+// chunks, first and after others, including sizes larger than the first
+// chunk (a 17-term document once panicked in take).
+func TestSlabServesEveryRequestSize(t *testing.T) {
+	for first := 1; first <= 100; first++ {
+		var s slab[uint32]
+		for _, n := range []int{first, 1, first, 64, 17, 65, first} {
+			out := s.take(n)
+			if len(out) != n || cap(out) != n {
+				t.Fatalf("take(%d) after first %d: len %d cap %d", n, first, len(out), cap(out))
+			}
+		}
+	}
+}
+
+// TestManyDistinctTerms indexes documents with more distinct terms than a
+// first chunk holds, the shape of an ordinary sentence.
+func TestManyDistinctTerms(t *testing.T) {
+	ix := New([]byte("t"), Options{})
+	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa quebec romeo sierra tango")
+	for n := 1; n <= len(words); n++ {
+		if err := ix.Add(discard{}, uint32(n), strings.Join(words[:n], " ")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ix.Search(context.Background(), "quebec", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("search quebec: %d hits, want 4", len(got))
+	}
+}
