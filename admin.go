@@ -273,12 +273,24 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 	defer release()
 	unlock := e.lockUser(user)
 	defer unlock()
+	// An episode whose application fails is recorded as failed (see
+	// failures): the replay starts again with it in fails.
+	var fails failures
+	for {
+		err := e.rebuild(ctx, user, fails)
+		if !fails.retry(err, nil) {
+			return causeOf(err)
+		}
+	}
+}
 
+func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error {
 	t, err := e.begin(ctx, user, 0)
 	if err != nil {
 		return err
 	}
 	defer t.close()
+	t.fails = fails
 	if t.meta.Seq == 0 {
 		return nil // nothing to replay; write nothing
 	}
@@ -301,7 +313,7 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 			return err
 		}
 		t.now = nanos(ep.RecordedAt)
-		if err := t.applyEpisode(ep); err != nil {
+		if err := t.apply(ep); err != nil {
 			return err
 		}
 		t.meta.Applied = ep.Seq

@@ -146,6 +146,16 @@ func Open(dir string, o Options) (*Engine, error) {
 	if o.MaxTextBytes <= 0 {
 		o.MaxTextBytes = DefaultMaxTextBytes
 	}
+	// Checked before the store is touched: a bad declaration opens
+	// nothing and writes nothing.
+	preds := newPredicates()
+	for _, p := range o.Predicates {
+		name, aliases, err := checkPredicate(p.Name, p.Cardinality, p.Aliases)
+		if err != nil {
+			return nil, fmt.Errorf("memor: open %s: Options.Predicates: %w", dir, err)
+		}
+		preds.register(name, p.Cardinality, aliases)
+	}
 	lg := o.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -164,16 +174,13 @@ func Open(dir string, o Options) (*Engine, error) {
 	if o.IndexCacheBytes == 0 {
 		o.IndexCacheBytes = DefaultIndexCacheBytes
 	}
-	e := &Engine{db: db, opts: o, log: lg, clock: o.Clock, preds: newPredicates(), ext: o.Extractor,
+	e := &Engine{db: db, opts: o, log: lg, clock: o.Clock, preds: preds, ext: o.Extractor,
 		closing: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = time.Now
 	}
 	if e.ext == nil {
 		e.ext = extract.NewRuleExtractor()
-	}
-	for _, p := range o.Predicates {
-		e.preds.register(p.Name, p.Cardinality, p.Aliases)
 	}
 	emb := o.Embedder
 	if emb == nil {
@@ -275,9 +282,19 @@ func (e *Engine) now() time.Time {
 }
 
 // RegisterPredicate declares a predicate's cardinality and aliases. It
-// applies to claims resolved from now on (call it right after Open).
-func (e *Engine) RegisterPredicate(name string, c Cardinality, aliases ...string) {
-	e.preds.register(name, c, aliases)
+// applies to claims resolved from now on (call it right after Open, or
+// better, use Options.Predicates). Names and aliases are normalised
+// ("Lives In" → lives_in); one that is not valid UTF-8, is longer than
+// MaxPredicateBytes or has no letter or digit, or a cardinality other
+// than One or Many, returns an error wrapping ErrInvalidPredicate and
+// registers nothing.
+func (e *Engine) RegisterPredicate(name string, c Cardinality, aliases ...string) error {
+	name, als, err := checkPredicate(name, c, aliases)
+	if err != nil {
+		return err
+	}
+	e.preds.register(name, c, als)
+	return nil
 }
 
 // Stats are counters of the engine's work since Open.

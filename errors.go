@@ -15,6 +15,11 @@ var (
 	ErrTooLarge     = errors.New("memor: input too large")
 	ErrInvalidTime  = errors.New("memor: invalid time")
 	ErrInvalidFact  = errors.New("memor: invalid fact")
+	// ErrInvalidPredicate: a predicate name or alias given to
+	// RegisterPredicate or Options.Predicates is not valid UTF-8, too
+	// long, or has no letter or digit; or its cardinality is neither One
+	// nor Many.
+	ErrInvalidPredicate = errors.New("memor: invalid predicate")
 	ErrNotFound     = errors.New("memor: not found")
 	ErrFormatTooNew = kv.ErrFormatTooNew
 	ErrCorrupt      = kv.ErrCorrupt
@@ -24,8 +29,9 @@ var (
 	// ErrCheck wraps every finding of Check.
 	ErrCheck = errors.New("memor: check failed")
 	// ErrExtractionFailed: Add with Sync stored the episode, but its
-	// extraction (or the judge it needed) failed, so nothing was learned
-	// from it. The failure is recorded on the episode (Failed, Freshness)
-	// and Retry re-runs it.
+	// extraction, the judge it needed, or applying what was extracted
+	// (an embedder or index error) failed, so nothing was learned from
+	// it. The error wraps the cause. The failure is recorded on the
+	// episode (Failed, Freshness) and Retry re-runs it.
 	ErrExtractionFailed = errors.New("memor: extraction failed")
 )

@@ -288,7 +288,11 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		done, err := e.applyPending(ctx, user, seq, pre)
+		done, err := e.applyPending(ctx, user, seq, pre, nil)
+		var fails failures
+		if fails.retry(err, nil) {
+			done, err = e.applyPending(ctx, user, seq, nil, fails)
+		}
 		if err != nil {
 			return err
 		}
@@ -358,8 +362,9 @@ func (e *Engine) knownNames(ctx context.Context, t *txn, user string) ([]string,
 }
 
 // applyPending applies episode seq (extracted as pre) if it is still the
-// next one; it returns how many episodes it applied.
-func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre *extracted) (int, error) {
+// next one, or records it as failed if fails names it; it returns how
+// many episodes it applied (or failed).
+func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre *extracted, fails failures) (int, error) {
 	unlock := e.lockUser(user)
 	defer unlock()
 	t, err := e.begin(ctx, user, 0)
@@ -368,6 +373,7 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 	}
 	defer t.close()
 	t.derived = true
+	t.fails = fails
 	if t.meta.Applied+1 != seq {
 		return 0, nil // applied inline meanwhile
 	}
@@ -380,7 +386,7 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 		t.pre = nil // another episode now has this number: extract it afresh
 	}
 	t.now = nanos(ep.RecordedAt)
-	if err := t.applyEpisode(ep); err != nil {
+	if err := t.apply(ep); err != nil {
 		return 0, err
 	}
 	t.meta.Applied = seq
@@ -388,6 +394,89 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 		return 0, err
 	}
 	return 1, nil
+}
+
+// failEpisode records queued episode seq of user as failed with cause,
+// applying nothing of it, and counts it applied, so that the user's later
+// episodes proceed: Failed and Freshness show it, Retry re-runs it. It
+// returns how many episodes it recorded (0: seq was applied or forgotten
+// meanwhile). It takes the user's lock, so it may be called where an
+// attempt to apply seq was abandoned (a recovered panic, say).
+func (e *Engine) failEpisode(ctx context.Context, user string, seq uint64, cause error) (int, error) {
+	return e.applyPending(ctx, user, seq, nil, failures{seq: cause})
+}
+
+// Failing episodes. An episode whose application fails for any reason
+// (its extraction, its judge, an embedder or index error) is recorded as
+// failed, never left pending: a queued one would hold back every later
+// episode of its user, and an inline write would apply it again, and
+// fail, on every later write. The batch that met the failure holds part
+// of the episode, so it is abandoned, and the write is done again with
+// the episode in t.fails: apply then records its failure instead.
+
+// applyError is the failure of one episode's application.
+type applyError struct {
+	seq uint64
+	err error
+}
+
+func (a *applyError) Error() string { return fmt.Sprintf("episode %d: %v", a.seq, a.err) }
+func (a *applyError) Unwrap() error { return a.err }
+
+// causeOf returns what made an episode fail, if err is an applyError.
+func causeOf(err error) error {
+	if a, ok := err.(*applyError); ok {
+		return a.err
+	}
+	return err
+}
+
+// failures are the episodes, by sequence number, that a write records as
+// failed, with their cause.
+type failures map[uint64]error
+
+// retry reports whether err is an episode's failure that the write should
+// record by writing again, and adds it to fs. inline is the episode the
+// write adds (nil for one already queued): a structured one (Assert,
+// End, Correct) is not recorded, its call fails and stores nothing.
+func (fs *failures) retry(err error, inline *Episode) bool {
+	a, ok := err.(*applyError)
+	if !ok || (*fs)[a.seq] != nil {
+		return false
+	}
+	if inline != nil && a.seq == inline.Seq && inline.Kind != EpisodeText {
+		return false
+	}
+	if *fs == nil {
+		*fs = failures{}
+	}
+	(*fs)[a.seq] = a.err
+	return true
+}
+
+// apply applies ep in t or, if t.fails names it, records its failure. An
+// error of the episode's application (not of a cancelled context, which
+// leaves it pending) is returned as an *applyError.
+func (t *txn) apply(ep Episode) error {
+	if cause, ok := t.fails[ep.Seq]; ok {
+		t.ep = ep
+		return t.fail(ep, cause)
+	}
+	err := t.applyEpisode(ep)
+	if err == nil || t.ctx.Err() != nil {
+		return err
+	}
+	if _, ok := err.(*applyError); ok {
+		return err
+	}
+	return &applyError{seq: ep.Seq, err: err}
+}
+
+// fail records in t that ep failed with cause: nothing of it is applied.
+func (t *txn) fail(ep Episode, cause error) error {
+	t.e.log.Warn("memor: episode failed", "user", t.user, "episode", ep.Seq, "err", cause)
+	t.failure = cause
+	return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: cause.Error(), Failed: t.now}))
 }
 
 // catchUp applies, inside t, every episode committed before the one t is
@@ -400,7 +489,7 @@ func (t *txn) catchUp() error {
 		}
 		t.pre = nil
 		t.now = nanos(ep.RecordedAt)
-		if err := t.applyEpisode(ep); err != nil {
+		if err := t.apply(ep); err != nil {
 			return err
 		}
 		t.meta.Applied = seq
@@ -522,14 +611,19 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	still := 0
 	for _, f := range fails {
 		pre := e.extractEpisode(ctx, nil, f.Episode)
-		if pre == nil || pre.err != nil {
+		if pre != nil && pre.err != nil {
 			if err := ctx.Err(); err != nil {
 				return still, err
 			}
 			still++
 			continue
 		}
-		failed, err := e.retryOne(ctx, user, f.Episode, pre)
+		failed, err := e.retryOne(ctx, user, f.Episode, pre, nil)
+		var again failures
+		if again.retry(err, nil) {
+			// Applying it failed again: recorded with the new cause.
+			failed, err = e.retryOne(ctx, user, f.Episode, nil, again)
+		}
 		if err != nil {
 			return still, err
 		}
@@ -540,10 +634,11 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 	return still, nil
 }
 
-// retryOne applies failed episode ep, extracted as pre. It reports whether
-// the episode failed again (its judge failed), in which case the new
-// failure is recorded instead.
-func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted) (bool, error) {
+// retryOne applies failed episode ep, extracted as pre, or records it as
+// failed again if fails names it. It reports whether the episode failed
+// again (its judge failed), in which case the new failure is recorded
+// instead.
+func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *extracted, fails failures) (bool, error) {
 	unlock := e.lockUser(user)
 	defer unlock()
 	t, err := e.begin(ctx, user, 0)
@@ -551,6 +646,7 @@ func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *ext
 		return false, err
 	}
 	defer t.close()
+	t.fails = fails
 	if _, err := t.b.Get(seqKey(user, kv.SubEpState, ep.Seq)); err != nil {
 		return false, nil // retried or forgotten meanwhile
 	}
@@ -558,7 +654,7 @@ func (e *Engine) retryOne(ctx context.Context, user string, ep Episode, pre *ext
 		return false, err
 	}
 	t.pre = pre
-	if err := t.applyEpisode(ep); err != nil {
+	if err := t.apply(ep); err != nil {
 		return false, err
 	}
 	if err := t.commit(); err != nil {

@@ -1,9 +1,11 @@
 package memor
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Default predicates, registered at Open (DESIGN §3).
@@ -61,14 +63,57 @@ func newPredicates() *predicates {
 	return p
 }
 
+// MaxPredicateBytes bounds a predicate name or alias given to
+// RegisterPredicate or Options.Predicates.
+const MaxPredicateBytes = 1 << 10
+
+// checkPredicate validates a predicate declaration and returns its
+// canonical name and aliases, or an error wrapping ErrInvalidPredicate.
+func checkPredicate(name string, c Cardinality, aliases []string) (string, []string, error) {
+	if c != One && c != Many {
+		return "", nil, fmt.Errorf("%w: %q: cardinality %d is neither One nor Many", ErrInvalidPredicate, name, c)
+	}
+	n, err := predicateName(name, "name")
+	if err != nil {
+		return "", nil, err
+	}
+	als := make([]string, 0, len(aliases))
+	for _, a := range aliases {
+		a, err := predicateName(a, "alias of "+n)
+		if err != nil {
+			return "", nil, err
+		}
+		als = append(als, a)
+	}
+	return n, als, nil
+}
+
+// predicateName returns the canonical form of a declared name or alias.
+// It refuses what normalises to nothing ("  ", "\x00", "__"): such a
+// name would make every claim of its aliases one no index can store.
+func predicateName(s, what string) (string, error) {
+	switch {
+	case len(s) > MaxPredicateBytes:
+		return "", fmt.Errorf("%w: %s of %d bytes (max %d)", ErrInvalidPredicate, what, len(s), MaxPredicateBytes)
+	case !utf8.ValidString(s):
+		return "", fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidPredicate, what, s)
+	}
+	n := normPredicate(s)
+	if n == "" {
+		return "", fmt.Errorf("%w: %s %q has no letter or digit", ErrInvalidPredicate, what, s)
+	}
+	return n, nil
+}
+
+// register declares a predicate; name and aliases are canonical (see
+// checkPredicate).
 func (p *predicates) register(name string, c Cardinality, aliases []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	name = normPredicate(name)
 	p.card[name] = c
 	delete(p.alias, name)
 	for _, a := range aliases {
-		if a = normPredicate(a); a != "" && a != name {
+		if a != name {
 			p.alias[a] = name
 		}
 	}

@@ -115,7 +115,9 @@ func TestQueryMultiHop(t *testing.T) {
 func TestQueryOutdatedPhrasing(t *testing.T) {
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
-	e.RegisterPredicate("beta_region", memor.One)
+	if err := e.RegisterPredicate("beta_region", memor.One); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []memor.FactInput{
 		{Subject: "beta", Predicate: "beta_region", Object: "us-east", ValidFrom: at("2026-03-01")},
 		{Subject: "beta", Predicate: "beta_region", Object: "us-west", ValidFrom: at("2026-04-01")},

@@ -140,7 +140,9 @@ func (s *scenario) open() {
 		if r[1] == "one" {
 			c = memor.One
 		}
-		e.RegisterPredicate(r[0], c, r[2:]...)
+		if err := e.RegisterPredicate(r[0], c, r[2:]...); err != nil {
+			s.t.Fatal(err)
+		}
 	}
 	s.e = e
 }
@@ -183,7 +185,9 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			if r[1] == "one" {
 				c = memor.One
 			}
-			s.e.RegisterPredicate(r[0], c, r[2:]...)
+			if err := s.e.RegisterPredicate(r[0], c, r[2:]...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return ""
 	case "assert":

@@ -228,6 +228,18 @@ func (e *Engine) write(ctx context.Context, user string, ep *Episode, pre *extra
 }
 
 func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre *extracted, vetted bool) ([]Decision, error) {
+	// An episode whose application fails is recorded as failed instead,
+	// by writing again (see failures); each round fails one more.
+	var fails failures
+	for {
+		d, err := e.writeOnce(ctx, user, ep, pre, vetted, fails)
+		if !fails.retry(err, ep) {
+			return d, causeOf(err)
+		}
+	}
+}
+
+func (e *Engine) writeOnce(ctx context.Context, user string, ep *Episode, pre *extracted, vetted bool, fails failures) ([]Decision, error) {
 	// About what a fact writes (claim, version, log, vector, postings,
 	// graph and interval entries) plus the episode: sized up front, a
 	// batch of thousands of facts is not copied as it grows.
@@ -236,6 +248,7 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 		return nil, err
 	}
 	defer t.close()
+	t.fails = fails
 	now := t.now
 	if err := t.catchUp(); err != nil {
 		return nil, err
@@ -250,7 +263,7 @@ func (e *Engine) writeLocked(ctx context.Context, user string, ep *Episode, pre 
 		t.pre = nil // queued episodes just applied may name people it needs
 	}
 	t.vetted = vetted // for ep only, not the queued episodes caught up
-	if err := t.applyEpisode(*ep); err != nil {
+	if err := t.apply(*ep); err != nil {
 		return nil, err
 	}
 	t.meta.Applied = ep.Seq
@@ -298,6 +311,9 @@ type txn struct {
 	vetted  bool
 	claims  int   // ops accepted (not rejected) so far
 	failure error // why the last text episode applied failed (see Retry), or nil
+	// fails: episodes whose application failed in an earlier try of this
+	// write; apply records them as failed instead (see failures).
+	fails failures
 	// Per-transaction caches of reads that a bulk batch would repeat.
 	ends     map[string][]claimRec        // see slotClaims
 	contexts map[ctxGroup]map[string]bool // subject, predicate → context → other contexts exist
@@ -539,9 +555,7 @@ func (t *txn) applyEpisode(ep Episode) error {
 			if err := t.ctx.Err(); err != nil {
 				return err
 			}
-			t.e.log.Warn("memor: extraction failed", "user", t.user, "episode", ep.Seq, "err", failure)
-			t.failure = failure
-			return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: failure.Error(), Failed: t.now}))
+			return t.fail(ep, failure)
 		}
 		claims := t.claims
 		if err := t.applyOps(pre.ops, text); err != nil {
