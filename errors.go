@@ -9,21 +9,16 @@ import (
 // Errors returned by the engine. Match them with errors.Is; the returned
 // error wraps one of these with the detail.
 var (
-	ErrClosed      = errors.New("memor: engine is closed")
-	ErrInvalidUser = errors.New("memor: invalid user ID")
-	ErrInvalidText = errors.New("memor: invalid text")
-	ErrTooLarge    = errors.New("memor: input too large")
-	ErrInvalidTime = errors.New("memor: invalid time")
-	ErrInvalidFact = errors.New("memor: invalid fact")
-	// ErrInvalidPredicate: a predicate name or alias given to
-	// RegisterPredicate or Options.Predicates is not valid UTF-8, too
-	// long, or has no letter or digit; or its cardinality is neither One
-	// nor Many.
-	ErrInvalidPredicate = errors.New("memor: invalid predicate")
-	ErrNotFound         = errors.New("memor: not found")
-	ErrFormatTooNew     = kv.ErrFormatTooNew
-	ErrCorrupt          = kv.ErrCorrupt
-	ErrReadOnly         = kv.ErrReadOnlyStore
+	ErrClosed       = errors.New("memor: engine is closed")
+	ErrInvalidUser  = errors.New("memor: invalid user ID")
+	ErrInvalidText  = errors.New("memor: invalid text")
+	ErrTooLarge     = errors.New("memor: input too large")
+	ErrInvalidTime  = errors.New("memor: invalid time")
+	ErrInvalidFact  = errors.New("memor: invalid fact")
+	ErrNotFound     = errors.New("memor: not found")
+	ErrFormatTooNew = kv.ErrFormatTooNew
+	ErrCorrupt      = kv.ErrCorrupt
+	ErrReadOnly     = kv.ErrReadOnlyStore
 	// ErrLocked: another process has the store open.
 	ErrLocked = kv.ErrLocked
 	// ErrCheck wraps every finding of Check.
@@ -34,4 +29,10 @@ var (
 	// it. The error wraps the cause. The failure is recorded on the
 	// episode (Failed, Freshness) and Retry re-runs it.
 	ErrExtractionFailed = errors.New("memor: extraction failed")
+
+	// ErrInvalidPredicate: a predicate name or alias given to
+	// RegisterPredicate or Options.Predicates is not valid UTF-8, too
+	// long, or has no letter or digit; or its cardinality is neither One
+	// nor Many.
+	ErrInvalidPredicate = errors.New("memor: invalid predicate")
 )
