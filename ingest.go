@@ -31,7 +31,8 @@ type Freshness struct {
 	Latest uint64 `json:"latest"`
 	// Pending = Latest − Applied: committed, not yet reflected in reads.
 	Pending uint64 `json:"pending"`
-	// Failed counts episodes whose extraction failed (see Retry).
+	// Failed counts episodes whose extraction or application failed (see
+	// Retry).
 	Failed int `json:"failed"`
 }
 
@@ -558,14 +559,14 @@ func (e *Engine) Flush(ctx context.Context, user string) error {
 	return e.WaitFor(ctx, user, f.Latest)
 }
 
-// FailedEpisode is an episode whose extraction failed.
+// FailedEpisode is an episode whose extraction or application failed.
 type FailedEpisode struct {
 	Episode
 	Error    string    `json:"error"`
 	FailedAt time.Time `json:"failed_at"`
 }
 
-// Failed lists user's episodes whose extraction failed.
+// Failed lists user's episodes whose extraction or application failed.
 func (e *Engine) Failed(ctx context.Context, user string) ([]FailedEpisode, error) {
 	release, err := e.admit(ctx, user)
 	if err != nil {
@@ -594,8 +595,9 @@ func (e *Engine) failed(ctx context.Context, user string) ([]FailedEpisode, erro
 // Retry re-runs extraction for user's failed episodes and applies the ones
 // that now succeed. An episode fails when its extractor returns an error
 // (for the LLM extractor: transport, malformed JSON, schema violation,
-// invented quote) or when the Judge fails on one of its unknown
-// predicates; a failed episode applies nothing. Retry returns how many
+// invented quote), when the Judge fails on one of its unknown
+// predicates, or when applying what was extracted fails (an embedder or
+// index error); a failed episode applies nothing. Retry returns how many
 // still fail. Retried facts are recorded at the time of the retry (memor
 // learned them then).
 func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
