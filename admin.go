@@ -115,8 +115,9 @@ var testHookForgetCommitted func() error
 var forgetPrefix = []byte{kv.TagMeta, 'f', 'o', 'r', 'g', 'e', 't'}
 
 // forgottenRanges are the keyspaces a Forget may have deleted from: users'
-// keys and the registry of formats 1–2.
-var forgottenRanges = [][2][]byte{{{kv.TagUser}, {kv.TagUser + 1}}, {{kv.TagUserList}, {kv.TagUserList + 1}}}
+// keys and the registry of formats 1–2; and the judge verdicts of formats
+// 1–4, which upgradeJudgeVerdicts deletes.
+var forgottenRanges = [][2][]byte{{{kv.TagUser}, {kv.TagUser + 1}}, {{kv.TagUserList}, {kv.TagUserList + 1}}, judgeRange}
 
 func forgetMarker() []byte {
 	var id [8]byte

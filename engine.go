@@ -192,6 +192,11 @@ func Open(dir string, o Options) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	// Before any episode is applied: the pending ones may need verdicts.
+	if err := e.upgradeJudgeVerdicts(context.Background()); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if err := e.recoverPending(context.Background()); err != nil {
 		e.Close()
 		return nil, err

@@ -914,7 +914,8 @@ func (t *txn) judgeOps(ops []extract.Op, text string) error {
 }
 
 // cardinality returns whether pred is One, consulting (and caching) the
-// judge for predicates memor does not know.
+// judge for predicates memor does not know. The verdict is the user's
+// (see judgeKey): the judge is asked once per user and predicate.
 func (t *txn) cardinality(pred string) (one, judged bool, err error) {
 	if t.e.opts.Ungoverned {
 		return false, false, nil
@@ -923,7 +924,7 @@ func (t *txn) cardinality(pred string) (one, judged bool, err error) {
 	if known || t.e.opts.Judge == nil {
 		return c == One, false, nil
 	}
-	key := kv.AppendString([]byte{kv.TagJudge}, pred)
+	key := judgeKey(t.user, pred)
 	if v, err := t.b.Get(key); err == nil && len(v) == 1 {
 		return extract.Verdict(v[0]) == extract.Replace, true, nil
 	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {

@@ -2,15 +2,77 @@ package fuzz
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/extract/llm"
 	"github.com/memor-db/memor/internal/diskscan"
 	"github.com/memor-db/memor/kv"
 )
+
+// canaryModel is an OpenAI-compatible chat-completions endpoint standing
+// in for an LLM extractor and judge: a text naming the canary yields one
+// op whose predicate is made of the canary's token (as a model makes
+// predicates from the user's words), any other text one op of predicate
+// hums_tune; the judge answers replace.
+type canaryModel struct {
+	token  string
+	judged atomic.Int32
+}
+
+func (m *canaryModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Messages []struct {
+			Content string `json:"content"`
+		} `json:"messages"`
+		ResponseFormat struct {
+			JSONSchema struct {
+				Name string `json:"name"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 2 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	var content string
+	switch req.ResponseFormat.JSONSchema.Name {
+	case "memor_ops":
+		var in struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal([]byte(req.Messages[1].Content), &in)
+		pred, obj, quote := "hums_tune", "a tune", strings.TrimSuffix(in.Text, ".")
+		if strings.Contains(in.Text, m.token) {
+			pred, obj = "collects_"+m.token+"_stamps", "stamps"
+		}
+		op, _ := json.Marshal(map[string]any{"kind": "assert", "subject": "user", "predicate": pred, "object": obj,
+			"context": "", "valid_from": "", "confidence": 1, "additive": false, "quote": quote})
+		content = `{"ops":[` + string(op) + `]}`
+	case "memor_verdict":
+		m.judged.Add(1)
+		content = `{"verdict":"replace","reason":"one at a time"}`
+	default:
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": content}}},
+	})
+}
 
 // filesContaining lists the files under dir whose bytes contain needle.
 func filesContaining(t testing.TB, dir string, needle []byte) []string {
@@ -24,7 +86,12 @@ func filesContaining(t testing.TB, dir string, needle []byte) []string {
 
 // TestForgetCanary: user A writes a unique canary into episodes and facts;
 // after Forget(A) no file under the store's folder holds it, and user B's
-// data is intact (DESIGN §4, GDPR hard delete).
+// data is intact (DESIGN §4, GDPR hard delete). Some of A's episodes go
+// through an LLM extractor that makes a predicate of the canary, which a
+// Judge then rules on: the predicate, in A's claims and in the cached
+// verdict, goes too (regression, issue 15.8: verdicts were kept under a
+// global key, outside every user's range, and outlived the Forget in a
+// table file and the MANIFEST).
 func TestForgetCanary(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -35,7 +102,19 @@ func TestForgetCanary(t *testing.T) {
 	token := fmt.Sprintf("%x", time.Now().UnixNano())
 	canary := "CANARY-" + token + "-zebra"
 	clock := newTestClock()
-	e, err := memor.Open(dir, memor.Options{Clock: clock.Now})
+	model := &canaryModel{token: token}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	client, err := llm.New(llm.WithBaseURL(srv.URL+"/v1"), llm.WithModel("m"), llm.WithAPIKey("k"),
+		llm.WithTimeout(5*time.Second), llm.WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rule extractor for most writes, the model for the ones the
+	// test marks.
+	opts := memor.Options{Clock: clock.Now, Judge: llm.NewJudge(client),
+		Extractor: routedExtractor{model: llm.NewExtractor(client)}}
+	e, err := memor.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +138,7 @@ func TestForgetCanary(t *testing.T) {
 			// Half of A's writes go to flushed tables (which Forget's
 			// compaction must rewrite), half stay in the memtable and its
 			// write-ahead log.
-			e = flushTables(t, e, dir, memor.Options{Clock: clock.Now})
+			e = flushTables(t, e, dir, opts)
 		}
 		clock.Advance(time.Minute)
 		if _, err := e.Add(ctx, "A", fmt.Sprintf("Note %d: my secret is %s.", i, canary), memor.Sync()); err != nil {
@@ -76,6 +155,15 @@ func TestForgetCanary(t *testing.T) {
 		if _, err := e.Add(ctx, "B", fmt.Sprintf("B note %d", i), memor.Sync()); err != nil {
 			t.Fatal(err)
 		}
+		if i%10 == 0 {
+			// Through the model: A's predicate is made of the canary.
+			if _, err := e.Add(ctx, "A", fmt.Sprintf("%sI collect stamps %s, lot %d.", modelMark, canary, i), memor.Sync()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Add(ctx, "B", fmt.Sprintf("%sI hum a tune %d.", modelMark, i), memor.Sync()); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if _, err := e.Assert(ctx, "B", memor.FactInput{Subject: "user", Predicate: "likes",
 			Object: fmt.Sprintf("tea %d", i)}); err != nil {
 			t.Fatal(err)
@@ -83,6 +171,12 @@ func TestForgetCanary(t *testing.T) {
 	}
 	if err := e.Flush(ctx, "A"); err != nil {
 		t.Fatal(err)
+	}
+	if fs, err := e.History(ctx, "A", "user", "collects_"+token+"_stamps"); err != nil || len(fs) == 0 {
+		t.Fatalf("A's model-made predicate has no fact (%v): the test would prove nothing", err)
+	}
+	if n := model.judged.Load(); n != 3 {
+		t.Fatalf("judge asked %d times, want 3 (A's visited and model-made predicate, B's hums_tune)", n)
 	}
 	// The test can fail: before Forget the canary is on disk.
 	if hits := filesContaining(t, dir, []byte(canary)); len(hits) == 0 {
@@ -155,9 +249,16 @@ func TestForgetCanary(t *testing.T) {
 	if hits := leaks(); len(hits) > 0 {
 		t.Errorf("after Forget and Close the canary is in %s", strings.Join(hits, ", "))
 	}
-	e, err = memor.Open(dir, memor.Options{Clock: clock.Now})
+	e, err = memor.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// B's own verdict survived A's Forget: B's rebuild asks nothing.
+	if err := e.Rebuild(ctx, "B"); err != nil {
+		t.Fatal(err)
+	}
+	if n := model.judged.Load(); n != 3 {
+		t.Errorf("judge asked %d times after B's Rebuild, want still 3", n)
 	}
 	if users, err := e.Users(ctx); err != nil || len(users) != 1 || users[0] != "B" {
 		t.Errorf("users after reopen: %v, %v; want [B]", users, err)
@@ -174,6 +275,20 @@ func TestForgetCanary(t *testing.T) {
 	if hits := leaks(); len(hits) > 0 {
 		t.Errorf("after reopening the canary is in %s", strings.Join(hits, ", "))
 	}
+}
+
+// modelMark starts the texts routedExtractor sends to its model.
+const modelMark = "[model] "
+
+// routedExtractor sends texts that start with modelMark to model and the
+// rest to the rule extractor.
+type routedExtractor struct{ model extract.Extractor }
+
+func (r routedExtractor) Extract(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
+	if strings.HasPrefix(text, modelMark) {
+		return r.model.Extract(ctx, text, at)
+	}
+	return extract.NewRuleExtractor().Extract(ctx, text, at)
 }
 
 // flushTables closes e, flushes everything the store holds in memory into

@@ -28,7 +28,10 @@ import (
 //	   longer written (an older build would miss new users in Prune).
 //	4: a mostly-zero vector is stored sparse (index/hnsw), which an
 //	   older build cannot decode.
-const FormatVersion uint32 = 4
+//	5: judge verdicts are kept per user ('u' user 'j' predicate); the
+//	   engine moves the global 'J' keys of earlier formats at Open (an
+//	   older build would ask the judge again and write global keys).
+const FormatVersion uint32 = 5
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -243,12 +246,14 @@ func (db *DB) checkFormat() error {
 		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
 	}
 	if got < FormatVersion {
-		// Formats 1 to 3 differ only in how records are encoded (the
+		// Formats 1 to 4 differ only in how records are encoded (the
 		// engine's in JSON, then binary; vectors dense, then sparse when
-		// mostly zero) and in the user registry, and this build reads
-		// them all: the store is upgraded in place by raising its number,
-		// so that an older build, which cannot read what is written from
-		// now on, refuses it.
+		// mostly zero), in the user registry and in where judge verdicts
+		// are kept (the engine moves them at Open, see
+		// memor.upgradeJudgeVerdicts), and this build reads them all: the
+		// store is upgraded in place by raising its number, so that an
+		// older build, which cannot read what is written from now on,
+		// refuses it.
 		return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync)
 	}
 	return nil

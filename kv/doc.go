@@ -9,8 +9,14 @@
 //	'M' name                          global metadata (format version, clock)
 //	'U' esc(user)                     user registry (formats 1–2; users are now
 //	                                  found by their keys, see [DB.Users])
-//	'J' esc(predicate)                cached judge verdicts (replace / append)
+//	'J' esc(predicate)                cached judge verdicts (formats 1–4; now
+//	                                  per user, under [SubJudge])
 //	'u' esc(user) sub ...             everything owned by one user
+//
+// Nothing derived from what a user said is stored outside the user's
+// keyspace (a judge verdict names a predicate an extractor made from the
+// user's words), so that Forget's one range deletion removes all of it and
+// one user's data never decides another's.
 //
 // Inside a user's keyspace the next byte is a sub-tag ([Sub]) naming what
 // follows. The engine and the index packages own the layout after the

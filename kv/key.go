@@ -11,7 +11,7 @@ import (
 const (
 	TagMeta     byte = 'M'
 	TagUserList byte = 'U' // formats 1–2 only: the user registry
-	TagJudge    byte = 'J'
+	TagJudge    byte = 'J' // formats 1–4 only: judge verdicts, shared by every user (now SubJudge)
 	TagUser     byte = 'u'
 )
 
@@ -35,6 +35,7 @@ const (
 	SubVector     Sub = 'n' // owned by index/hnsw
 	SubTemporal   Sub = 't' // owned by index/temporal
 	SubGraph      Sub = 'g' // owned by graph
+	SubJudge      Sub = 'j' // esc(predicate) → the judge's cached verdict (replace / append)
 )
 
 const (
