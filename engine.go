@@ -70,7 +70,9 @@ type Options struct {
 	// (QueryOptions.Reranker overrides it per query).
 	Reranker extract.Reranker
 	// Judge decides the cardinality of unknown predicates; nil means
-	// unknown predicates are Many (additive: nothing is lost).
+	// unknown predicates are Many (additive: nothing is lost). Each
+	// verdict is cached with the user's data: it is asked once per user
+	// and predicate.
 	Judge extract.Judge
 	// MaxTextBytes bounds an episode's text (default 64 KiB).
 	MaxTextBytes int

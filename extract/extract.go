@@ -106,7 +106,9 @@ func (v Verdict) String() string {
 }
 
 // Judge decides whether a predicate memor does not know replaces or appends.
-// The engine caches each verdict durably so that replays are deterministic.
+// The engine caches each verdict durably, per user (one user's verdict never
+// decides another's, and Forget removes it), so that replays are
+// deterministic: it asks once per user and predicate.
 type Judge interface {
 	Judge(ctx context.Context, predicate string, examples []string) (Verdict, error)
 }
