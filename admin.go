@@ -265,7 +265,9 @@ func (e *Engine) pruneBatch(ctx context.Context, user string, olderThan time.Tim
 // replaces every fact, version, log entry and index entry with the result,
 // atomically. Corrections are episodes, so they survive. With the same
 // deterministic extractor the result is byte-identical: each episode's
-// facts carry the episode's own transaction time.
+// facts carry the episode's own transaction time. An episode whose
+// replay fails is recorded as failed (see Retry) and the replay starts
+// over without it, so RebuildProgress may count from 1 again.
 func (e *Engine) Rebuild(ctx context.Context, user string) error {
 	release, err := e.admit(ctx, user)
 	if err != nil {
