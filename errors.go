@@ -28,4 +28,10 @@ var (
 	// from it. The failure is recorded on the episode (Failed, Freshness)
 	// and Retry re-runs it.
 	ErrExtractionFailed = errors.New("memor: extraction failed")
+	// ErrInternal: a component panicked while serving the call (an index,
+	// the extractor, the embedder, the judge: a bug, in memor or in a
+	// component it was given). The process lives: the write was not
+	// committed (an episode already in the log is recorded as failed, see
+	// Failed), and the user's indexes reload from the store.
+	ErrInternal = errors.New("memor: internal error")
 )
