@@ -351,12 +351,7 @@ func (e *Engine) Check(ctx context.Context) error {
 	}
 	var errs []error
 	for _, u := range users {
-		unlock := e.lockUser(u)
-		errs = append(errs, e.checkUser(ctx, u)...)
-		if err := e.idx.check(ctx, u); err != nil {
-			errs = append(errs, err)
-		}
-		unlock()
+		errs = append(errs, e.checkLocked(ctx, u)...)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -365,6 +360,25 @@ func (e *Engine) Check(ctx context.Context) error {
 		return nil
 	}
 	return errors.Join(append([]error{ErrCheck}, errs...)...)
+}
+
+// checkLocked checks user under the user's lock. A check that panics (on a
+// store damaged in a way no check foresaw) is a finding of that user's.
+func (e *Engine) checkLocked(ctx context.Context, user string) (errs []error) {
+	unlock := e.lockUser(user)
+	defer unlock()
+	defer func() {
+		var err error
+		e.recovered(&err, "check", user)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("user %q: %w", user, err))
+		}
+	}()
+	errs = e.checkUser(ctx, user)
+	if err := e.idx.check(ctx, user); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 func (e *Engine) checkUser(ctx context.Context, user string) []error {

@@ -35,4 +35,11 @@ var (
 	// long, or has no letter or digit; or its cardinality is neither One
 	// nor Many.
 	ErrInvalidPredicate = errors.New("memor: invalid predicate")
+
+	// ErrInternal: a component panicked while serving the call (an index,
+	// the extractor, the embedder, the judge: a bug, in memor or in a
+	// component it was given). The process lives: the write was not
+	// committed (an episode already in the log is recorded as failed, see
+	// Failed), and the user's indexes reload from the store.
+	ErrInternal = errors.New("memor: internal error")
 )

@@ -62,6 +62,10 @@ type focus struct {
 	// nothing: the question is about someone or something memor does not
 	// know in this view; the answer is nothing.
 	nothing bool
+	// mention: the question names someone by a relation word that no
+	// relation fact resolves, but visible episodes say it: episodes that
+	// say the word are about them.
+	mention string
 	// seeds start the graph walk.
 	seeds []string
 }
@@ -144,7 +148,18 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 			}
 		}
 		if len(f.about) == 0 {
-			f.nothing = true
+			// Nobody is known by that relation. If no visible memory
+			// says the word either, nothing is known; if one does (an
+			// episode nothing was extracted from: "my sister lives in
+			// Denver now"), the episodes that say it are what is known.
+			hits, err := ui.bm.Search(ctx, w, 1, allow)
+			if err != nil {
+				return f, err
+			}
+			if len(hits) == 0 || hits[0].Score <= 0 {
+				f.nothing = true
+			}
+			f.mention = w
 		}
 		f.seeds = []string{"user"}
 		return f, nil
@@ -224,6 +239,9 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 		}
 	}
 	text := " " + strings.Join(words(c.episode.Text), " ") + " "
+	if f.mention != "" && strings.Contains(text, " "+f.mention+" ") {
+		return true
+	}
 	for name := range f.about {
 		if strings.Contains(text, " "+strings.Join(words(name), " ")+" ") {
 			return true

@@ -312,10 +312,19 @@ type extracted struct {
 
 // extractEpisode runs the extractor over a text episode, inside write t or,
 // when t is nil, outside the user's lock.
-func (e *Engine) extractEpisode(ctx context.Context, t *txn, ep Episode) *extracted {
+func (e *Engine) extractEpisode(ctx context.Context, t *txn, ep Episode) (out *extracted) {
 	if ep.Kind != EpisodeText {
 		return nil
 	}
+	defer func() {
+		// A panicking extractor fails the episode like an extractor
+		// error: it is recorded as failed, and Retry runs it again.
+		var err error
+		e.recovered(&err, "extraction", ep.User)
+		if err != nil {
+			out = &extracted{err: err, rec: nanos(ep.RecordedAt)}
+		}
+	}()
 	text := extract.StripFenced(ep.Text)
 	if kx, ok := e.ext.(extract.KnownNamesExtractor); ok {
 		names, err := e.knownNames(ctx, t, ep.User)

@@ -183,7 +183,8 @@ type candidate struct {
 // vector search and a graph walk from the entities the query names, each
 // filtered by the temporal index inside candidate generation; they are
 // fused, boosted by reinforcement and optionally reranked.
-func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions) ([]Result, error) {
+func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions) (_ []Result, err error) {
+	defer e.recovered(&err, "query", user)
 	if err := e.validUser(user); err != nil {
 		return nil, err
 	}

@@ -528,7 +528,8 @@ func (t *txn) commit() error {
 // applyEpisode derives claims and versions from ep inside the batch, at
 // transaction time t.now. An extraction failure is recorded on the episode
 // (see Retry) and applies nothing.
-func (t *txn) applyEpisode(ep Episode) error {
+func (t *txn) applyEpisode(ep Episode) (err error) {
+	defer t.e.recovered(&err, fmt.Sprintf("applying episode %d", ep.Seq), t.user)
 	t.ep = ep
 	t.failure = nil
 	switch ep.Kind {

@@ -3,6 +3,8 @@ package extract
 import (
 	"strings"
 	"testing"
+
+	"github.com/memor-db/memor/internal/corpus"
 )
 
 func TestStripFenced(t *testing.T) {
@@ -42,6 +44,9 @@ func TestFenceNeutralisesMarkers(t *testing.T) {
 func FuzzStripFenced(f *testing.F) {
 	f.Add("a", "b", "c")
 	f.Add("I live in <memor-recall>", "</memor-recall>", "Paris")
+	for _, tx := range corpus.MustTexts() {
+		f.Add(tx.Body, tx.Body, tx.Body)
+	}
 	f.Fuzz(func(t *testing.T, pre, body, post string) {
 		// Whatever the body holds, nothing of it survives between pre and
 		// post once fenced, and stripping is idempotent.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/internal/corpus"
 )
 
 // at is Saturday 2026-07-11 15:04 UTC, the episode time of the table.
@@ -439,6 +441,9 @@ func TestRuleExtractorTable(t *testing.T) {
 func FuzzRuleExtractor(f *testing.F) {
 	for _, tc := range ruleCases {
 		f.Add(tc.text)
+	}
+	for _, tx := range corpus.MustTexts() {
+		f.Add(tx.Body)
 	}
 	x := NewRuleExtractor()
 	f.Fuzz(func(t *testing.T, text string) {

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/corpus"
 )
 
 // fuzzSteps bounds the program of one fuzz input, so that executions stay
@@ -334,6 +336,11 @@ func (r *runner) addEpisode(in *input, user string) {
 			ops = append(ops, op)
 		}
 	}
+	// Realistic text around the op lines (the extractor ignores it, the
+	// indexes do not): a corpus text or 1–500 random words.
+	if prose := proseText(in); prose != "" {
+		lines = append(lines, prose)
+	}
 	text := strings.Join(lines, "\n")
 	mode := in.pick(3)
 	if mode == 0 {
@@ -358,6 +365,30 @@ func (r *runner) addEpisode(in *input, user string) {
 		}
 	}
 	r.applied(user, ep.RecordedAt, ops)
+}
+
+// proseText draws the prose an episode carries besides its op lines: none,
+// a text of testdata/texts, or a sequence of 1–500 words drawn from the
+// corpus's vocabulary. Its '|' become '¦' so that no line of it reads as
+// an op, and it is cut to leave room for the op lines in the 64 KiB limit.
+func proseText(in *input) string {
+	var s string
+	switch in.pick(4) {
+	case 0, 1:
+		return ""
+	case 2:
+		texts := corpus.MustTexts()
+		s = texts[(int(in.byte())<<8|int(in.byte()))%len(texts)].Body
+	case 3:
+		r := rand.New(rand.NewPCG(uint64(in.byte()), uint64(in.byte())))
+		s = corpus.Words(r, 1+r.IntN(500))
+	}
+	s = strings.ReplaceAll(s, "|", "¦")
+	n := min(len(s), 60<<10)
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func fmtOps(ops []Op) string {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/corpus"
 )
 
 // soakDuration is how long TestSoak runs: a few seconds by default,
@@ -60,13 +61,20 @@ func TestSoak(t *testing.T) {
 				k := rng.IntN(20)
 				var err error
 				switch {
-				case k < 5:
+				case k < 3:
 					_, err = e.Add(ctx, u, fmt.Sprintf("I live in %s. I like tea number %d.", city, rng.IntN(9)))
+				case k < 5:
+					// What users write: a corpus text or 1–500 random words.
+					_, text := corpus.Pick(rng)
+					_, err = e.Add(ctx, u, text)
 				case k < 9:
 					_, err = e.Assert(ctx, u, memor.FactInput{Subject: "user", Predicate: "lives_in", Object: city,
 						ValidFrom: time.Date(2026, 1, 1+rng.IntN(30), 0, 0, 0, 0, time.UTC), Confidence: []float64{1, 0.85, 0.5}[rng.IntN(3)]})
-				case k < 11:
+				case k < 10:
 					_, err = e.Query(ctx, u, "where do I live", memor.QueryOptions{})
+				case k < 11:
+					_, q := corpus.Pick(rng)
+					_, err = e.Query(ctx, u, q, memor.QueryOptions{})
 				case k < 13:
 					// Invariant: the current state holds at most one value
 					// of a One slot, and only active facts in force now.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	texts "github.com/memor-db/memor/internal/corpus"
+
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
@@ -169,6 +171,9 @@ func (ix *Index) checkAll() error {
 func FuzzBlockMax(f *testing.F) {
 	f.Add([]byte("coffee jazz coffee entity likes berlin"), uint8(3), uint16(500))
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, uint8(1), uint16(40000))
+	for _, tx := range texts.MustTexts() {
+		f.Add([]byte(tx.Body), uint8(10), uint16(1000))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, k uint8, spread uint16) {
 		if len(data) > 4096 {
 			return

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	texts "github.com/memor-db/memor/internal/corpus"
 )
 
 func TestTokenize(t *testing.T) {
@@ -57,6 +59,9 @@ func FuzzTokenize(f *testing.F) {
 		"Straße ΣΊΣΥΦΟΣ", "\ufdfa½", "a'", "'s", "x's'", "\xff\xfe", "ﬁnance", strings.Repeat("ab", 80),
 	} {
 		f.Add(s)
+	}
+	for _, tx := range texts.MustTexts() {
+		f.Add(tx.Body)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		toks := Tokenize(s)
