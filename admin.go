@@ -368,10 +368,8 @@ func (e *Engine) checkLocked(ctx context.Context, user string) (errs []error) {
 	unlock := e.lockUser(user)
 	defer unlock()
 	defer func() {
-		var err error
-		e.recovered(&err, "check", user)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("user %q: %w", user, err))
+		if r := recover(); r != nil {
+			errs = append(errs, fmt.Errorf("user %q: %w", user, e.panicError(r, "check", user)))
 		}
 	}()
 	errs = e.checkUser(ctx, user)

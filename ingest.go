@@ -319,10 +319,8 @@ func (e *Engine) extractEpisode(ctx context.Context, t *txn, ep Episode) (out *e
 	defer func() {
 		// A panicking extractor fails the episode like an extractor
 		// error: it is recorded as failed, and Retry runs it again.
-		var err error
-		e.recovered(&err, "extraction", ep.User)
-		if err != nil {
-			out = &extracted{err: err, rec: nanos(ep.RecordedAt)}
+		if r := recover(); r != nil {
+			out = &extracted{err: e.panicError(r, "extraction", ep.User), rec: nanos(ep.RecordedAt)}
 		}
 	}()
 	text := extract.StripFenced(ep.Text)

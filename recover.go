@@ -13,11 +13,19 @@ import (
 // every later Open). Writes that end this way do not commit, and a write
 // that changed the cached indexes drops them (txn.close), so no partial
 // state survives the panic.
+//
+// It must be the deferred function itself (recover works only there);
+// a deferred closure that needs the error calls panicError with the value
+// it recovered.
 func (e *Engine) recovered(err *error, what, user string) {
-	r := recover()
-	if r == nil {
-		return
+	if r := recover(); r != nil {
+		*err = e.panicError(r, what, user)
 	}
+}
+
+// panicError logs panic value r, met in what, and returns it as an
+// ErrInternal.
+func (e *Engine) panicError(r any, what, user string) error {
 	e.log.Error("memor: recovered from a panic", "in", what, "user", user, "panic", r, "stack", string(debug.Stack()))
-	*err = fmt.Errorf("%w: %s panicked: %v", ErrInternal, what, r)
+	return fmt.Errorf("%w: %s panicked: %v", ErrInternal, what, r)
 }
