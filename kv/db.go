@@ -116,6 +116,13 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	po.EnsureDefaults()
+	// A store that existed must read as it was before Pebble may write
+	// or delete a file in it (see checkExisting).
+	existed, err := checkExisting(dir, vfs.Default, po)
+	if err != nil {
+		return nil, err
+	}
+	po.ErrorIfNotExists = existed
 	p, err := openPebble(dir, po)
 	if err != nil {
 		return nil, err
@@ -288,8 +295,13 @@ func (db *DB) Close() error {
 		}
 		return err
 	}
+	seq := visibleSeq(db.p)
 	err := db.p.Close()
 	db.p = nil
+	if err == nil {
+		// The next Open checks that recovery reaches seq (checkExisting).
+		err = writeClosed(vfs.Default, db.dir, seq)
+	}
 	return err
 }
 
