@@ -256,7 +256,7 @@ func TestDamagedManifest(t *testing.T) {
 // format sidecar deleted (it is rewritten from the store's format key),
 // a stray empty CURRENT file (which this Pebble format does not read).
 func TestUndamagedChanges(t *testing.T) {
-	for _, name := range []string{sidecarName, "CURRENT", closedName} {
+	for _, name := range []string{sidecarName, "CURRENT", syncedName} {
 		t.Run(name, func(t *testing.T) {
 			dir := storeOfSessions(t)
 			if name == "CURRENT" {

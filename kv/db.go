@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -55,6 +56,8 @@ type Options struct {
 	// ingested table (see [Batch.SetLocal]); 0 means
 	// [DefaultIngestMinBytes], a negative value never.
 	IngestMinBytes int
+	// syncedEvery overrides [syncedEvery] (tests).
+	syncedEvery time.Duration
 }
 
 // DB is a Pebble store with memor's format. Safe for concurrent use.
@@ -72,6 +75,8 @@ type DB struct {
 	tables    atomic.Uint64 // names table files
 	ingested  atomic.Uint64
 	ingestMin int
+	// synced records the synced sequence number (see syncedName).
+	synced *syncedSeq
 }
 
 // Open opens (creating if needed) the store in dir and checks its format.
@@ -154,6 +159,10 @@ func Open(dir string, o Options) (*DB, error) {
 		_ = db.p.Close() // p itself, unless the rewrite reopened it
 		return nil, err
 	}
+	if o.syncedEvery <= 0 {
+		o.syncedEvery = syncedEvery
+	}
+	db.synced = startSynced(vfs.Default, dir, o.syncedEvery, lg)
 	return db, nil
 }
 
@@ -288,6 +297,10 @@ func (db *DB) Close() error {
 	if db.p == nil {
 		return nil // a failed rewrite closed it
 	}
+	if db.synced != nil {
+		db.synced.close()
+		db.synced = nil
+	}
 	if err := db.rewriteManifestIfDirty(); err != nil {
 		if db.p != nil {
 			_ = db.p.Close()
@@ -299,8 +312,9 @@ func (db *DB) Close() error {
 	err := db.p.Close()
 	db.p = nil
 	if err == nil {
-		// The next Open checks that recovery reaches seq (checkExisting).
-		err = writeClosed(vfs.Default, db.dir, seq)
+		// Every write is durable now; the next Open checks that recovery
+		// reaches seq (checkExisting).
+		err = writeSynced(vfs.Default, db.dir, seq)
 	}
 	return err
 }
@@ -730,6 +744,10 @@ func (b *Batch) commit(wo *pebble.WriteOptions) error {
 	}
 	if err := b.b.Commit(wo); err != nil {
 		return fmt.Errorf("kv: commit: %w", err)
+	}
+	if wo.Sync && b.db.synced != nil {
+		// Every write before this batch's last is durable too.
+		b.db.synced.advance(uint64(b.b.SeqNum()) + uint64(b.b.Count()))
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -32,18 +31,12 @@ import (
 // for such a store the current MANIFEST must be named by its marker and
 // read to a clean end, record by record, and a read-only open (which
 // writes nothing, deletes nothing and flushes nothing) must find the
-// format key and, if the store was last closed cleanly, every write the
-// close saw (see closedName). Any failure is ErrCorrupt, and no file has
+// format key and every write known to be durable (see syncedName). Any failure is ErrCorrupt, and no file has
 // been changed.
 //
 // What this cannot tell apart: a MANIFEST whose last record was torn by a
 // power failure in the middle of a flush or compaction (which Pebble
 // recovers from, losing nothing) is refused like a damaged one.
-
-// closedName is the sidecar a clean Close writes: the sequence number the
-// store had reached, so that the next Open can tell whether recovery
-// found every write the close saw.
-const closedName = "MEMOR_CLOSED"
 
 // hasPebbleData reports whether a file name is one of Pebble's data files
 // or its manifest marker.
@@ -137,8 +130,8 @@ func checkManifest(fs vfs.FS, path string) error {
 }
 
 // checkReadOnly opens the store read-only and checks that it holds a
-// format key and, if the last Close recorded one, at least the sequence
-// number that Close saw.
+// format key and recovers at least to the sequence number recorded as
+// durable (see syncedName).
 func checkReadOnly(dir string, fs vfs.FS, po *pebble.Options, sidecar bool) error {
 	ro := po.Clone()
 	ro.ReadOnly = true
@@ -160,14 +153,14 @@ func checkReadOnly(dir string, fs vfs.FS, po *pebble.Options, sidecar bool) erro
 	default:
 		return wrapErr("read format version", err)
 	}
-	want, ok, err := readClosed(fs, dir)
+	want, ok, err := readSynced(fs, dir)
 	if err != nil || !ok {
 		return err
 	}
 	if got := visibleSeq(p); got < want {
-		return fmt.Errorf("%w: %s: writes were lost: the store was closed at sequence number %d but recovers only to %d "+
-			"(%d writes acknowledged before the close are missing; a write-ahead log is damaged)",
-			ErrCorrupt, dir, want, got, want-got)
+		return fmt.Errorf("%w: %s: writes were lost: the writes below sequence number %d were durable (%s) but recovery reaches only %d: "+
+			"%d acknowledged writes are missing; a write-ahead log is damaged",
+			ErrCorrupt, dir, want, syncedName, got, want-got)
 	}
 	return nil
 }
@@ -188,68 +181,4 @@ func visibleSeq(p *pebble.DB) uint64 {
 	s := p.NewSnapshot()
 	defer s.Close()
 	return uint64(p.Metrics().Snapshots.EarliestSeqNum)
-}
-
-// readClosed reads the closed sidecar; ok is false if there is none. A
-// damaged one is ErrCorrupt.
-func readClosed(fs vfs.FS, dir string) (seq uint64, ok bool, err error) {
-	f, err := fs.Open(fs.PathJoin(dir, closedName))
-	if oserrorIsNotExist(err) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("kv: read %s: %w", closedName, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 256))
-	if err != nil {
-		return 0, false, fmt.Errorf("kv: read %s: %w", closedName, err)
-	}
-	if _, err := fmt.Sscanf(string(b), "memor closed at sequence %d\n", &seq); err != nil {
-		return 0, false, fmt.Errorf("%w: %s: %q", ErrCorrupt, closedName, b)
-	}
-	return seq, true, nil
-}
-
-func oserrorIsNotExist(err error) bool {
-	return err != nil && (errors.Is(err, os.ErrNotExist) || os.IsNotExist(err))
-}
-
-// writeClosed records seq in the closed sidecar, durably (written to a
-// temporary file, synced, renamed, the folder synced).
-func writeClosed(fs vfs.FS, dir string, seq uint64) error {
-	tmp := fs.PathJoin(dir, closedName+".tmp")
-	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("kv: write %s: %w", closedName, err)
-	}
-	_, err = fmt.Fprintf(f, "memor closed at sequence %d\n", seq)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, fs.PathJoin(dir, closedName))
-	}
-	if err == nil {
-		err = syncDir(fs, dir)
-	}
-	if err != nil {
-		return fmt.Errorf("kv: write %s: %w", closedName, err)
-	}
-	return nil
-}
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
