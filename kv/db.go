@@ -313,8 +313,11 @@ func (db *DB) Close() error {
 	db.p = nil
 	if err == nil {
 		// Every write is durable now; the next Open checks that recovery
-		// reaches seq (checkExisting).
-		err = writeSynced(vfs.Default, db.dir, seq)
+		// reaches seq and that the MANIFEST is whole (checkExisting).
+		var d durable
+		if d, err = closedDurable(vfs.Default, db.dir, seq); err == nil {
+			err = writeSynced(vfs.Default, db.dir, d)
+		}
 	}
 	return err
 }

@@ -28,10 +28,12 @@ import (
 //
 // checkExisting runs before Pebble opens the folder for writing. A store
 // existed if its format sidecar or any of Pebble's data files is there;
-// for such a store the current MANIFEST must be named by its marker and
-// read to a clean end, record by record, and a read-only open (which
-// writes nothing, deletes nothing and flushes nothing) must find the
-// format key and every write known to be durable (see syncedName). Any failure is ErrCorrupt, and no file has
+// for such a store the current MANIFEST must be named by its marker, read
+// to a clean end, record by record, and, if it is the one the last Close
+// saw, be as long as it was then (a MANIFEST cut at a record boundary
+// reads cleanly); and a read-only open (which writes nothing, deletes
+// nothing and flushes nothing) must find the format key and every write
+// known to be durable (see syncedName). Any failure is ErrCorrupt, and no file has
 // been changed.
 //
 // What this cannot tell apart: a MANIFEST whose last record was torn by a
@@ -89,7 +91,25 @@ func checkExisting(dir string, fs vfs.FS, po *pebble.Options) (existed bool, err
 	if err := checkManifest(fs, desc.ManifestFilename); err != nil {
 		return true, err
 	}
-	return true, checkReadOnly(dir, fs, po, sidecar)
+	d, ok, err := readSynced(fs, dir)
+	if err != nil {
+		return true, err
+	}
+	if name := fs.PathBase(desc.ManifestFilename); ok && d.manifest == name {
+		// A MANIFEST cut at a record boundary reads to a clean end.
+		fi, err := fs.Stat(desc.ManifestFilename)
+		if err != nil {
+			return true, fmt.Errorf("%w: current MANIFEST: %v", ErrCorrupt, err)
+		}
+		if fi.Size() < d.size {
+			return true, fmt.Errorf("%w: %s is %d bytes, %d when the store was closed", ErrCorrupt, name, fi.Size(), d.size)
+		}
+	}
+	var want uint64
+	if ok {
+		want = d.seq
+	}
+	return true, checkReadOnly(dir, fs, po, sidecar, want)
 }
 
 func existedBy(sidecar bool) string {
@@ -130,9 +150,9 @@ func checkManifest(fs vfs.FS, path string) error {
 }
 
 // checkReadOnly opens the store read-only and checks that it holds a
-// format key and recovers at least to the sequence number recorded as
-// durable (see syncedName).
-func checkReadOnly(dir string, fs vfs.FS, po *pebble.Options, sidecar bool) error {
+// format key and recovers at least to want, the sequence number recorded
+// as durable (see syncedName).
+func checkReadOnly(dir string, fs vfs.FS, po *pebble.Options, sidecar bool, want uint64) error {
 	ro := po.Clone()
 	ro.ReadOnly = true
 	p, err := openPebble(dir, ro)
@@ -152,10 +172,6 @@ func checkReadOnly(dir string, fs vfs.FS, po *pebble.Options, sidecar bool) erro
 		return nil // a first open that stopped before the format key
 	default:
 		return wrapErr("read format version", err)
-	}
-	want, ok, err := readSynced(fs, dir)
-	if err != nil || !ok {
-		return err
 	}
 	if got := visibleSeq(p); got < want {
 		return fmt.Errorf("%w: %s: writes were lost: the writes below sequence number %d were durable (%s) but recovery reaches only %d: "+

@@ -163,7 +163,8 @@ func waitSynced(t *testing.T, db *DB) {
 	want := visibleSeq(db.p)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, _, err := readSynced(db.fs, db.dir)
+		d, _, err := readSynced(db.fs, db.dir)
+		got := d.seq
 		if err != nil {
 			t.Fatal(err)
 		}
