@@ -262,9 +262,10 @@ func TestDamagedManifest(t *testing.T) {
 
 // TestManifestCutAtRecordBoundary: a MANIFEST that lost its last record
 // whole reads to a clean end; the size Close recorded finds it. Here the
-// lost record is the flush of the last session's user, whose keys the
-// read-only open still finds (in a log Pebble keeps for reuse), so only
-// the size tells.
+// lost record is the flush of the last session's user, and without the
+// size check Open succeeds: the read-only open finds the format key and
+// reaches the recorded sequence number (the flushed log is still there),
+// but the writable open would delete the table the record named.
 func TestManifestCutAtRecordBoundary(t *testing.T) {
 	dir := t.TempDir()
 	for u := range 2 {
