@@ -123,7 +123,7 @@ func Open(dir string, o Options) (*DB, error) {
 	po.EnsureDefaults()
 	// A store that existed must read as it was before Pebble may write
 	// or delete a file in it (see checkExisting).
-	existed, err := checkExisting(dir, vfs.Default, po)
+	existed, err := checkExisting(dir, po.FS, po)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func Open(dir string, o Options) (*DB, error) {
 	if o.syncedEvery <= 0 {
 		o.syncedEvery = syncedEvery
 	}
-	db.synced = startSynced(vfs.Default, dir, o.syncedEvery, lg)
+	db.synced = startSynced(db.fs, dir, o.syncedEvery, lg)
 	return db, nil
 }
 
@@ -315,8 +315,8 @@ func (db *DB) Close() error {
 		// Every write is durable now; the next Open checks that recovery
 		// reaches seq and that the MANIFEST is whole (checkExisting).
 		var d durable
-		if d, err = closedDurable(vfs.Default, db.dir, seq); err == nil {
-			err = writeSynced(vfs.Default, db.dir, d)
+		if d, err = closedDurable(db.fs, db.dir, seq); err == nil {
+			err = writeSynced(db.fs, db.dir, d)
 		}
 	}
 	return err
