@@ -236,6 +236,10 @@ func TestOpenBadStorage(t *testing.T) {
 				if !errors.Is(err, memor.ErrCorrupt) {
 					t.Errorf("Open: %v, want ErrCorrupt", err)
 				}
+				// A refused store is checked before Pebble may write.
+				if ch := changedFiles(before, dirSnapshot(t, dir)); len(ch) > 0 {
+					t.Errorf("a refused Open changed files: %v", ch)
+				}
 			}
 			// Pebble's own recovery at open replays and retires write-ahead
 			// logs and superseded manifests; what must not change is data:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -58,6 +59,8 @@ type Options struct {
 	// ingested table (see [Batch.SetLocal]); 0 means
 	// [DefaultIngestMinBytes], a negative value never.
 	IngestMinBytes int
+	// syncedEvery overrides [syncedEvery] (tests).
+	syncedEvery time.Duration
 }
 
 // DB is a Pebble store with memor's format. Safe for concurrent use.
@@ -75,6 +78,8 @@ type DB struct {
 	tables    atomic.Uint64 // names table files
 	ingested  atomic.Uint64
 	ingestMin int
+	// synced records the synced sequence number (see syncedName).
+	synced *syncedSeq
 }
 
 // Open opens (creating if needed) the store in dir and checks its format.
@@ -119,6 +124,13 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	po.EnsureDefaults()
+	// A store that existed must read as it was before Pebble may write
+	// or delete a file in it (see checkExisting).
+	existed, err := checkExisting(dir, po.FS, po)
+	if err != nil {
+		return nil, err
+	}
+	po.ErrorIfNotExists = existed
 	p, err := openPebble(dir, po)
 	if err != nil {
 		return nil, err
@@ -150,6 +162,10 @@ func Open(dir string, o Options) (*DB, error) {
 		_ = db.p.Close() // p itself, unless the rewrite reopened it
 		return nil, err
 	}
+	if o.syncedEvery <= 0 {
+		o.syncedEvery = syncedEvery
+	}
+	db.synced = startSynced(db.fs, dir, o.syncedEvery, lg)
 	return db, nil
 }
 
@@ -286,6 +302,10 @@ func (db *DB) Close() error {
 	if db.p == nil {
 		return nil // a failed rewrite closed it
 	}
+	if db.synced != nil {
+		db.synced.close()
+		db.synced = nil
+	}
 	if err := db.rewriteManifestIfDirty(); err != nil {
 		if db.p != nil {
 			_ = db.p.Close()
@@ -293,8 +313,17 @@ func (db *DB) Close() error {
 		}
 		return err
 	}
+	seq := visibleSeq(db.p)
 	err := db.p.Close()
 	db.p = nil
+	if err == nil {
+		// Every write is durable now; the next Open checks that recovery
+		// reaches seq and that the MANIFEST is whole (checkExisting).
+		var d durable
+		if d, err = closedDurable(db.fs, db.dir, seq); err == nil {
+			err = writeSynced(db.fs, db.dir, d)
+		}
+	}
 	return err
 }
 
@@ -723,6 +752,10 @@ func (b *Batch) commit(wo *pebble.WriteOptions) error {
 	}
 	if err := b.b.Commit(wo); err != nil {
 		return fmt.Errorf("kv: commit: %w", err)
+	}
+	if wo.Sync && b.db.synced != nil {
+		// Every write before this batch's last is durable too.
+		b.db.synced.advance(uint64(b.b.SeqNum()) + uint64(b.b.Count()))
 	}
 	return nil
 }

@@ -46,6 +46,13 @@
 //     the log, the memtable, the flush or any compaction.
 //  3. Opening a store whose format version is newer than [FormatVersion]
 //     fails with [ErrFormatTooNew] and writes nothing.
+//  4. Opening a store that existed (its format sidecar or any of Pebble's
+//     files is in the folder) but is damaged so that it would read as
+//     empty or as less than it held — a MANIFEST that is missing, short or
+//     fails a checksum, missing markers or tables, no format version, or a
+//     recovery that ends below the writes recorded as durable — fails
+//     with [ErrCorrupt] and changes no file: the check runs before Pebble
+//     opens the folder for writing.
 //
 // # Concurrency
 //
