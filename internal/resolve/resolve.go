@@ -95,6 +95,9 @@ type Claim struct {
 	Retracted  bool
 }
 
+// Open is the ValidTo of an open value (before the fix: 0).
+const Open int64 = 0
+
 // Outcome is the valid-time state Fold derives for one claim.
 type Outcome struct {
 	Status  Status
