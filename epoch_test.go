@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -384,5 +386,41 @@ func TestCheckFindsDoubleVisibility(t *testing.T) {
 				t.Fatalf("Check after %s: %v, want ErrCheck saying %q", tc.name, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDoubleVisibleEqualsBruteForce: the sweep finds an overlap exactly
+// when some pair of rectangles shares a (valid, known) instant.
+func TestDoubleVisibleEqualsBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 6))
+	for trial := range 20000 {
+		rs := make([]rect, r.IntN(7))
+		for i := range rs {
+			end := func(lo int64) int64 {
+				if r.IntN(4) == 0 {
+					return math.MaxInt64
+				}
+				return lo + int64(r.IntN(5)) - 1 // sometimes empty
+			}
+			rs[i].vf, rs[i].ra = int64(r.IntN(8)-4), int64(r.IntN(8)-4)
+			rs[i].vt, rs[i].ea = end(rs[i].vf), end(rs[i].ra)
+			rs[i].id = fmt.Sprint(i)
+		}
+		want := false
+		for i := range rs {
+			for j := range i {
+				a, b := rs[i], rs[j]
+				if max(a.vf, b.vf) < min(a.vt, b.vt) && max(a.ra, b.ra) < min(a.ea, b.ea) {
+					want = true
+				}
+			}
+		}
+		a, b, got := doubleVisible(rs)
+		if got != want {
+			t.Fatalf("trial %d: %+v: found %v, want %v", trial, rs, got, want)
+		}
+		if got && !(max(a.vf, b.vf) < min(a.vt, b.vt) && max(a.ra, b.ra) < min(a.ea, b.ea)) {
+			t.Fatalf("trial %d: reported %+v and %+v, which do not overlap", trial, a, b)
+		}
 	}
 }
