@@ -3,12 +3,15 @@ package memor
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -423,4 +426,164 @@ func TestDoubleVisibleEqualsBruteForce(t *testing.T) {
 			t.Fatalf("trial %d: reported %+v and %+v, which do not overlap", trial, a, b)
 		}
 	}
+}
+
+// TestFormat4EpochStoreUpgrades opens a store written by the build before
+// issue 15.6 (format 4, testdata/format4-epoch; gen.go.txt beside it is the
+// program that wrote it). Its user x has claims at 1970-01-01, which that
+// build folded wrongly (Rome and Paris both current, Rome valid from year
+// 1; Initech beside Acme; jazz still liked after its end): the upgrade
+// rebuilds x, whose answers become the right ones. User y has no such
+// claim: every answer, transaction times and IDs included, is what the old
+// build gave.
+func TestFormat4EpochStoreUpgrades(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := os.CopyFS(dir, os.DirFS("testdata/format4-epoch/store")); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("testdata/format4-epoch/answers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &old); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close() }()
+	verify := func(when string) {
+		t.Helper()
+		if err := e.Check(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		d := func(s string) time.Time { x, _ := time.Parse(time.DateOnly, s); return x }
+		epoch := time.Unix(0, 0).UTC()
+		st, err := e.State(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]time.Time{}
+		for _, f := range st {
+			got[f.Object] = f.ValidFrom
+		}
+		if len(got) != 2 || !got["Rome"].Equal(epoch) || !got["Initech"].Equal(epoch) {
+			t.Errorf("%s: x's state %s, want Rome and Initech from 1970-01-01", when, brief(st))
+		}
+		then, err := e.AsOf(ctx, "x", d("1969-06-01"), e.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range then {
+			if !f.ValidTo.Equal(epoch) {
+				t.Errorf("%s: x as of 1969-06-01: %s ends %v, want 1970-01-01", when, f.Object, f.ValidTo)
+			}
+		}
+		if len(then) != 3 {
+			t.Errorf("%s: x as of 1969-06-01: %s, want Paris, Acme, jazz", when, brief(then))
+		}
+		// y: byte for byte what the old build answered.
+		ans := map[string]any{}
+		if ans["state"], err = e.State(ctx, "y"); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"lives_in", "works_at", "plays_instrument"} {
+			if ans["history "+p], err = e.History(ctx, "y", "user", p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ans["asof 2022-01-01"], err = e.AsOf(ctx, "y", d("2022-01-01"), e.now()); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range ans {
+			b, _ := json.Marshal(v)
+			var want, have any
+			_ = json.Unmarshal(old[k], &want)
+			_ = json.Unmarshal(b, &have)
+			if !reflect.DeepEqual(want, have) {
+				t.Errorf("%s: y's %s changed:\n got %s\nwant %s", when, k, b, old[k])
+			}
+		}
+	}
+	verify("upgraded")
+	if from, err := e.db.UpgradedFrom(); err != nil || from != 0 {
+		t.Fatalf("upgrade marker after Open: %d, %v", from, err)
+	}
+	if v, err := e.db.Get([]byte{kv.TagMeta, 'f', 'o', 'r', 'm', 'a', 't'}); err != nil || binary.BigEndian.Uint32(v) != kv.FormatVersion {
+		t.Fatalf("format after open: %x, %v", v, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	verify("reopened")
+}
+
+// TestUpgradeMarkerSurvivesUntilDone: a store raised to format 5 whose
+// upgrade did not finish (a crash after kv raised the number) is upgraded
+// at the next Open; an older store without epoch claims just loses the
+// marker.
+func TestUpgradeMarkerSurvivesUntilDone(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	e, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Assert(ctx, "u", FactInput{Subject: "user", Predicate: "lives_in", Object: "Oslo", ValidFrom: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	before := dumpUser(t, e, "u")
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetFormatVersionForTest(dir, 4); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = kv.Open(dir, kv.Options{}) // raises the number: what a crash would leave
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, err := db.UpgradedFrom(); err != nil || from != 4 {
+		t.Fatalf("marker: %d, %v; want 4", from, err)
+	}
+	db.Close()
+	var rebuilt []string
+	e, err = Open(dir, Options{NoSync: true, RebuildProgress: func(u string, _, _ int) { rebuilt = append(rebuilt, u) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if len(rebuilt) == 0 {
+		t.Error("the user with a claim at the epoch was not rebuilt")
+	}
+	if from, err := e.db.UpgradedFrom(); err != nil || from != 0 {
+		t.Fatalf("marker after Open: %d, %v", from, err)
+	}
+	if after := dumpUser(t, e, "u"); after != before {
+		t.Errorf("a store this build wrote changed in the rebuild:\n%s\n%s", before, after)
+	}
+}
+
+func dumpUser(t *testing.T, e *Engine, user string) string {
+	t.Helper()
+	var b strings.Builder
+	err := e.db.Scan(context.Background(), kv.UserRoot(user), func(k, v []byte) error {
+		fmt.Fprintf(&b, "%x=%x\n", k, v)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -28,7 +28,11 @@ import (
 //	   longer written (an older build would miss new users in Prune).
 //	4: a mostly-zero vector is stored sparse (index/hnsw), which an
 //	   older build cannot decode.
-const FormatVersion uint32 = 4
+//	5: 0 ns (1970-01-01T00:00:00Z) is an instant like any other; older
+//	   builds folded a claim at it as "open" or "the zero time", so the
+//	   engine rebuilds, once, every user of an older store whose claims
+//	   hold it (see [DB.UpgradedFrom]).
+const FormatVersion uint32 = 5
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -41,6 +45,11 @@ var (
 )
 
 var formatKey = []byte{TagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+
+// upgradeKey holds the format a store had before Open raised it, until
+// the engine has finished upgrading what the raise alone does not
+// ([DB.FinishUpgrade]).
+var upgradeKey = []byte{TagMeta, 'u', 'p', 'g', 'r', 'a', 'd', 'e'}
 
 // Options configures Open.
 type Options struct {
@@ -243,13 +252,56 @@ func (db *DB) checkFormat() error {
 		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
 	}
 	if got < FormatVersion {
-		// Formats 1 to 3 differ only in how records are encoded (the
+		// Formats 1 to 4 differ in how records are encoded (the
 		// engine's in JSON, then binary; vectors dense, then sparse when
-		// mostly zero) and in the user registry, and this build reads
-		// them all: the store is upgraded in place by raising its number,
-		// so that an older build, which cannot read what is written from
-		// now on, refuses it.
-		return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync)
+		// mostly zero), in the user registry and in what the engine must
+		// redo (format 5), and this build reads them all: the store is
+		// upgraded in place by raising its number, so that an older
+		// build, which cannot read what is written from now on, refuses
+		// it. The old number is kept, in the same commit, for the engine
+		// to finish its part (UpgradedFrom); a crash before it has
+		// leaves the key for the next Open.
+		b := db.p.NewBatch()
+		defer b.Close()
+		from := got
+		if v, err := db.Get(upgradeKey); err == nil && len(v) == 4 && binary.BigEndian.Uint32(v) < from {
+			from = binary.BigEndian.Uint32(v)
+		} else if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err := b.Set(upgradeKey, binary.BigEndian.AppendUint32(nil, from), nil); err != nil {
+			return err
+		}
+		if err := b.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), nil); err != nil {
+			return err
+		}
+		return b.Commit(pebble.Sync)
+	}
+	return nil
+}
+
+// UpgradedFrom returns the format this store had before an Open of this
+// build raised it, while the engine has not called FinishUpgrade; 0 when
+// there is nothing left to upgrade.
+func (db *DB) UpgradedFrom() (uint32, error) {
+	v, err := db.Get(upgradeKey)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 4 {
+		return 0, fmt.Errorf("%w: upgrade marker is %d bytes", ErrCorrupt, len(v))
+	}
+	return binary.BigEndian.Uint32(v), nil
+}
+
+// FinishUpgrade records that the engine has upgraded what the store's
+// older format needed: UpgradedFrom returns 0 from now on.
+func (db *DB) FinishUpgrade() error {
+	if err := db.p.Delete(upgradeKey, pebble.Sync); err != nil {
+		return wrapErr("finish upgrade", err)
 	}
 	return nil
 }
