@@ -260,11 +260,9 @@ func TestOutOfRangeTimes(t *testing.T) {
 	if f, err := e.Freshness(ctx, "u"); err != nil || f.Latest != 0 {
 		t.Fatalf("refused writes stored episodes: %+v, %v", f, err)
 	}
-	ds, err := e.Add(ctx, "u", "anything", Sync())
-	if err != nil {
+	if _, err := e.Add(ctx, "u", "anything", Sync()); err != nil {
 		t.Fatal(err)
 	}
-	_ = ds
 	log, err := e.Log(ctx, "u")
 	if err != nil {
 		t.Fatal(err)
@@ -284,14 +282,18 @@ func TestOutOfRangeTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e2.Close()
-	ds2, err := e2.Add(ctx, "u", "I have lived in Paris since 1500.", Sync())
+	if _, err := e2.Add(ctx, "u", "I have lived in Paris since 1500.", Sync()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e2.State(ctx, "u"); len(st) != 0 {
+		t.Errorf("a fact from 1500 was stored: %s", brief(st))
+	}
+	log2, err := e2.Log(ctx, "u")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = ds2
-	st, _ := e2.State(ctx, "u")
-	if len(st) != 0 {
-		t.Errorf("a fact from 1500 was stored: %s", brief(st))
+	if len(log2) != 1 || log2[0].Rule != RuleReject || !strings.Contains(log2[0].Detail, ErrInvalidTime.Error()) {
+		t.Errorf("the rule extractor's claim from 1500: %+v, want rejected as an invalid time", log2)
 	}
 }
 
