@@ -322,9 +322,12 @@ func (e *Engine) Rebuild(ctx context.Context, user string) error {
 }
 
 // Check verifies the store: every episode, claim and version decodes; the
-// fact index and document map agree with the claims and versions; and every
+// fact index and document map agree with the claims and versions; every
 // slot's live versions are exactly what the resolver derives from its
-// claims. It returns ErrCheck joined with every finding.
+// claims; every version's key holds its own ValidFrom and RecordedAt; and
+// no slot (a One predicate's, or one object of a Many predicate) has two
+// versions visible at one (valid, known) instant, past beliefs included.
+// It returns ErrCheck joined with every finding.
 func (e *Engine) Check(ctx context.Context) error {
 	release, err := e.enter(ctx)
 	if err != nil {

@@ -409,7 +409,7 @@ func TestDoubleVisibleEqualsBruteForce(t *testing.T) {
 			}
 			rs[i].vf, rs[i].ra = int64(r.IntN(8)-4), int64(r.IntN(8)-4)
 			rs[i].vt, rs[i].ea = end(rs[i].vf), end(rs[i].ra)
-			rs[i].id = fmt.Sprint(i)
+			rs[i].id[0] = byte(i)
 		}
 		want := false
 		for i := range rs {

@@ -13,7 +13,7 @@ import (
 // unset end +∞ (as Fact.VisibleAt reads them).
 type rect struct {
 	vf, vt, ra, ea int64
-	id, object     string
+	id             [idLen]byte // the fact's
 }
 
 func versionRect(f *Fact) rect {
@@ -30,7 +30,7 @@ func versionRect(f *Fact) rect {
 		return t.UnixNano()
 	}
 	return rect{vf: start(f.ValidFrom), vt: end(f.ValidTo), ra: start(f.RecordedAt), ea: end(f.ExpiredAt),
-		id: f.ID, object: f.Object}
+		id: mustID(f.ID)}
 }
 
 // doubleVisible returns two of rs that are visible at one (valid, known)
@@ -91,11 +91,11 @@ func doubleVisible(rs []rect) (rect, rect, bool) {
 	return rect{}, rect{}, false
 }
 
-// describe renders where a and b are both visible.
+// describeOverlap renders where a and b are both visible.
 func describeOverlap(a, b rect) string {
 	v, k := max(a.vf, b.vf), max(a.ra, b.ra)
-	return fmt.Sprintf("%s (%s) and %s (%s) are visible together at valid %s, known %s",
-		a.id, a.object, b.id, b.object, stampNanos(v), stampNanos(k))
+	return fmt.Sprintf("versions of %x and %x are visible together at valid %s, known %s",
+		a.id, b.id, stampNanos(v), stampNanos(k))
 }
 
 func stampNanos(n int64) string {
