@@ -6,7 +6,8 @@
 // Every key starts with a one-byte keyspace tag. The tags below are part of
 // the file format; do not change or reuse them.
 //
-//	'M' name                          global metadata (format version, clock)
+//	'M' name                          global metadata (format version, clock,
+//	                                  the format an upgrade started from)
 //	'U' esc(user)                     user registry (formats 1–2; users are now
 //	                                  found by their keys, see [DB.Users])
 //	'J' esc(predicate)                cached judge verdicts (replace / append)
@@ -39,7 +40,9 @@
 //     the bottom level: atomic and durable like a synced commit, without
 //     the log, the memtable, the flush or any compaction.
 //  3. Opening a store whose format version is newer than [FormatVersion]
-//     fails with [ErrFormatTooNew] and writes nothing.
+//     fails with [ErrFormatTooNew] and writes nothing; opening an older
+//     one raises its number and, in the same commit, records the old one
+//     until the engine calls [DB.FinishUpgrade] ([DB.UpgradedFrom]).
 //
 // # Concurrency
 //
