@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -336,9 +337,12 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 }
 
 // Check verifies the store: every episode, claim and version decodes; the
-// fact index and document map agree with the claims and versions; and every
+// fact index and document map agree with the claims and versions; every
 // slot's live versions are exactly what the resolver derives from its
-// claims. It returns ErrCheck joined with every finding.
+// claims; every version's key holds its own ValidFrom and RecordedAt; and
+// no slot (a One predicate's, or one object of a Many predicate) has two
+// versions visible at one (valid, known) instant, past beliefs included.
+// It returns ErrCheck joined with every finding.
 func (e *Engine) Check(ctx context.Context) error {
 	release, err := e.enter(ctx)
 	if err != nil {
@@ -436,8 +440,11 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 		errs = append(errs, e.checkSlot(ctx, user, slot, claims)...)
 	}
 
-	// Every version's document maps back to it; live versions have claims.
+	// Every version's document maps back to it; live versions have claims;
+	// a version's key holds its own instants; no slot serves two versions
+	// at one (valid, known) instant.
 	docs := map[uint32]bool{}
+	served := map[string][]rect{} // by slot
 	for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
 		p := kv.UserKey(user, sub)
 		err := e.db.Scan(ctx, p, func(k, v []byte) error {
@@ -445,6 +452,27 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 			if err != nil {
 				bad("%v", err)
 				return nil
+			}
+			suf := k[len(p):]
+			tail := 8 + idLen
+			if sub != kv.SubLive {
+				tail += 8
+			}
+			if len(suf) < tail {
+				bad("short version key of %s", f.ID)
+				return nil
+			}
+			slot, keyTimes := suf[:len(suf)-tail], suf[len(suf)-tail:]
+			if vf := fromNanos(kv.NewDecoder(keyTimes).Int64()); !vf.Equal(f.ValidFrom) {
+				bad("version %s: valid from %v, its key says %v", f.ID, f.ValidFrom, vf)
+			}
+			if sub != kv.SubLive {
+				if rec := fromNanos(kv.NewDecoder(keyTimes[8+idLen:]).Int64()); !rec.Equal(f.RecordedAt) {
+					bad("version %s: recorded at %v, its key says %v", f.ID, f.RecordedAt, rec)
+				}
+			}
+			if f.Status == Active {
+				served[string(slot)] = append(served[string(slot)], versionRect(&f))
 			}
 			if sub != kv.SubLive && (f.ExpiredAt.IsZero() || f.ExpiredAt.Before(f.RecordedAt)) {
 				bad("expired version %s has ExpiredAt %v, RecordedAt %v", f.ID, f.ExpiredAt, f.RecordedAt)
@@ -472,6 +500,12 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 		})
 		if err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, slot := range slices.Sorted(maps.Keys(served)) {
+		if a, b, ok := doubleVisible(served[slot]); ok {
+			subj, pred, _, _, _, _ := slotParts([]byte(slot))
+			bad("slot %s/%s: %s", subj, pred, describeOverlap(a, b))
 		}
 	}
 	n := 0
@@ -528,9 +562,9 @@ func (e *Engine) checkSlot(ctx context.Context, user string, slot []byte, claims
 			bad("fact %s (%s) has no live version", c.ID, c.Object)
 			continue
 		}
-		if nanos(f.ValidTo) != o.ValidTo || int(f.Status) != int(o.Status) || f.Reinforced != o.Reinforced {
-			bad("fact %s (%s): stored [%v, %v) %s ×%d, resolver says [.., %v) status %d ×%d",
-				c.ID, c.Object, f.ValidFrom, f.ValidTo, f.Status, f.Reinforced, fromNanos(o.ValidTo), o.Status, o.Reinforced)
+		if !f.ValidFrom.Equal(fromNanos(c.ValidFrom)) || nanos(f.ValidTo) != o.ValidTo || int(f.Status) != int(o.Status) || f.Reinforced != o.Reinforced {
+			bad("fact %s (%s): stored [%v, %v) %s ×%d, resolver says valid from %v to %v, status %d ×%d",
+				c.ID, c.Object, f.ValidFrom, f.ValidTo, f.Status, f.Reinforced, fromNanos(c.ValidFrom), fromNanos(o.ValidTo), o.Status, o.Reinforced)
 		}
 	}
 	for id := range live {

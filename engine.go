@@ -203,6 +203,10 @@ func Open(dir string, o Options) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	if err := e.finishUpgrade(context.Background()); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -118,8 +119,9 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	}
 	var applied map[string]bool // made for the first end applied
 
-	// What the fresh claims found on arrival.
-	var latestOld int64
+	// What the fresh claims found on arrival (latestOld: the latest old
+	// assertion's valid time; none sorts before every instant).
+	latestOld := int64(math.MinInt64)
 	allFresh := true
 	for _, c := range claims {
 		if !w.fresh.has(c.ID) {
@@ -159,7 +161,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 			continue
 		}
 		if fresh {
-			r := arrivalRule(o, w.judged, c.ValidFrom < latestOld && o.ValidTo != 0, coexist)
+			r := arrivalRule(o, w.judged, c.ValidFrom < latestOld && o.ValidTo != resolve.Open, coexist)
 			slotRule = pick(slotRule, r)
 			if r == RuleLate || r == RuleCoexist || r == RuleJudge {
 				c.Rule = r
@@ -200,7 +202,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 			if err := t.put(w, want); err != nil {
 				return nil, err
 			}
-		case cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
+		case cur.ValidFrom.Equal(want.ValidFrom) && cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
 			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence {
 				cur.Reinforced, cur.LastSeen, cur.Confidence = want.Reinforced, want.LastSeen, want.Confidence
 				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), appendFact(nil, &cur)); err != nil {
@@ -298,9 +300,9 @@ func changeRule(cur Fact, o *resolve.Outcome, slotRule Rule) Rule {
 		return RuleCorrect
 	case o.Status == resolve.Contested:
 		return RuleContest
-	case cur.ValidTo.IsZero() && o.ValidTo != 0 && o.Closed == resolve.CauseEnd:
+	case cur.ValidTo.IsZero() && o.ValidTo != resolve.Open && o.Closed == resolve.CauseEnd:
 		return RuleEnd
-	case cur.ValidTo.IsZero() && o.ValidTo != 0 && slotRule != RuleLate:
+	case cur.ValidTo.IsZero() && o.ValidTo != resolve.Open && slotRule != RuleLate:
 		return RuleSupersede
 	case slotRule != "":
 		return slotRule
@@ -626,7 +628,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 	ap.seed = &toResolve(ap.claims[:1])[0]
 	// The fold's outcome for the fact in force is what its version holds
 	// (Opened is not read for a fact already stored).
-	ap.seedOutcome = resolve.Outcome{Status: resolve.Active, Opened: resolve.CauseAdd, Reinforced: seedVersion.Reinforced,
+	ap.seedOutcome = resolve.Outcome{Status: resolve.Active, ValidTo: resolve.Open, Opened: resolve.CauseAdd, Reinforced: seedVersion.Reinforced,
 		LastSeen: nanos(seedVersion.LastSeen), Confidence: seedVersion.Confidence}
 	return ap, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/memor-db/memor/internal/instant"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -27,7 +28,8 @@ import (
 // states are JSON.
 //
 // slot is esc(subjectKey) esc(predicate) esc(contextKey); vf and rec are
-// kv.AppendInt64 Unix nanoseconds. A slot's claims and versions are
+// kv.AppendInt64 Unix nanoseconds (before the epoch negative; both always
+// an accepted instant, never instant.None). A slot's claims and versions are
 // contiguous and sorted by valid time.
 
 const idLen = 16
@@ -237,29 +239,13 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
+// nanos is t in Unix nanoseconds, instant.None for the zero time (an open
+// ValidTo or ExpiredAt, an unset time); fromNanos inverts it. 0 ns is the
+// Unix epoch, an instant like any other.
+func nanos(t time.Time) int64 { return instant.Nanos(t) }
 
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
+func fromNanos(n int64) time.Time { return instant.FromNanos(n) }
 
-// Bounds of representable instants (int64 Unix nanoseconds).
-var (
-	minTime = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
-)
-
-func checkTime(t time.Time, what string) error {
-	if t.Before(minTime) || !t.Before(maxTime) {
-		return fmt.Errorf("%w: %s %v outside [%d, %d)", ErrInvalidTime, what, t, minTime.Year(), maxTime.Year())
-	}
-	return nil
-}
+// checkTime refuses an instant outside [1678-01-01, 2262-01-01) with
+// ErrInvalidTime (see internal/instant).
+func checkTime(t time.Time, what string) error { return instant.Check(t, what) }

@@ -51,16 +51,30 @@ func modelConfig() Config {
 // episodes.
 var predicates = []memor.Predicate{{Name: "rank", Cardinality: memor.One, Aliases: []string{"standing"}}}
 
-// validTime maps a byte to one of a few instants: whole days (colliding)
-// and one a nanosecond after a day (nearly colliding).
+// validTime maps a byte to one of a few instants: whole days (colliding),
+// one a nanosecond after a day (nearly colliding), and the instants where
+// an int64 encoding can go wrong: around the Unix epoch (0 ns is an
+// instant, not "unset"), before it, and both ends of the accepted range.
 func validTime(b byte) time.Time {
-	switch b % 10 {
+	switch b % 16 {
 	case 8:
 		return validBase.Add(2*24*time.Hour + time.Nanosecond)
 	case 9:
 		return validBase.Add(3*24*time.Hour + 12*time.Hour)
+	case 10:
+		return time.Unix(0, -1).UTC()
+	case 11:
+		return time.Unix(0, 0).UTC()
+	case 12:
+		return time.Unix(0, 1).UTC()
+	case 13:
+		return time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)
+	case 14:
+		return time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC) // the first accepted
+	case 15:
+		return time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Nanosecond) // the last
 	}
-	return validBase.Add(time.Duration(b%10) * 24 * time.Hour)
+	return validBase.Add(time.Duration(b%16) * 24 * time.Hour)
 }
 
 // factID is the fact identity of DESIGN §3 as the engine computes it:
@@ -89,8 +103,8 @@ func claimID(user string, c Claim) string {
 
 // lineExtractor is a deterministic extractor for the harness: every line
 // of the text is one op, "A|subject|predicate|object|context|validFrom|conf"
-// or "E|…", quoted verbatim (validFrom in Unix nanoseconds, 0 = the
-// episode's time). A line "Q|…" proposes an op whose quote is not in the
+// or "E|…", quoted verbatim (validFrom in Unix nanoseconds, empty for the
+// episode's time: 0 is 1970-01-01). A line "Q|…" proposes an op whose quote is not in the
 // text, which the engine must reject. Other lines are ignored.
 type lineExtractor struct{}
 
@@ -101,14 +115,17 @@ func (lineExtractor) Extract(_ context.Context, text string, _ time.Time) ([]ext
 		if len(f) != 7 {
 			continue
 		}
-		vf, err1 := strconv.ParseInt(f[5], 10, 64)
+		vf, err1 := int64(0), error(nil)
+		if f[5] != "" {
+			vf, err1 = strconv.ParseInt(f[5], 10, 64)
+		}
 		conf, err2 := strconv.ParseFloat(f[6], 64)
 		if err1 != nil || err2 != nil {
 			continue
 		}
 		op := extract.Op{Kind: extract.Assert, Subject: f[1], Predicate: f[2], Object: f[3], Context: f[4],
 			Confidence: conf, Quote: line}
-		if vf != 0 {
+		if f[5] != "" {
 			op.ValidFrom = time.Unix(0, vf).UTC()
 		}
 		switch f[0] {
@@ -127,11 +144,11 @@ func (lineExtractor) Extract(_ context.Context, text string, _ time.Time) ([]ext
 
 // opLine renders op for lineExtractor.
 func opLine(kind string, op Op) string {
-	vf := int64(0)
+	vf := ""
 	if !op.ValidFrom.IsZero() {
-		vf = op.ValidFrom.UnixNano()
+		vf = strconv.FormatInt(op.ValidFrom.UnixNano(), 10)
 	}
-	return fmt.Sprintf("%s|%s|%s|%s|%s|%d|%g", kind, op.Subject, op.Predicate, op.Object, op.Context, vf, op.Confidence)
+	return fmt.Sprintf("%s|%s|%s|%s|%s|%s|%g", kind, op.Subject, op.Predicate, op.Object, op.Context, vf, op.Confidence)
 }
 
 // fromEngine converts an engine version to the model's form.

@@ -335,13 +335,16 @@ func (m *Model) Claims(user string) []Claim {
 }
 
 func (c Claim) sortKey() string {
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%020d\x00%t\x00%s", c.SubjKey, c.Pred, c.CtxKey, c.ValidFrom.UnixNano(), c.End, c.ObjKey)
+	// The instant offset by 2^63, so that before the epoch (negative)
+	// sorts as time does.
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%020d\x00%t\x00%s", c.SubjKey, c.Pred, c.CtxKey, uint64(c.ValidFrom.UnixNano())^1<<63, c.End, c.ObjKey)
 }
 
 // outcome is the valid-time state of one claim after a fold.
 type outcome struct {
 	status     Status    // 0: not a fact of its own (an end, or a restatement)
-	validTo    int64     // 0: open
+	closed     bool      // the value stopped holding at validTo; else open
+	validTo    int64     // Unix nanoseconds (0 is 1970-01-01) when closed
 	into       *claimKey // the fact a restatement reinforces
 	reinforced int
 	conf       float64
@@ -373,7 +376,7 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 			out[c.key] = &outcome{}
 			for obj, k := range open {
 				if k.vf < t && (c.key.obj == "" || c.key.obj == obj) {
-					out[k].validTo = t
+					out[k].validTo, out[k].closed = t, true
 					delete(open, obj)
 				}
 			}
@@ -411,7 +414,7 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 					out[c.key] = &outcome{status: Contested, reinforced: 1, conf: c.conf}
 				default:
 					if cur != nil {
-						out[*cur].validTo = t
+						out[*cur].validTo, out[*cur].closed = t, true
 						delete(open, cur.obj)
 					}
 					out[c.key] = &outcome{status: Active, reinforced: 1, conf: c.conf}
@@ -455,7 +458,7 @@ func (s *modelSlot) versions() []Fact {
 		for i, sn := range s.snaps {
 			o := folds[i][c.key]
 			has := o != nil && o.status != 0
-			if cur != nil && (!has || cur.Status != o.status || nanos(cur.ValidTo) != o.validTo) {
+			if cur != nil && (!has || cur.Status != o.status || !cur.ValidTo.Equal(o.end())) {
 				cur.ExpiredAt = sn.tx
 				out = append(out, *cur)
 				cur = nil
@@ -465,7 +468,7 @@ func (s *modelSlot) versions() []Fact {
 			}
 			if cur == nil {
 				cur = &Fact{Subject: c.subject, Predicate: s.key.pred, Object: c.object, Context: c.context,
-					ValidFrom: time.Unix(0, c.key.vf).UTC(), ValidTo: fromNanos(o.validTo), RecordedAt: sn.tx,
+					ValidFrom: time.Unix(0, c.key.vf).UTC(), ValidTo: o.end(), RecordedAt: sn.tx,
 					Status: o.status}
 			}
 			cur.Reinforced, cur.Confidence = o.reinforced, o.conf
@@ -477,18 +480,12 @@ func (s *modelSlot) versions() []Fact {
 	return out
 }
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
+// end is the outcome's ValidTo: the zero time while open.
+func (o *outcome) end() time.Time {
+	if !o.closed {
 		return time.Time{}
 	}
-	return time.Unix(0, n).UTC()
+	return time.Unix(0, o.validTo).UTC()
 }
 
 // Visible is the visibility formula of DESIGN §2.
@@ -581,13 +578,13 @@ func (m *Model) AsOfByFold(user string, validAt, knownAt time.Time) []Fact {
 			}
 		}
 		for k, o := range fold(s.one, cs) {
-			if o.status != Active || k.vf > validAt.UnixNano() || (o.validTo != 0 && o.validTo <= validAt.UnixNano()) {
+			if o.status != Active || k.vf > validAt.UnixNano() || (o.closed && o.validTo <= validAt.UnixNano()) {
 				continue
 			}
 			for _, c := range cs {
 				if c.key == k {
 					out = append(out, Fact{Subject: c.subject, Predicate: s.key.pred, Object: c.object,
-						Context: c.context, ValidFrom: time.Unix(0, k.vf).UTC(), ValidTo: fromNanos(o.validTo),
+						Context: c.context, ValidFrom: time.Unix(0, k.vf).UTC(), ValidTo: o.end(),
 						Status: o.status})
 				}
 			}

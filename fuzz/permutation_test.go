@@ -152,7 +152,7 @@ func runPermutation(t testing.TB, data []byte) {
 	}
 	clock.Advance(time.Minute) // after every transaction of both users
 	now := clock.Now()
-	for d := range 10 {
+	for d := range 16 {
 		at := validTime(byte(d))
 		fp, err1 := e.AsOf(ctx, "p", at, now)
 		fq, err2 := e.AsOf(ctx, "q", at, now)

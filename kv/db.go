@@ -31,7 +31,11 @@ import (
 //	   older build cannot decode.
 //	5: judge verdicts are kept per user ('u' user 'j' predicate); the
 //	   engine moves the global 'J' keys of earlier formats at Open (an
-//	   older build would ask the judge again and write global keys).
+//	   older build would ask the judge again and write global keys). And
+//	   0 ns (1970-01-01T00:00:00Z) is an instant like any other; older
+//	   builds folded a claim at it as "open" or "the zero time", so the
+//	   engine rebuilds, once, every user of an older store whose claims
+//	   hold it (see [DB.UpgradedFrom]).
 const FormatVersion uint32 = 5
 
 // Errors returned by this package; match them with errors.Is.
@@ -45,6 +49,11 @@ var (
 )
 
 var formatKey = []byte{TagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+
+// upgradeKey holds the format a store had before Open raised it, until
+// the engine has finished upgrading what the raise alone does not
+// ([DB.FinishUpgrade]).
+var upgradeKey = []byte{TagMeta, 'u', 'p', 'g', 'r', 'a', 'd', 'e'}
 
 // Options configures Open.
 type Options struct {
@@ -262,15 +271,58 @@ func (db *DB) checkFormat() error {
 		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
 	}
 	if got < FormatVersion {
-		// Formats 1 to 4 differ only in how records are encoded (the
+		// Formats 1 to 4 differ in how records are encoded (the
 		// engine's in JSON, then binary; vectors dense, then sparse when
-		// mostly zero), in the user registry and in where judge verdicts
+		// mostly zero), in the user registry, in where judge verdicts
 		// are kept (the engine moves them at Open, see
-		// memor.upgradeJudgeVerdicts), and this build reads them all: the
-		// store is upgraded in place by raising its number, so that an
-		// older build, which cannot read what is written from now on,
-		// refuses it.
-		return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync)
+		// memor.upgradeJudgeVerdicts) and in what the engine must redo
+		// (format 5), and this build reads them all: the store is
+		// upgraded in place by raising its number, so that an older
+		// build, which cannot read what is written from now on, refuses
+		// it. The old number is kept, in the same commit, for the engine
+		// to finish its part (UpgradedFrom); a crash before it has
+		// leaves the key for the next Open.
+		b := db.p.NewBatch()
+		defer b.Close()
+		from := got
+		if v, err := db.Get(upgradeKey); err == nil && len(v) == 4 && binary.BigEndian.Uint32(v) < from {
+			from = binary.BigEndian.Uint32(v)
+		} else if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err := b.Set(upgradeKey, binary.BigEndian.AppendUint32(nil, from), nil); err != nil {
+			return err
+		}
+		if err := b.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), nil); err != nil {
+			return err
+		}
+		return b.Commit(pebble.Sync)
+	}
+	return nil
+}
+
+// UpgradedFrom returns the format this store had before an Open of this
+// build raised it, while the engine has not called FinishUpgrade; 0 when
+// there is nothing left to upgrade.
+func (db *DB) UpgradedFrom() (uint32, error) {
+	v, err := db.Get(upgradeKey)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 4 {
+		return 0, fmt.Errorf("%w: upgrade marker is %d bytes", ErrCorrupt, len(v))
+	}
+	return binary.BigEndian.Uint32(v), nil
+}
+
+// FinishUpgrade records that the engine has upgraded what the store's
+// older format needed: UpgradedFrom returns 0 from now on.
+func (db *DB) FinishUpgrade() error {
+	if err := db.p.Delete(upgradeKey, pebble.Sync); err != nil {
+		return wrapErr("finish upgrade", err)
 	}
 	return nil
 }

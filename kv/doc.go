@@ -6,7 +6,8 @@
 // Every key starts with a one-byte keyspace tag. The tags below are part of
 // the file format; do not change or reuse them.
 //
-//	'M' name                          global metadata (format version, clock)
+//	'M' name                          global metadata (format version, clock,
+//	                                  the format an upgrade started from)
 //	'U' esc(user)                     user registry (formats 1–2; users are now
 //	                                  found by their keys, see [DB.Users])
 //	'J' esc(predicate)                cached judge verdicts (formats 1–4; now
@@ -45,7 +46,9 @@
 //     the bottom level: atomic and durable like a synced commit, without
 //     the log, the memtable, the flush or any compaction.
 //  3. Opening a store whose format version is newer than [FormatVersion]
-//     fails with [ErrFormatTooNew] and writes nothing.
+//     fails with [ErrFormatTooNew] and writes nothing; opening an older
+//     one raises its number and, in the same commit, records the old one
+//     until the engine calls [DB.FinishUpgrade] ([DB.UpgradedFrom]).
 //  4. Opening a store that existed (its format sidecar or any of Pebble's
 //     files is in the folder) but is damaged so that it would read as
 //     empty or as less than it held — a MANIFEST that is missing, short or

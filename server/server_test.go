@@ -436,7 +436,8 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"yesterday", "2026-02-30", "01/02/2026", "2026-02-01 09:30"} {
+	for _, in := range []string{"yesterday", "2026-02-30", "01/02/2026", "2026-02-01 09:30",
+		"0001-01-01", "0001-01-01T00:00:00Z", "1677-12-31T23:59:59.999999999Z", "2262-01-01", "9999-12-31T00:00:00+14:00"} {
 		if _, err := ParseTime(in, def); !errors.Is(err, memor.ErrInvalidTime) {
 			t.Errorf("ParseTime(%q) = %v, want ErrInvalidTime", in, err)
 		}

@@ -6,21 +6,28 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/instant"
 )
 
 // ParseTime parses an instant given as RFC 3339 (with or without fractional
 // seconds) or as a bare date YYYY-MM-DD, meaning midnight UTC. An empty
-// string gives def. The error wraps memor.ErrInvalidTime.
+// string gives def. An instant memor does not accept (before 1678-01-01
+// or from 2262-01-01 on) is an error: 0001-01-01 is Go's zero time, which
+// the library reads as "unset" (now), not a date. The error wraps
+// memor.ErrInvalidTime.
 func ParseTime(s string, def time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return def, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		if t, err = time.Parse(time.DateOnly, s); err != nil {
+			return time.Time{}, fmt.Errorf("%w: %q is neither RFC 3339 (2026-02-01T09:00:00Z) nor a date (2026-02-01)", memor.ErrInvalidTime, s)
+		}
 	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
+	if err := instant.Check(t, "time"); err != nil {
+		return time.Time{}, err
 	}
-	return time.Time{}, fmt.Errorf("%w: %q is neither RFC 3339 (2026-02-01T09:00:00Z) nor a date (2026-02-01)", memor.ErrInvalidTime, s)
+	return t, nil
 }

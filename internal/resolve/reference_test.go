@@ -70,10 +70,10 @@ func TestFoldOutcomesFixed(t *testing.T) {
 	}
 	want := map[string]Outcome{
 		"a": {Status: Active, ValidTo: 4, Opened: CauseAdd, Closed: CauseEnd, Reinforced: 2, LastSeen: 2, Confidence: 1},
-		"b": {Status: None, Opened: CauseDup, Into: "a", Reinforced: 1, LastSeen: 2, Confidence: 0.9},
+		"b": {Status: None, ValidTo: Open, Opened: CauseDup, Into: "a", Reinforced: 1, LastSeen: 2, Confidence: 0.9},
 		"c": {Status: Active, ValidTo: 4, Opened: CauseAdd, Closed: CauseEnd, Reinforced: 1, LastSeen: 3, Confidence: 1},
-		"d": {Applied: true},
-		"e": {Status: Contested, Opened: CauseContest, Closed: CauseContest, Reinforced: 1, LastSeen: 5, Confidence: 0.3},
+		"d": {ValidTo: Open, Applied: true},
+		"e": {Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest, Reinforced: 1, LastSeen: 5, Confidence: 0.3},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Fold =\n%+v\nwant\n%+v", got, want)
@@ -110,7 +110,7 @@ func refFoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map
 			if c.Kind != End {
 				continue
 			}
-			o := &Outcome{}
+			o := &Outcome{ValidTo: Open}
 			out[c.ID] = o
 			for key, f := range inForce {
 				if f.ValidFrom >= c.ValidFrom {
@@ -133,7 +133,7 @@ func refFoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map
 				continue
 			}
 			if c.Retracted {
-				out[c.ID] = &Outcome{Status: Retracted, Opened: CauseRetract, Closed: CauseRetract,
+				out[c.ID] = &Outcome{Status: Retracted, ValidTo: Open, Opened: CauseRetract, Closed: CauseRetract,
 					Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 				continue
 			}
@@ -149,12 +149,12 @@ func refFoldFrom(one bool, seed *Claim, seedOutcome Outcome, claims []Claim) map
 }
 
 func refContested(c *Claim) *Outcome {
-	return &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+	return &Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
 		Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
 func refNewFact(c *Claim, opened Cause) *Outcome {
-	return &Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+	return &Outcome{Status: Active, ValidTo: Open, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
 func refReinforce(c *Claim, into *Claim, out map[string]*Outcome) {
@@ -166,7 +166,7 @@ func refReinforce(c *Claim, into *Claim, out map[string]*Outcome) {
 	if c.Confidence > f.Confidence {
 		f.Confidence = c.Confidence
 	}
-	out[c.ID] = &Outcome{Status: None, Opened: CauseDup, Into: into.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+	out[c.ID] = &Outcome{Status: None, ValidTo: Open, Opened: CauseDup, Into: into.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
 func refFoldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcome) {
@@ -177,7 +177,7 @@ func refFoldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcom
 		// Same-instant disagreement (distinct IDs at one instant in one slot
 		// mean distinct objects): contest them all, leave the value in force.
 		for _, c := range live {
-			out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+			out[c.ID] = &Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
 				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 		}
 		return
@@ -190,7 +190,7 @@ func refFoldOne(live []*Claim, inForce map[string]*Claim, out map[string]*Outcom
 	case cur != nil && cur.ObjKey == c.ObjKey:
 		refReinforce(c, cur, out)
 	case cur != nil && c.Confidence < out[cur.ID].Confidence-ConfidenceMargin-1e-9:
-		out[c.ID] = &Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+		out[c.ID] = &Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
 			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 	case cur != nil:
 		co := out[cur.ID]
@@ -219,13 +219,14 @@ func refFoldMany(live []*Claim, inForce map[string]*Claim, out map[string]*Outco
 }
 
 // randSlot returns n random claims of a slot named by id: assertions of
-// three objects and ends with and without object, at eight instants, some
-// retracted, some below MinConfidence.
+// three objects and ends with and without object, at eight instants
+// around 0 (the Unix epoch, an instant like the others), some retracted,
+// some below MinConfidence.
 func randSlot(r *rand.Rand, n int, id func(i int) string) []Claim {
 	claims := make([]Claim, n)
 	for i := range claims {
 		c := Claim{ID: id(i), Kind: Assert, ObjKey: []string{"a", "b", "c"}[r.IntN(3)],
-			ValidFrom: int64(1 + r.IntN(8)), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
+			ValidFrom: int64(r.IntN(8) - 4), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
 		if r.IntN(5) == 0 {
 			c.Kind = End
 			if r.IntN(2) == 0 {
@@ -243,8 +244,8 @@ func randSeed(r *rand.Rand) (*Claim, Outcome) {
 	if r.IntN(2) == 0 {
 		return nil, Outcome{}
 	}
-	return &Claim{ID: "seed", Kind: Assert, ObjKey: "a", ValidFrom: 0, Confidence: 0.9},
-		Outcome{Status: Active, Opened: CauseAdd, Reinforced: 1 + r.IntN(3), Confidence: 0.9}
+	return &Claim{ID: "seed", Kind: Assert, ObjKey: "a", ValidFrom: -5, Confidence: 0.9},
+		Outcome{Status: Active, ValidTo: Open, Opened: CauseAdd, Reinforced: 1 + r.IntN(3), Confidence: 0.9}
 }
 
 // TestFoldEqualsReference: FoldFrom gives exactly the outcomes of the

@@ -34,6 +34,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/memor-db/memor/internal/instant"
 )
 
 // Kind of a claim.
@@ -95,10 +97,15 @@ type Claim struct {
 	Retracted  bool
 }
 
+// Open is the ValidTo of a value still true: instant.None, which no
+// accepted instant can take (0 ns is 1970-01-01, an instant like any
+// other).
+const Open = instant.None
+
 // Outcome is the valid-time state Fold derives for one claim.
 type Outcome struct {
 	Status  Status
-	ValidTo int64 // 0 = open
+	ValidTo int64 // Open = still true
 	// Opened is why the fact holds (add or supersede), Closed why it stopped
 	// (supersede or end); for a contested or retracted fact both name that.
 	Opened, Closed Cause
@@ -149,7 +156,8 @@ func Fold(one bool, claims []Claim) map[string]*Outcome {
 }
 
 // FoldFrom continues a fold: seed (if not nil) is the fact in force after
-// the slot's earlier claims, with the outcome the fold gave it, and every
+// the slot's earlier claims, with the outcome the fold gave it (ValidTo
+// Open, as it is in force), and every
 // claim is later than every earlier claim. It returns the outcomes of
 // claims and of seed; the earlier claims' outcomes are what they were, as
 // nothing later reaches back past the fact in force. This is how a new
@@ -276,7 +284,7 @@ func fold(one bool, seed *Claim, seedOutcome Outcome, claims []Claim, perm []int
 			if c.Kind != End {
 				continue
 			}
-			o := out.set(i, c.ID, Outcome{})
+			o := out.set(i, c.ID, Outcome{ValidTo: Open})
 			for key, fi := range s.inForce {
 				f := s.claim(fi)
 				if f.ValidFrom >= c.ValidFrom {
@@ -300,7 +308,7 @@ func fold(one bool, seed *Claim, seedOutcome Outcome, claims []Claim, perm []int
 				continue
 			}
 			if c.Retracted {
-				out.set(i, c.ID, Outcome{Status: Retracted, Opened: CauseRetract, Closed: CauseRetract,
+				out.set(i, c.ID, Outcome{Status: Retracted, ValidTo: Open, Opened: CauseRetract, Closed: CauseRetract,
 					Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 				continue
 			}
@@ -317,12 +325,12 @@ func fold(one bool, seed *Claim, seedOutcome Outcome, claims []Claim, perm []int
 }
 
 func contested(c *Claim) Outcome {
-	return Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+	return Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
 		Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
 func newFact(c *Claim, opened Cause) Outcome {
-	return Outcome{Status: Active, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
+	return Outcome{Status: Active, ValidTo: Open, Opened: opened, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence}
 }
 
 // reinforce folds claim i into the fact into.
@@ -336,7 +344,7 @@ func (s *folding) reinforce(i, into int32) {
 	if c.Confidence > f.Confidence {
 		f.Confidence = c.Confidence
 	}
-	s.out.set(i, c.ID, Outcome{Status: None, Opened: CauseDup, Into: ic.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
+	s.out.set(i, c.ID, Outcome{Status: None, ValidTo: Open, Opened: CauseDup, Into: ic.ID, Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 }
 
 func (s *folding) foldOne(live []int32) {
@@ -348,7 +356,7 @@ func (s *folding) foldOne(live []int32) {
 		// mean distinct objects): contest them all, leave the value in force.
 		for _, i := range live {
 			c := &s.claims[i]
-			s.out.set(i, c.ID, Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+			s.out.set(i, c.ID, Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
 				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 		}
 		return
@@ -366,7 +374,7 @@ func (s *folding) foldOne(live []int32) {
 	case has && cur.ObjKey == c.ObjKey:
 		s.reinforce(i, ci)
 	case has && c.Confidence < s.out.get(ci, cur.ID).Confidence-ConfidenceMargin-1e-9:
-		s.out.set(i, c.ID, Outcome{Status: Contested, Opened: CauseContest, Closed: CauseContest,
+		s.out.set(i, c.ID, Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
 			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 	case has:
 		co := s.out.get(ci, cur.ID)

@@ -21,7 +21,7 @@ func TestFoldFromEqualsFold(t *testing.T) {
 		claims := make([]Claim, n)
 		for i := range claims {
 			c := Claim{ID: fmt.Sprintf("c%02d", i), Kind: Assert, ObjKey: objects[r.IntN(len(objects))],
-				ValidFrom: int64(r.IntN(8)), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
+				ValidFrom: int64(r.IntN(8) - 4), Confidence: []float64{1, 0.95, 0.85, 0.4}[r.IntN(4)], Retracted: r.IntN(10) == 0}
 			if r.IntN(6) == 0 {
 				c.Kind = End
 				if r.IntN(2) == 0 {
@@ -30,7 +30,7 @@ func TestFoldFromEqualsFold(t *testing.T) {
 			}
 			claims[i] = c
 		}
-		split := int64(r.IntN(9))
+		split := int64(r.IntN(9) - 4)
 		var earlier, later []Claim
 		for _, c := range claims {
 			if c.ValidFrom < split {
@@ -43,7 +43,7 @@ func TestFoldFromEqualsFold(t *testing.T) {
 		before := Fold(one, append([]Claim(nil), earlier...))
 		var seed *Claim
 		for i := range earlier {
-			if o := before[earlier[i].ID]; o.Status == Active && o.ValidTo == 0 {
+			if o := before[earlier[i].ID]; o.Status == Active && o.ValidTo == Open {
 				if seed != nil {
 					t.Fatalf("trial %d: two facts in force in %+v", trial, earlier)
 				}
@@ -69,5 +69,24 @@ func TestFoldFromEqualsFold(t *testing.T) {
 				t.Fatalf("trial %d: earlier claim %s changed: %+v before, %+v after", trial, c.ID, *before[c.ID], *all[c.ID])
 			}
 		}
+	}
+}
+
+// TestEpochIsAnInstant: 0 ns (1970-01-01) closes and opens values like
+// any instant; only Open means "still true".
+func TestEpochIsAnInstant(t *testing.T) {
+	out := Fold(true, []Claim{
+		{ID: "a", Kind: Assert, ObjKey: "a", ValidFrom: -1, Confidence: 1},
+		{ID: "b", Kind: Assert, ObjKey: "b", ValidFrom: 0, Confidence: 1},
+	})
+	if out["a"].ValidTo != 0 || out["a"].Closed != CauseSupersede || out["b"].ValidTo != Open || out["b"].LastSeen != 0 {
+		t.Errorf("One: a %+v, b %+v", *out["a"], *out["b"])
+	}
+	out = Fold(false, []Claim{
+		{ID: "a", Kind: Assert, ObjKey: "a", ValidFrom: -5, Confidence: 1},
+		{ID: "e", Kind: End, ValidFrom: 0},
+	})
+	if out["a"].ValidTo != 0 || out["a"].Closed != CauseEnd || !out["e"].Applied {
+		t.Errorf("Many: a %+v, end %+v", *out["a"], *out["e"])
 	}
 }

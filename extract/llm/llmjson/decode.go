@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/instant"
 )
 
 // Limits on a decoded answer, so that a runaway model cannot make memor
@@ -67,7 +68,8 @@ func strictUnmarshal(data []byte, v any, index int) error {
 // Field rules: kind is "assert" or "end"; subject and predicate are
 // non-empty; predicate is lower snake case; an assert has an object;
 // valid_from is "" or an RFC 3339 time or a YYYY-MM-DD date (midnight in
-// at's location); confidence is in [0, 1] (0 means 1); strings are valid
+// at's location) from 1678-01-01 to before 2262-01-01 (outside: ErrSchema,
+// also matching memor's ErrInvalidTime); confidence is in [0, 1] (0 means 1); strings are valid
 // UTF-8 and bounded in length.
 func DecodeOps(data []byte, text string, at time.Time) ([]extract.Op, error) {
 	var w wireOps
@@ -159,6 +161,13 @@ func (o *wireOp) op(i int, text string, at time.Time) (extract.Op, error) {
 		}
 		if err != nil {
 			return op, decodeErr(ErrSchema, i, "valid_from", "%q is not RFC 3339 or YYYY-MM-DD", vf)
+		}
+		// 0001-01-01 would read as unset ("when said"), and memor
+		// cannot store an instant outside its range.
+		if err := instant.Check(t, "valid_from"); err != nil {
+			de := decodeErr(ErrSchema, i, "valid_from", "%q is outside [1678-01-01, 2262-01-01)", vf).(*DecodeError)
+			de.Cause = err
+			return op, de
 		}
 		op.ValidFrom = t
 	}

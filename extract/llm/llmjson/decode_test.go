@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/instant"
 )
 
 var said = time.Date(2026, 7, 11, 15, 4, 0, 0, time.UTC)
@@ -177,4 +178,31 @@ func FuzzDecodeAnswers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeOpsTimeRange: a valid_from memor cannot store is refused
+// (ErrSchema, matching memor's ErrInvalidTime): 0001-01-01 would read as
+// "unset", the time the text was said. The epoch and earlier instants in
+// range decode exactly.
+func TestDecodeOpsTimeRange(t *testing.T) {
+	op := func(vf string) string {
+		return `{"ops":[{"kind":"assert","subject":"user","predicate":"lives_in","object":"Rome","valid_from":"` + vf + `","quote":"Rome"}]}`
+	}
+	for _, vf := range []string{"0001-01-01", "0001-01-01T00:00:00Z", "1500-06-01", "1677-12-31T23:59:59.999999999Z", "2262-01-01", "9999-12-31T23:59:59Z"} {
+		ops, err := DecodeOps([]byte(op(vf)), "Rome", said)
+		if !errors.Is(err, ErrSchema) || !errors.Is(err, instant.ErrInvalid) || ops != nil {
+			t.Errorf("valid_from %s: %v, %v; want ErrSchema and ErrInvalidTime", vf, ops, err)
+		}
+	}
+	for vf, want := range map[string]time.Time{
+		"1970-01-01":                     time.Unix(0, 0),
+		"1969-12-31T23:59:59.999999999Z": time.Unix(0, -1),
+		"1678-01-01":                     instant.Min(),
+		"2261-12-31T23:59:59.999999999Z": instant.Max().Add(-1),
+	} {
+		ops, err := DecodeOps([]byte(op(vf)), "Rome", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		if err != nil || len(ops) != 1 || !ops[0].ValidFrom.Equal(want) || ops[0].ValidFrom.IsZero() {
+			t.Errorf("valid_from %s: %+v, %v; want %v", vf, ops, err, want)
+		}
+	}
 }

@@ -26,6 +26,9 @@ type DecodeError struct {
 	Field string // offending field, if any
 	Err   error  // ErrMalformed, ErrSchema or ErrInvented
 	Msg   string
+	// Cause, if not nil, is matched by errors.Is too: memor's
+	// ErrInvalidTime for a valid_from outside the instants memor accepts.
+	Cause error
 }
 
 func (e *DecodeError) Error() string {
@@ -38,8 +41,13 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("%v: %s", e.Err, e.Msg)
 }
 
-// Unwrap returns the sentinel.
-func (e *DecodeError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel, and the cause if there is one.
+func (e *DecodeError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Err, e.Cause}
+	}
+	return []error{e.Err}
+}
 
 func decodeErr(sentinel error, index int, field, format string, args ...any) error {
 	return &DecodeError{Index: index, Field: field, Err: sentinel, Msg: fmt.Sprintf(format, args...)}
