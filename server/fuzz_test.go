@@ -74,6 +74,9 @@ func serve(h http.Handler, method, path, body, auth string) (*httptest.ResponseR
 		return nil, nil
 	}
 	req.RemoteAddr = "127.0.0.1:1234"
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
@@ -91,7 +94,7 @@ func TestRouteSeedsReachEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	h := New(e, Options{})
+	h := New(e, Options{Conformance: true})
 	seen := map[string]bool{}
 	for _, s := range routeSeeds {
 		_, req := serve(h, s.method, s.path, s.body, "")
@@ -120,7 +123,7 @@ func FuzzRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { e.Close() })
-	open, locked := New(e, Options{}), New(e, Options{Token: fuzzToken})
+	open, locked := New(e, Options{Conformance: true}), New(e, Options{Token: fuzzToken, Conformance: true})
 	for i, s := range routeSeeds {
 		f.Add(s.method, s.path, s.body, "")
 		if i%4 == 0 {
