@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -504,10 +505,20 @@ func TestConformanceClient(t *testing.T) {
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		calls[r.URL.Path]++
-		if got := r.Header.Get("Authorization"); got != "Bearer t0k3n" || r.Method != "POST" {
+		// memor conformance also asks GET /status (404 here: no warning).
+		method := map[bool]string{true: "GET", false: "POST"}[r.URL.Path == "/mem/status"]
+		if got := r.Header.Get("Authorization"); got != "Bearer t0k3n" || r.Method != method {
 			bad = append(bad, r.Method+" "+r.URL.Path+" Authorization="+got)
 		}
+		var body struct{ User string }
+		if r.Method == "POST" && (json.NewDecoder(r.Body).Decode(&body) != nil || !strings.HasPrefix(body.User, "memortest/")) {
+			bad = append(bad, r.URL.Path+" for user "+strconv.Quote(body.User)+", outside memortest/")
+		}
 		mu.Unlock()
+		if method == "GET" {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/mem/query" {
 			io.WriteString(w, `{"results":[]}`)
@@ -532,7 +543,7 @@ func TestConformanceClient(t *testing.T) {
 		t.Errorf("arm %q, want the URL's host %q", rep.Arm, want)
 	}
 	if len(bad) > 0 || calls["/mem/add"] == 0 || calls["/mem/query"] != rep.Cases || calls["/mem/reset"] == 0 {
-		t.Errorf("requests: %v; without the token or not POST: %v", calls, bad)
+		t.Errorf("requests: %v; without the token, of the wrong method or user: %v", calls, bad)
 	}
 	r = e.run("", "conformance", "--url", fake.URL+"/mem", "--strict", "--name", "empty")
 	if r.code != 1 || !strings.Contains(r.stdout, "| empty |") || !strings.Contains(r.stderr, "cases failed") {

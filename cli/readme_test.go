@@ -614,9 +614,9 @@ func checkRoute(t *testing.T, base, method, path string) {
 	path = strings.NewReplacer("{user}", "readme-routes", "{id}", strings.Repeat("0", 32)).Replace(path)
 	body := map[string]string{
 		"/v1/users/readme-routes/episodes": `{"text":"I live in Oslo.","wait":true}`,
-		"/conformance/add":                 `{"user":"readme-routes","text":"I live in Oslo.","at":"2026-01-01T00:00:00Z"}`,
-		"/conformance/query":               `{"user":"readme-routes","q":"where do I live","k":3}`,
-		"/conformance/reset":               `{"user":"readme-routes"}`,
+		"/conformance/add":                 `{"user":"memortest/readme-routes","text":"I live in Oslo.","at":"2026-01-01T00:00:00Z"}`,
+		"/conformance/query":               `{"user":"memortest/readme-routes","q":"where do I live","k":3}`,
+		"/conformance/reset":               `{"user":"memortest/readme-routes"}`,
 	}[path]
 	query := map[string]string{
 		"/v1/users/readme-routes/history": "?predicate=lives_in",
@@ -625,6 +625,9 @@ func checkRoute(t *testing.T, base, method, path string) {
 	req, err := http.NewRequest(method, base+path+query, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

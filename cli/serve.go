@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,15 +23,28 @@ import (
 
 func (a *app) serveCmd() *cobra.Command {
 	var addr string
+	var origins []string
+	var conformance bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API (loopback only unless MEMOR_TOKEN is set)",
-		Long: `serve answers the JSON API under /v1 and memortest's conformance contract
-under /conformance/. It listens on loopback by default; any other address
-needs a bearer token in MEMOR_TOKEN, which every request but /v1/health must
-then send as "Authorization: Bearer <token>". On SIGINT or SIGTERM it stops
-accepting, finishes requests in flight and applies every queued episode.`,
+		Long: `serve answers the JSON API under /v1. It listens on loopback by default; any
+other address needs a bearer token of at least 16 bytes in MEMOR_TOKEN,
+which every request but /v1/health must then send as "Authorization: Bearer
+<token>". Bodies must be sent as Content-Type: application/json.
+
+Web pages cannot use it: a request from a page (an Origin header that is not
+this server's, or Sec-Fetch-Site cross-site) is refused with 403 unless
+--allow-origin names the page's origin, and on loopback a request whose Host
+is not localhost, 127.0.0.1 or [::1] is refused (DNS rebinding).
+
+--conformance also serves memortest's contract under /conformance/ for
+'memor conformance', for suite users (memortest/...) only.
+
+On SIGINT or SIGTERM it stops accepting, finishes requests in flight and
+applies every queued episode.`,
 		Example: `  memor serve
+  memor serve --allow-origin http://localhost:3000
   MEMOR_TOKEN=$(openssl rand -hex 16) memor serve --addr 0.0.0.0:7420`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -36,12 +52,23 @@ accepting, finishes requests in flight and applies every queued episode.`,
 			if !server.Loopback(addr) && token == "" {
 				return usage(cmd, "--addr %s is reachable from other machines: set MEMOR_TOKEN to a secret bearer token, or bind 127.0.0.1", addr)
 			}
+			if token != "" && len(token) < server.MinTokenBytes {
+				return usage(cmd, "MEMOR_TOKEN is %d bytes, shorter than %d: use a random one, e.g. MEMOR_TOKEN=$(openssl rand -hex 16)", len(token), server.MinTokenBytes)
+			}
+			for i, o := range origins {
+				n, err := server.NormalizeOrigin(o)
+				if err != nil {
+					return usage(cmd, "--allow-origin %q is not an origin: want scheme://host[:port], e.g. https://app.example or http://localhost:3000", o)
+				}
+				origins[i] = n
+			}
 			logger := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			return a.withEngine(memor.Options{Logger: logger}, func(e *memor.Engine) error {
 				dir, _ := a.dbPath()
 				return server.ListenAndServe(cmd.Context(), e, server.ServeOptions{
-					Options: server.Options{Token: token, Logger: logger, Version: version()},
-					Addr:    addr,
+					Options: server.Options{Token: token, Logger: logger, Version: version(),
+						AllowOrigins: origins, Conformance: conformance},
+					Addr: addr,
 					OnListen: func(ad net.Addr) {
 						fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
 					},
@@ -50,6 +77,8 @@ accepting, finishes requests in flight and applies every queued episode.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", server.DefaultAddr, "listen address host:port")
+	cmd.Flags().StringArrayVar(&origins, "allow-origin", nil, "let web pages of this origin (scheme://host[:port]) call the API (repeatable)")
+	cmd.Flags().BoolVar(&conformance, "conformance", false, "also serve memortest's contract under /conformance/ (suite users memortest/... only)")
 	return cmd
 }
 
@@ -93,9 +122,12 @@ func (a *app) conformanceCmd() *cobra.Command {
 		Short: "Run memortest's conformance suite against any server speaking its HTTP contract",
 		Long: `conformance runs every memortest case against the memory at URL, which must
 serve POST URL/add, URL/query and URL/reset (memortest's HTTP contract, served
-by 'memor serve' under /conformance), and prints the report table. MEMOR_TOKEN,
-if set, is sent as a bearer token. Exit 1 with --strict if any case fails.`,
-		Example: `  memor serve &
+by 'memor serve --conformance' under /conformance), and prints the report
+table. The suite's users are sent as memortest/<user>: it never adds to,
+reads or resets any other user, warns when the store holds some, and resets
+its own when done. MEMOR_TOKEN, if set, is sent as a bearer token. Exit 1
+with --strict if any case fails.`,
+		Example: `  memor serve --conformance &
   memor conformance --url http://127.0.0.1:7420/conformance`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,9 +142,15 @@ if set, is sent as a bearer token. Exit 1 with --strict if any case fails.`,
 			if tok := a.io.Getenv("MEMOR_TOKEN"); tok != "" {
 				client.Transport = bearer{token: tok, next: http.DefaultTransport}
 			}
-			t, err := memortest.Report(cmd.Context(), map[string]memortest.Backend{name: memortest.HTTPBackend(base, client)})
+			a.warnOtherUsers(cmd.Context(), client, base)
+			b := memortest.HTTPBackend(base, client)
+			t, err := memortest.Report(cmd.Context(), map[string]memortest.Backend{name: b})
 			if err != nil {
 				return err
+			}
+			// Leave nothing behind: reset every user the cases used.
+			if err := resetSuiteUsers(cmd.Context(), b); err != nil {
+				fmt.Fprintf(a.io.Err, "memor conformance: warning: cleaning up the suite's users: %v\n", err)
 			}
 			row := t.Rows[0]
 			if a.json {
@@ -143,6 +181,60 @@ if set, is sent as a bearer token. Exit 1 with --strict if any case fails.`,
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 if any case fails")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "per-request timeout")
 	return cmd
+}
+
+// warnOtherUsers asks a memor server (GET URL/status) how many users of
+// its store are outside the suite's prefix and, if any, says on stderr
+// that the suite leaves them alone. A server without that route (any other
+// memory) is not asked twice and gets no warning.
+func (a *app) warnOtherUsers(ctx context.Context, client *http.Client, base string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/status", nil)
+	if err != nil {
+		return
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Prefix     string `json:"prefix"`
+		OtherUsers int    `json:"other_users"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&st) != nil || st.Prefix == "" {
+		return
+	}
+	if st.OtherUsers > 0 {
+		fmt.Fprintf(a.io.Err, "memor conformance: warning: the store behind %s holds %d user(s) outside %q; the suite does not touch them (it only adds to, reads and resets users under %q)\n",
+			base, st.OtherUsers, st.Prefix, st.Prefix)
+	}
+}
+
+// resetSuiteUsers resets every user of the built-in cases (through b,
+// which puts them under memortest.UserPrefix).
+func resetSuiteUsers(ctx context.Context, b memortest.Backend) error {
+	cases, err := memortest.Cases()
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		users := []string{c.User}
+		for _, t := range c.Turns {
+			users = append(users, t.User)
+		}
+		for _, u := range users {
+			if seen[u] {
+				continue
+			}
+			seen[u] = true
+			// A user the memory refuses (400) holds nothing to reset.
+			if err := b.Reset(ctx, u); err != nil && !strings.Contains(err.Error(), "status 400") {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // bearer adds an Authorization header to every request.

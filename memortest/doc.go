@@ -84,16 +84,19 @@
 // (Content-Type: application/json); any status but 200 is an error, and its
 // body is shown in the failure.
 //
-//	POST {base}/add    {"user": "alice", "text": "I moved to Denver.", "at": "2025-06-02T18:30:00Z"}
+//	POST {base}/add    {"user": "memortest/alice", "text": "I moved to Denver.", "at": "2025-06-02T18:30:00Z"}
 //	     → 200 once the text is applied (a query right after must see it)
-//	POST {base}/query  {"user": "alice", "q": "Where do I live?", "k": 5}
+//	POST {base}/query  {"user": "memortest/alice", "q": "Where do I live?", "k": 5}
 //	     → 200 {"results": ["user lives_in Denver"]}   (at most k, best first; [] for nothing)
-//	POST {base}/reset  {"user": "alice"}
-//	     → 200 once everything about alice is forgotten
+//	POST {base}/reset  {"user": "memortest/alice"}
+//	     → 200 once everything about memortest/alice is forgotten
 //
-// "at" is RFC 3339 with the caller's offset (the suite sends UTC). The body
-// of a 200 to add and reset is ignored. [HTTPHandler] serves any Backend
-// under this contract.
+// Every user on the wire is a case's user under [UserPrefix], so that a
+// memory that also serves real users can refuse every other one and the
+// suite never resets a real user; [HTTPHandler] does refuse them. "at" is
+// RFC 3339 with the caller's offset (the suite sends UTC). Bodies are
+// UTF-8. The body of a 200 to add and reset is ignored. [HTTPHandler]
+// serves any Backend under this contract.
 //
 // # Scale
 //

@@ -3,11 +3,13 @@ package memortest_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -339,4 +341,89 @@ func TestReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestHTTPUserPrefix: over HTTP the suite's users live under UserPrefix,
+// so that a memory serving real users keeps them apart; HTTPHandler
+// refuses every other user (and text that is not UTF-8, which JSON would
+// turn into U+FFFD), and touches nothing for them.
+func TestHTTPUserPrefix(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	inner := ref()
+	rec := recorder{Backend: inner, seen: func(u string) { mu.Lock(); seen[u] = true; mu.Unlock() }}
+	srv := httptest.NewServer(memortest.HTTPHandler(rec))
+	defer srv.Close()
+	b := memortest.HTTPBackend(srv.URL, srv.Client())
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := b.Add(ctx, "me", "I live in Oslo.", at); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Query(ctx, "me", "Where do I live?", 3); err != nil || len(got) == 0 {
+		t.Fatalf("query through the prefix: %q %v", got, err)
+	}
+	if err := b.Reset(ctx, "me"); err != nil {
+		t.Fatal(err)
+	}
+	if !seen[memortest.UserPrefix+"me"] || seen["me"] || len(seen) != 1 {
+		t.Errorf("the backend saw users %v, want only %q", seen, memortest.UserPrefix+"me")
+	}
+	// The real user "me" of the memory behind the handler.
+	if err := inner.Add(ctx, "me", "I live in Lima.", at); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/reset", `{"user":"me"}`},
+		{"/reset", `{"user":""}`},
+		{"/reset", `{"user":"memortest"}`},
+		{"/reset", `{"user":"Memortest/me"}`},
+		{"/add", `{"user":"me","text":"I live in Mordor.","at":"2025-02-01T00:00:00Z"}`},
+		{"/query", `{"user":"me","q":"Where do I live?","k":3}`},
+		{"/add", "{\"user\":\"" + memortest.UserPrefix + "\xff\",\"text\":\"I live in Oslo.\",\"at\":\"2025-02-01T00:00:00Z\"}"},
+		{"/add", `{"user":"` + memortest.UserPrefix + `x","text":"I live in Oslo.\ud800","at":"2025-02-01T00:00:00Z"}`},
+	} {
+		resp, err := srv.Client().Post(srv.URL+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s %q: status %d, want 400", c.path, c.body, resp.StatusCode)
+		}
+		if strings.Contains(c.body, `"me"`) && !strings.Contains(string(msg), memortest.UserPrefix) {
+			t.Errorf("%s %q: the refusal %q does not name the prefix", c.path, c.body, msg)
+		}
+	}
+	if got, _ := inner.Query(ctx, "me", "Where do I live?", 3); len(got) == 0 || !memortest.Contains(got[0], "Lima") {
+		t.Errorf("the real user me after the refused calls: %q, want Lima", got)
+	}
+	// The client refuses to send what JSON cannot carry.
+	if err := b.Add(ctx, "a\xffb", "I live in Oslo.", at); !errors.Is(err, memortest.ErrHTTP) {
+		t.Errorf("Add with a user that is not UTF-8: %v, want ErrHTTP", err)
+	}
+	if err := b.Add(ctx, "a", "I live in Oslo.\xfe", at); !errors.Is(err, memortest.ErrHTTP) {
+		t.Errorf("Add with text that is not UTF-8: %v, want ErrHTTP", err)
+	}
+}
+
+type recorder struct {
+	memortest.Backend
+	seen func(string)
+}
+
+func (r recorder) Add(ctx context.Context, user, text string, at time.Time) error {
+	r.seen(user)
+	return r.Backend.Add(ctx, user, text, at)
+}
+
+func (r recorder) Query(ctx context.Context, user, q string, k int) ([]string, error) {
+	r.seen(user)
+	return r.Backend.Query(ctx, user, q, k)
+}
+
+func (r recorder) Reset(ctx context.Context, user string) error {
+	r.seen(user)
+	return r.Backend.Reset(ctx, user)
 }

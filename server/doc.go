@@ -13,7 +13,8 @@
 //	POST   /v1/users/{user}/facts/{id}/correct    the fact was never true
 //	DELETE /v1/users/{user}                       hard delete (GDPR)
 //	GET    /v1/health
-//	POST   /conformance/{add,query,reset}         memortest's HTTP contract
+//	POST   /conformance/{add,query,reset}         memortest's HTTP contract (Options.Conformance only)
+//	GET    /conformance/status                    users in and outside memortest.UserPrefix
 //
 // {user} is one path segment, percent-escaped by the client ("a%2Fb" is the
 // user "a/b"). Times are RFC 3339 or a bare date YYYY-MM-DD (midnight UTC);
@@ -24,13 +25,28 @@
 // Every error is JSON {"error": "...", "code": "..."} with the status that
 // fits: memor's invalid-input sentinels are 400, ErrTooLarge and an
 // oversized body 413, ErrNotFound 404, ErrClosed 503, a missing or wrong
-// bearer token 401. Anything else is a 500 whose detail goes to the log,
-// not to the client.
+// bearer token 401, a refused Host or web page 403 (forbidden_host,
+// forbidden_origin), a body that is not application/json 415. Anything
+// else is a 500 whose detail goes to the log, not to the client.
+// (/conformance/add, query and reset answer memortest's plain-text errors.)
 //
 // # Safety
 //
+// Before any route a [Handler] refuses: a Host that is not a loopback
+// name or address, unless Options.AnyHost (DNS rebinding); a request from
+// a web page, that is an Origin neither this server's nor in
+// Options.AllowOrigins, or Sec-Fetch-Site cross-site or same-site; a
+// missing or wrong token; a path with an empty or dot segment, literal or
+// percent-encoded; a query value that is not UTF-8; a body whose
+// Content-Type is not application/json. A body that is not valid UTF-8
+// (or holds an unpaired surrogate escape) is refused as invalid_text
+// rather than decoded with U+FFFD in its place.
+//
 // [ListenAndServe] binds loopback unless told otherwise and refuses a
-// non-loopback address without a bearer token; it sets read, write and
+// non-loopback address without a bearer token, a token shorter than
+// [MinTokenBytes] and a malformed allowed origin. Beyond loopback it sets
+// Options.AnyHost (the token guards; the origin checks still apply). It
+// sets read, write and
 // idle timeouts, bounds request bodies, and on shutdown stops accepting
 // requests, finishes the ones in flight, then waits for queued episodes
 // to be applied.

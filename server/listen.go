@@ -55,6 +55,21 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// CheckOptions reports what ListenAndServe and Serve refuse in o before
+// they listen: a token shorter than MinTokenBytes (ErrWeakToken) and an
+// allowed origin that is not scheme://host[:port] (ErrInvalidOrigin).
+func CheckOptions(o Options) error {
+	if o.Token != "" && len(o.Token) < MinTokenBytes {
+		return fmt.Errorf("%w: MEMOR_TOKEN is %d bytes; use at least %d random bytes, e.g. MEMOR_TOKEN=$(openssl rand -hex 16)", ErrWeakToken, len(o.Token), MinTokenBytes)
+	}
+	for _, s := range o.AllowOrigins {
+		if _, err := NormalizeOrigin(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ListenAndServe serves the API over e until ctx is done, then shuts down
 // gracefully: it stops accepting, lets requests in flight finish, and
 // waits for every queued episode to be applied (all within
@@ -62,6 +77,9 @@ func Loopback(addr string) bool {
 func ListenAndServe(ctx context.Context, e *memor.Engine, o ServeOptions) error {
 	if o.Addr == "" {
 		o.Addr = DefaultAddr
+	}
+	if err := CheckOptions(o.Options); err != nil {
+		return err
 	}
 	if !Loopback(o.Addr) && o.Token == "" {
 		return fmt.Errorf("%w: %s", ErrUnsafeBind, o.Addr)
@@ -76,9 +94,17 @@ func ListenAndServe(ctx context.Context, e *memor.Engine, o ServeOptions) error 
 // Serve is ListenAndServe on a listener the caller opened (and that Serve
 // closes). It applies the same safety check to the listener's address.
 func Serve(ctx context.Context, e *memor.Engine, ln net.Listener, o ServeOptions) error {
-	if !Loopback(ln.Addr().String()) && o.Token == "" {
+	if err := CheckOptions(o.Options); err != nil {
 		ln.Close()
-		return fmt.Errorf("%w: %s", ErrUnsafeBind, ln.Addr())
+		return err
+	}
+	if !Loopback(ln.Addr().String()) {
+		if o.Token == "" {
+			ln.Close()
+			return fmt.Errorf("%w: %s", ErrUnsafeBind, ln.Addr())
+		}
+		// Clients name such a server as they please; the token guards it.
+		o.AnyHost = true
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

@@ -85,6 +85,7 @@ func TestLoad(t *testing.T) {
 						path, status = "/episodes?wait=true", http.StatusCreated
 					}
 					req, _ = http.NewRequest("POST", base+"/v1/users/"+user+path, strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
 					want = status
 				case r < 6:
 					req, _ = http.NewRequest("GET", base+"/v1/users/"+user+"/state", nil)

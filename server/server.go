@@ -1,8 +1,8 @@
 package server
 
 import (
+	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +35,11 @@ var (
 	ErrUnauthorized = errors.New("server: unauthorized")
 	// ErrUnsafeBind reports a non-loopback listen address without a token.
 	ErrUnsafeBind = errors.New("server: refusing to listen beyond loopback without a bearer token (set MEMOR_TOKEN)")
+	// ErrWeakToken reports a bearer token shorter than MinTokenBytes.
+	ErrWeakToken = errors.New("server: bearer token too short")
+	// ErrInvalidOrigin reports an allowed origin that is not
+	// scheme://host[:port].
+	ErrInvalidOrigin = errors.New("server: invalid origin")
 )
 
 // Options configures a Handler.
@@ -51,15 +56,36 @@ type Options struct {
 	Version string
 	// Now is the clock for defaulted times; nil means time.Now.
 	Now func() time.Time
+	// AllowOrigins lists the web origins (scheme://host[:port], e.g.
+	// "https://app.example") whose pages may call the API: their requests
+	// pass the origin check and are answered with CORS headers, preflights
+	// included. A request from any other page (an Origin that is neither
+	// allowed nor this server's own, or Sec-Fetch-Site cross-site or
+	// same-site) is refused with 403 forbidden_origin. See NormalizeOrigin
+	// for the accepted form; Serve refuses a malformed one.
+	AllowOrigins []string
+	// AnyHost serves a request whatever its Host header. Without it only
+	// requests sent to a loopback name or address (localhost, 127.0.0.1,
+	// [::1], with any port) are served, and any other Host is refused
+	// with 403 forbidden_host: a page whose host name an attacker rebinds
+	// to 127.0.0.1 cannot read the answers. Serve sets it on a listener
+	// beyond loopback, where the bearer token is the guard.
+	AnyHost bool
+	// Conformance mounts memortest's HTTP contract under /conformance/
+	// (add, query, reset, and GET /conformance/status), serving only users
+	// under memortest.UserPrefix, so that the suite cannot touch a real
+	// user. Off by default: nothing is mounted.
+	Conformance bool
 }
 
 // Handler serves the HTTP API over an engine. Safe for concurrent use.
 type Handler struct {
-	e    *memor.Engine
-	o    Options
-	log  *slog.Logger
-	mux  *http.ServeMux
-	auth []byte
+	e       *memor.Engine
+	o       Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	origins map[string]bool // Options.AllowOrigins, normalized
+	ref     refusals
 }
 
 // New returns the API handler for e. The caller keeps ownership of e.
@@ -70,12 +96,15 @@ func New(e *memor.Engine, o Options) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	h := &Handler{e: e, o: o, log: o.Logger, mux: http.NewServeMux()}
+	h := &Handler{e: e, o: o, log: o.Logger, mux: http.NewServeMux(), origins: map[string]bool{}}
+	h.ref.seen = map[string]bool{}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	if o.Token != "" {
-		h.auth = []byte("Bearer " + o.Token)
+	for _, s := range o.AllowOrigins {
+		if n, err := NormalizeOrigin(s); err == nil {
+			h.origins[n] = true
+		}
 	}
 	m := h.mux
 	m.HandleFunc("GET /v1/health", h.health)
@@ -88,7 +117,10 @@ func New(e *memor.Engine, o Options) *Handler {
 	m.HandleFunc("GET /v1/users/{user}/freshness", h.freshness)
 	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
 	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
-	m.Handle("/conformance/", http.StripPrefix("/conformance", memortest.HTTPHandler(Backend(e))))
+	if o.Conformance {
+		m.Handle("/conformance/", http.StripPrefix("/conformance", memortest.HTTPHandler(Backend(e))))
+		m.HandleFunc("GET /conformance/status", h.conformanceStatus)
+	}
 	// A pattern without a method is less specific than the same path with
 	// one, so these catch only the wrong methods and answer them in JSON
 	// (the mux's own 405 is plain text).
@@ -128,18 +160,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusInternalServerError, "internal", "internal error")
 		}
 	}()
-	if h.auth != nil && r.URL.Path != "/v1/health" {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, h.auth) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="memor"`)
-			writeErr(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer $MEMOR_TOKEN")
-			return
-		}
-	}
-	if p := r.URL.EscapedPath(); cleanPath(p) != p {
-		// The mux would redirect to the cleaned path, which can name
-		// another user ("/v1/users//alice" → user "alice"): refuse it.
-		writeErr(w, http.StatusBadRequest, "bad_request", "path "+p+" has an empty, '.' or '..' segment; escape a '/' in a user ID as %2F")
+	if !h.guard(w, r) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
@@ -208,7 +229,15 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	if !at.IsZero() {
 		opts = append(opts, memor.At(at))
 	}
-	wait := req.Wait || r.URL.Query().Get("wait") == "true"
+	wait := req.Wait
+	if vs, ok := r.URL.Query()["wait"]; ok {
+		b, err := strconv.ParseBool(vs[0])
+		if err != nil || len(vs) > 1 {
+			h.fail(w, r, fmt.Errorf("%w: wait must be true or false once, got %q", ErrBadRequest, vs))
+			return
+		}
+		wait = wait || b
+	}
 	ep, err := h.e.Add(r.Context(), user, req.Text, opts...)
 	if err != nil {
 		h.fail(w, r, err)
@@ -343,6 +372,25 @@ func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"forgotten": user})
 }
 
+// conformanceStatus says which users the conformance suite may touch and
+// how many users of the store are outside that prefix (which it never
+// touches), so that `memor conformance` can warn that it runs against a
+// store in use.
+func (h *Handler) conformanceStatus(w http.ResponseWriter, r *http.Request) {
+	users, err := h.e.Users(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	suite := 0
+	for _, u := range users {
+		if strings.HasPrefix(u, memortest.UserPrefix) {
+			suite++
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"prefix": memortest.UserPrefix, "suite_users": suite, "other_users": len(users) - suite})
+}
+
 // instants reads ?valid= and ?known=, each defaulting to now.
 func (h *Handler) instants(r *http.Request) (valid, known time.Time, err error) {
 	now := h.o.Now().UTC()
@@ -415,14 +463,25 @@ func Status(err error) (int, string) {
 
 // decodeBody reads one JSON object into v, rejecting unknown fields so a
 // misspelt field fails loudly instead of being ignored.
+//
+// The raw body must be valid UTF-8 with no unpaired surrogate escape:
+// encoding/json would silently replace either with U+FFFD, storing text
+// the client did not send (or merging two user IDs).
 func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return fmt.Errorf("%w: body larger than %d bytes", memor.ErrTooLarge, tooBig.Limit)
 		}
+		return fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
+	}
+	if msg := invalidJSONText(data); msg != "" {
+		return fmt.Errorf("%w: body %s", memor.ErrInvalidText, msg)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: body is not the expected JSON object: %v", ErrBadRequest, err)
 	}
 	// Only white space may follow. (dec.More would let a stray ']' or '}'

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/memortest"
 )
 
 func openEngine(t testing.TB, o memor.Options) *memor.Engine {
@@ -65,6 +66,9 @@ func (a *api) do(method, path string, body any) (int, map[string]any) {
 	}
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := a.srv.Client().Do(req)
 	if err != nil {
@@ -346,18 +350,20 @@ func TestQuery(t *testing.T) {
 }
 
 func TestConformanceRoutes(t *testing.T) {
-	a := newAPI(t, Options{})
-	a.must(200, "POST", "/conformance/add", map[string]any{"user": "c", "text": "I live in Oslo.", "at": "2025-01-01T00:00:00Z"})
+	a := newAPI(t, Options{Conformance: true})
+	user := memortest.UserPrefix + "c"
+	state := "/v1/users/" + url.PathEscape(user) + "/state"
+	a.must(200, "POST", "/conformance/add", map[string]any{"user": user, "text": "I live in Oslo.", "at": "2025-01-01T00:00:00Z"})
 	// add waited: the fact is current at once.
-	if got := objects(a.must(200, "GET", "/v1/users/c/state", nil)); strings.Join(got, ",") != "Oslo" {
+	if got := objects(a.must(200, "GET", state, nil)); strings.Join(got, ",") != "Oslo" {
 		t.Errorf("after /conformance/add: state %v", got)
 	}
-	a.must(200, "POST", "/conformance/reset", map[string]any{"user": "c"})
-	if got := objects(a.must(200, "GET", "/v1/users/c/state", nil)); len(got) != 0 {
+	a.must(200, "POST", "/conformance/reset", map[string]any{"user": user})
+	if got := objects(a.must(200, "GET", state, nil)); len(got) != 0 {
 		t.Errorf("after /conformance/reset: state %v", got)
 	}
-	a.must(200, "POST", "/conformance/add", map[string]any{"user": "c", "text": "I live in Lima.", "at": "2025-02-01T00:00:00Z"})
-	out := a.must(200, "POST", "/conformance/query", map[string]any{"user": "c", "q": "Where do I live?", "k": 5})
+	a.must(200, "POST", "/conformance/add", map[string]any{"user": user, "text": "I live in Lima.", "at": "2025-02-01T00:00:00Z"})
+	out := a.must(200, "POST", "/conformance/query", map[string]any{"user": user, "q": "Where do I live?", "k": 5})
 	if rs, ok := out["results"].([]any); !ok || len(rs) == 0 || !strings.Contains(fmt.Sprint(rs), "Lima") {
 		t.Errorf("/conformance/query = %v, want Lima among the results", out)
 	}
@@ -598,7 +604,8 @@ func TestServeBeyondLoopbackWithToken(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, e, ln, ServeOptions{Options: Options{Token: "tok"}}) }()
+	const tok = "0123456789abcdef"
+	go func() { done <- Serve(ctx, e, ln, ServeOptions{Options: Options{Token: tok}}) }()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	base := "http://127.0.0.1:" + port
 	resp, err := http.Get(base + "/v1/users/u/state")
@@ -610,7 +617,7 @@ func TestServeBeyondLoopbackWithToken(t *testing.T) {
 		t.Errorf("no token: %d, want 401", resp.StatusCode)
 	}
 	req, _ := http.NewRequest("GET", base+"/v1/users/u/state", nil)
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -643,7 +650,7 @@ func TestShutdownFinishesInFlight(t *testing.T) {
 	}
 	defer conn.Close()
 	body := `{"text":"I live in Oslo.","at":"2026-01-10"}`
-	head := fmt.Sprintf("POST /v1/users/u/episodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	head := fmt.Sprintf("POST /v1/users/u/episodes HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
 	if _, err := conn.Write([]byte(head + body[:10])); err != nil {
 		t.Fatal(err)
 	}
