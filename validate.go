@@ -4,19 +4,57 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
 var errStop = errors.New("stop")
 
-func (e *Engine) validUser(user string) error {
+// ValidUser reports whether id may name a user, as an error wrapping
+// ErrInvalidUser that says why not. It is the one rule for user IDs: every
+// user-scoped method of the engine applies it, and so do the HTTP API, the
+// MCP tools and the CLI, which all reach the engine with the ID as given.
+//
+// A user ID is 1 to MaxUserBytes bytes of valid UTF-8 with no control
+// character (Unicode category Cc: U+0000–U+001F, U+007F–U+009F, so no NUL,
+// tab or newline) and at least one character that is neither white space
+// nor an invisible format character (category Cf, such as U+200B). IDs are
+// compared byte for byte: no trimming, case folding or normalisation, so
+// "Ana", "ana" and " ana" are three users.
+func ValidUser(id string) error {
 	switch {
-	case user == "":
+	case id == "":
 		return fmt.Errorf("%w: empty", ErrInvalidUser)
-	case len(user) > MaxUserBytes:
-		return fmt.Errorf("%w: %d bytes (max %d)", ErrInvalidUser, len(user), MaxUserBytes)
-	case !utf8.ValidString(user):
+	case len(id) > MaxUserBytes:
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrInvalidUser, len(id), MaxUserBytes)
+	case !utf8.ValidString(id):
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidUser)
+	}
+	visible := false
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidUser, r, i)
+		}
+		if !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) {
+			visible = true
+		}
+	}
+	if !visible {
+		return fmt.Errorf("%w: only white space", ErrInvalidUser)
+	}
+	return nil
+}
+
+func (e *Engine) validUser(user string) error { return ValidUser(user) }
+
+// storedUser is the rule for the two calls that must still reach a user an
+// earlier version stored under an ID that ValidUser now refuses (only
+// white space, or a control character): Episodes, so that export keeps
+// every episode, and Forget, so that the user can still be erased. It is
+// the rule those versions applied.
+func storedUser(id string) error {
+	if err := ValidUser(id); err == nil || id == "" || len(id) > MaxUserBytes || !utf8.ValidString(id) {
+		return err
 	}
 	return nil
 }
