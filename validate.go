@@ -3,9 +3,12 @@ package memor
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memor-db/memor/extract"
 )
 
 var errStop = errors.New("stop")
@@ -78,4 +81,54 @@ func (e *Engine) episodeTime(t time.Time) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return t.UTC(), nil
+}
+
+// CheckEpisode reports, without writing anything, whether replaying ep
+// would be refused as invalid input, with the error the replaying call
+// would return: Add of its text for EpisodeText; for EpisodeFacts,
+// AssertBatch of each run of Assert ops and End of each End op; Correct
+// for EpisodeCorrect. A nil result does not promise that the replay
+// succeeds: storage can fail, and a correction can name a fact the store
+// does not hold (ErrNotFound). `memor import` checks every episode of its
+// input this way before it writes the first.
+func (e *Engine) CheckEpisode(ep Episode) error {
+	if err := e.validUser(ep.User); err != nil {
+		return err
+	}
+	switch ep.Kind {
+	case EpisodeText:
+		if err := e.validText(ep.Text); err != nil {
+			return err
+		}
+		if strings.TrimSpace(ep.Text) == "" {
+			return fmt.Errorf("%w: empty text", ErrInvalidText)
+		}
+		if !ep.At.IsZero() {
+			return checkTime(ep.At, "episode time")
+		}
+	case EpisodeFacts:
+		if len(ep.Ops) == 0 {
+			return fmt.Errorf("%w: no facts", ErrInvalidFact)
+		}
+		for i, op := range ep.Ops {
+			if err := validOp(op); err != nil {
+				return fmt.Errorf("op %d: %w", i, err)
+			}
+			// AssertBatch checks the text of a single fact.
+			alone := op.Kind == extract.Assert && (i == 0 || ep.Ops[i-1].Kind != extract.Assert) &&
+				(i == len(ep.Ops)-1 || ep.Ops[i+1].Kind != extract.Assert)
+			if alone {
+				if err := e.validText(renderOp(op)); err != nil {
+					return fmt.Errorf("op %d: %w", i, err)
+				}
+			}
+		}
+	case EpisodeCorrect:
+		if ep.Correct == nil {
+			return fmt.Errorf("%w: a correction episode without its fact", ErrInvalidFact)
+		}
+	default:
+		return fmt.Errorf("%w: unknown episode kind %d", ErrInvalidFact, ep.Kind)
+	}
+	return nil
 }

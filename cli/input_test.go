@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -186,5 +188,83 @@ func TestUserIDRefusedByCLI(t *testing.T) {
 	e.ok("add", "I live in Oslo.")
 	if out := e.ok("export"); strings.Count(out, "\n") != 1 || !strings.Contains(out, `"user":"me"`) {
 		t.Errorf("export after refused IDs: %s", out)
+	}
+}
+
+// TestImportAllOrNothing: an import with one bad line in the middle
+// imports nothing, from a file or from stdin, and the error names the
+// line; the store is as it was. The same file without the bad line
+// imports whole.
+func TestImportAllOrNothing(t *testing.T) {
+	src := newEnv(t)
+	src.ok("add", "I live in Lima.", "--at", "2026-01-10", "--user", "bob")
+	src.ok("add", "I work at Acme.", "--at", "2026-02-01", "--user", "bob")
+	src.ok("add", "I live in Quito.", "--at", "2026-01-10", "--user", "carol")
+	src.ok("add", "I have a dog named Rex.", "--at", "2026-03-01", "--user", "carol")
+	good := strings.SplitAfter(strings.TrimSpace(src.ok("export")), "\n")
+	if len(good) != 4 {
+		t.Fatalf("export: %q", good)
+	}
+	var ep memor.Episode
+	if err := json.Unmarshal([]byte(good[0]), &ep); err != nil {
+		t.Fatal(err)
+	}
+	variant := func(f func(*memor.Episode)) string {
+		v := ep
+		f(&v)
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	dst := newEnv(t)
+	dst.ok("add", "I live in Oslo.", "--at", "2025-01-01")
+	before := dst.ok("export")
+	for name, bad := range map[string]string{
+		"not JSON":                `{"user":"bob","kind":"text",`,
+		"two values":              good[1][:len(good[1])-1] + good[1],
+		"not an episode":          `[1,2,3]`,
+		"unknown kind":            `{"user":"bob","kind":"dream","text":"x"}`,
+		"no kind":                 `{"user":"bob","text":"I live in Rome."}`,
+		"blank user":              variant(func(e *memor.Episode) { e.User = " " }),
+		"control in user":         variant(func(e *memor.Episode) { e.User = "bob\x00" }),
+		"empty user":              variant(func(e *memor.Episode) { e.User = "" }),
+		"text not UTF-8":          strings.Replace(good[1], "Acme", `Ac\udc00me`, 1),
+		"time out of range":       variant(func(e *memor.Episode) { e.At = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC) }),
+		"fact without object":     `{"user":"bob","kind":"facts","at":"2026-01-01T00:00:00Z","text":"user lives_in","ops":[{"kind":"assert","subject":"user","predicate":"lives_in","object":" "}]}`,
+		"correction without fact": `{"user":"bob","kind":"correct","at":"2026-01-01T00:00:00Z","text":"x"}`,
+	} {
+		bad = strings.TrimSuffix(bad, "\n")
+		input := good[0] + good[1] + bad + "\n" + good[2] + good[3]
+		file := filepath.Join(t.TempDir(), "in.jsonl")
+		if err := os.WriteFile(file, []byte(input), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, how := range []string{"file", "stdin"} {
+			var r result
+			if how == "file" {
+				r = dst.run("", "import", file)
+			} else {
+				r = dst.run(input, "import")
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, "line 3") || strings.Contains(r.stdout, "imported") {
+				t.Errorf("%s from %s: exit %d, stdout %q, stderr %q; want a failure naming line 3", name, how, r.code, r.stdout, r.stderr)
+			}
+			if after := dst.ok("export"); after != before {
+				t.Fatalf("%s from %s: the store changed:\n%s", name, how, after)
+			}
+		}
+	}
+	r := dst.run(strings.Join(good, ""), "import")
+	if r.code != 0 || !strings.Contains(r.stdout, "imported 4 episodes of 2 user(s)") {
+		t.Fatalf("good import: %+v", r)
+	}
+	for user, want := range map[string]string{"me": "Oslo", "bob": "Acme,Lima", "carol": "Quito,Rex,dog"} {
+		got := strings.Split(objects(dst.facts("state", "--user", user)), ",")
+		slices.Sort(got)
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s after import: %s, want %s", user, got, want)
+		}
 	}
 }

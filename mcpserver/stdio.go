@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memor-db/memor/internal/jsontext"
 )
 
 // MaxLineBytes is Transport's default bound on one JSON-RPC line, the SDK's
@@ -183,14 +184,14 @@ func (f *lineFilter) refuse(code int64, id json.RawMessage, msg string) error {
 // the JSON-RPC error code and the reason to refuse it.
 func check(line []byte) (int64, string) {
 	if !utf8.Valid(line) {
-		return jsonrpc.CodeParseError, fmt.Sprintf("not valid UTF-8 at byte %d", invalidUTF8At(line))
+		return jsonrpc.CodeParseError, jsontext.Lossy(line).Error()
 	}
 	var v json.RawMessage
 	if err := json.Unmarshal(line, &v); err != nil {
 		return jsonrpc.CodeParseError, "not JSON: " + err.Error()
 	}
-	if off, ok := loneSurrogate(line); !ok {
-		return jsonrpc.CodeParseError, fmt.Sprintf("a string holds half a UTF-16 surrogate pair at byte %d", off)
+	if err := jsontext.Lossy(line); err != nil {
+		return jsonrpc.CodeParseError, err.Error()
 	}
 	if depth(line) > MaxDepth {
 		return jsonrpc.CodeParseError, fmt.Sprintf("nested deeper than %d", MaxDepth)
@@ -202,60 +203,6 @@ func check(line []byte) (int64, string) {
 		return jsonrpc.CodeInvalidRequest, "not a JSON-RPC 2.0 message: " + err.Error()
 	}
 	return 0, ""
-}
-
-func invalidUTF8At(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
-}
-
-// loneSurrogate scans the \u escapes of valid JSON and reports the offset
-// of the first half of a surrogate pair that is not paired.
-func loneSurrogate(b []byte) (int, bool) {
-	in := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if !in {
-			in = c == '"'
-			continue
-		}
-		switch c {
-		case '"':
-			in = false
-		case '\\':
-			if b[i+1] != 'u' {
-				i++ // a one-letter escape
-				continue
-			}
-			r := hex4(b[i+2 : i+6])
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return i, false
-			case r >= 0xD800 && r <= 0xDBFF:
-				if i+12 > len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
-					return i, false
-				}
-				if lo := hex4(b[i+8 : i+12]); lo < 0xDC00 || lo > 0xDFFF {
-					return i, false
-				}
-				i += 6
-			}
-			i += 5
-		}
-	}
-	return 0, true
-}
-
-// hex4 decodes the four hex digits of a \u escape in valid JSON.
-func hex4(b []byte) rune {
-	n, _ := strconv.ParseUint(string(b), 16, 16)
-	return rune(n)
 }
 
 // depth is the deepest nesting of arrays and objects in valid JSON.
