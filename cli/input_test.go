@@ -29,9 +29,9 @@ type mcpProc struct {
 	done   bool
 }
 
-func startMCP(t *testing.T, e *env) *mcpProc {
+func startMCP(t *testing.T, e *env, argv ...string) *mcpProc {
 	t.Helper()
-	p := &mcpProc{t: t, cmd: exec.Command(memorBin, "mcp"), lines: make(chan string, 16), stderr: &bytes.Buffer{}}
+	p := &mcpProc{t: t, cmd: exec.Command(argv[0], argv[1:]...), lines: make(chan string, 16), stderr: &bytes.Buffer{}}
 	p.cmd.Env = e.vars
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -95,10 +95,17 @@ func (p *mcpProc) send(line string) map[string]any {
 // JSON-RPC error, logs it to stderr, and answers the valid call that
 // follows on the same stdin; user IDs that are not valid UTF-8 (or are
 // half a surrogate pair) never become a user. The SDK's own stdio
-// transport exits with status 1 at the first such line.
+// transport exits with status 1 at the first such line. It runs both
+// `memor mcp` and memor-server, which the README's client configs run.
 func TestMCPBadLines(t *testing.T) {
+	for name, argv := range map[string][]string{"memor mcp": {memorBin, "mcp"}, "memor-server": {serverBin}} {
+		t.Run(name, func(t *testing.T) { testMCPBadLines(t, argv) })
+	}
+}
+
+func testMCPBadLines(t *testing.T, argv []string) {
 	e := newEnv(t)
-	p := startMCP(t, e)
+	p := startMCP(t, e, argv...)
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	p.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	call := func(id int, user, text string) string {
