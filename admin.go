@@ -28,8 +28,12 @@ var derivedSubs = []kv.Sub{kv.SubClaim, kv.SubFactIndex, kv.SubLive, kv.SubHisto
 // returns: Pebble's MANIFEST, which records every table's first and last
 // key. Close rewrites it (or, after a crash, the next Open), so once the
 // engine is closed no file under the store's folder holds the user's bytes.
+//
+// Forget also accepts a user ID that ValidUser refuses but an earlier
+// version stored (only white space, or a control character), so that such
+// a user can still be erased.
 func (e *Engine) Forget(ctx context.Context, user string) error {
-	release, err := e.admit(ctx, user)
+	release, err := e.admitStored(ctx, user)
 	if err != nil {
 		return err
 	}

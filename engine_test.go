@@ -205,7 +205,8 @@ func TestTenancy(t *testing.T) {
 	e, dir := openTest(t, memor.Options{})
 	ctx := context.Background()
 	long := strings.Repeat("é日本", 10<<10/7)
-	users := []string{"a", "ab", "a/", "/", "a\x00", "a\x00b", "\x00", "a\x01", "\xff"[:0] + "ÿ", long, long + "x"}
+	// (IDs with NUL and other control characters are refused: users_test.go.)
+	users := []string{"a", "ab", "a/", "/", "a ", " a", "a b", "\xff"[:0] + "ÿ", long, long + "x"}
 	for i, u := range users {
 		if _, err := e.Assert(ctx, u, memor.FactInput{Subject: "user", Predicate: "lives_in", Object: fmt.Sprintf("city-%d", i), ValidFrom: day(1)}); err != nil {
 			t.Fatalf("user %q: %v", u, err)

@@ -119,9 +119,11 @@ func (e *Engine) Log(ctx context.Context, user string) ([]Decision, error) {
 	return out, err
 }
 
-// Episodes returns user's episode log, oldest first.
+// Episodes returns user's episode log, oldest first. Like Forget, it also
+// accepts a user ID that ValidUser refuses but an earlier version stored,
+// so that export keeps every user.
 func (e *Engine) Episodes(ctx context.Context, user string) ([]Episode, error) {
-	release, err := e.admit(ctx, user)
+	release, err := e.admitStored(ctx, user)
 	if err != nil {
 		return nil, err
 	}

@@ -3,20 +3,61 @@ package memor
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/memor-db/memor/extract"
 )
 
 var errStop = errors.New("stop")
 
-func (e *Engine) validUser(user string) error {
+// ValidUser reports whether id may name a user, as an error wrapping
+// ErrInvalidUser that says why not. It is the one rule for user IDs: every
+// user-scoped method of the engine applies it, and so do the HTTP API, the
+// MCP tools and the CLI, which all reach the engine with the ID as given.
+//
+// A user ID is 1 to MaxUserBytes bytes of valid UTF-8 with no control
+// character (Unicode category Cc: U+0000–U+001F, U+007F–U+009F, so no NUL,
+// tab or newline) and at least one character that is neither white space
+// nor an invisible format character (category Cf, such as U+200B). IDs are
+// compared byte for byte: no trimming, case folding or normalisation, so
+// "Ana", "ana" and " ana" are three users.
+func ValidUser(id string) error {
 	switch {
-	case user == "":
+	case id == "":
 		return fmt.Errorf("%w: empty", ErrInvalidUser)
-	case len(user) > MaxUserBytes:
-		return fmt.Errorf("%w: %d bytes (max %d)", ErrInvalidUser, len(user), MaxUserBytes)
-	case !utf8.ValidString(user):
+	case len(id) > MaxUserBytes:
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrInvalidUser, len(id), MaxUserBytes)
+	case !utf8.ValidString(id):
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidUser)
+	}
+	visible := false
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidUser, r, i)
+		}
+		if !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) {
+			visible = true
+		}
+	}
+	if !visible {
+		return fmt.Errorf("%w: only white space", ErrInvalidUser)
+	}
+	return nil
+}
+
+func (e *Engine) validUser(user string) error { return ValidUser(user) }
+
+// storedUser is the rule for the two calls that must still reach a user an
+// earlier version stored under an ID that ValidUser now refuses (only
+// white space, or a control character): Episodes, so that export keeps
+// every episode, and Forget, so that the user can still be erased. It is
+// the rule those versions applied.
+func storedUser(id string) error {
+	if err := ValidUser(id); err == nil || id == "" || len(id) > MaxUserBytes || !utf8.ValidString(id) {
+		return err
 	}
 	return nil
 }
@@ -40,4 +81,54 @@ func (e *Engine) episodeTime(t time.Time) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return t.UTC(), nil
+}
+
+// CheckEpisode reports, without writing anything, whether replaying ep
+// would be refused as invalid input, with the error the replaying call
+// would return: Add of its text for EpisodeText; for EpisodeFacts,
+// AssertBatch of each run of Assert ops and End of each End op; Correct
+// for EpisodeCorrect. A nil result does not promise that the replay
+// succeeds: storage can fail, and a correction can name a fact the store
+// does not hold (ErrNotFound). `memor import` checks every episode of its
+// input this way before it writes the first.
+func (e *Engine) CheckEpisode(ep Episode) error {
+	if err := e.validUser(ep.User); err != nil {
+		return err
+	}
+	switch ep.Kind {
+	case EpisodeText:
+		if err := e.validText(ep.Text); err != nil {
+			return err
+		}
+		if strings.TrimSpace(ep.Text) == "" {
+			return fmt.Errorf("%w: empty text", ErrInvalidText)
+		}
+		if !ep.At.IsZero() {
+			return checkTime(ep.At, "episode time")
+		}
+	case EpisodeFacts:
+		if len(ep.Ops) == 0 {
+			return fmt.Errorf("%w: no facts", ErrInvalidFact)
+		}
+		for i, op := range ep.Ops {
+			if err := validOp(op); err != nil {
+				return fmt.Errorf("op %d: %w", i, err)
+			}
+			// AssertBatch checks the text of a single fact.
+			alone := op.Kind == extract.Assert && (i == 0 || ep.Ops[i-1].Kind != extract.Assert) &&
+				(i == len(ep.Ops)-1 || ep.Ops[i+1].Kind != extract.Assert)
+			if alone {
+				if err := e.validText(renderOp(op)); err != nil {
+					return fmt.Errorf("op %d: %w", i, err)
+				}
+			}
+		}
+	case EpisodeCorrect:
+		if ep.Correct == nil {
+			return fmt.Errorf("%w: a correction episode without its fact", ErrInvalidFact)
+		}
+	default:
+		return fmt.Errorf("%w: unknown episode kind %d", ErrInvalidFact, ep.Kind)
+	}
+	return nil
 }

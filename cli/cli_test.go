@@ -433,7 +433,7 @@ func TestImportExport(t *testing.T) {
 		t.Errorf("carol's state = %s", got)
 	}
 
-	if r := c.run("{\"user\":", "import"); r.code != 2 || !strings.Contains(r.stderr, "record 1") {
+	if r := c.run("{\"user\":", "import"); r.code != 2 || !strings.Contains(r.stderr, "line 1") {
 		t.Errorf("import of garbage: %+v", r)
 	}
 }

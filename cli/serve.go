@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/memor-db/memor"
@@ -100,7 +99,10 @@ forget_memory.`,
 			logger := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: level}))
 			return a.withEngine(memor.Options{Logger: logger}, func(e *memor.Engine) error {
 				s := mcpserver.New(e, mcpserver.Options{Version: version(), Logger: logger})
-				err := s.Run(cmd.Context(), &mcp.StdioTransport{})
+				// mcpserver.Transport answers a malformed line with a
+				// JSON-RPC error and keeps serving, where the SDK's
+				// StdioTransport ends the session.
+				err := s.Run(cmd.Context(), &mcpserver.Transport{Reader: a.io.In, Writer: a.io.Out, Logger: logger})
 				if cmd.Context().Err() != nil {
 					return nil // asked to stop
 				}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/jsontext"
 )
 
 // The transfer format is JSON Lines: one memor.Episode per line, as the
@@ -97,50 +99,55 @@ func (a *app) importCmd() *cobra.Command {
 		Long: `import replays episodes written by 'memor export': what users said at the
 time they said it, structured facts, and corrections. With --user, every
 episode goes to that user instead of the one recorded in the file (a
-correction then cannot find its fact and is skipped with a warning).`,
+correction then cannot find its fact and is skipped with a warning).
+
+The input is checked whole before anything is written: a line that is not
+an episode memor would accept (not JSON, an unknown kind, an invalid user
+ID, text or time) imports nothing, and the error names the line. A failure
+while writing (a full disk, an interrupt) can leave the episodes before it
+imported; import again into a fresh store.`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var r io.Reader = a.io.In
-			var size int64
-			name := "stdin"
-			if len(args) == 1 && args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if fi, err := f.Stat(); err == nil {
-					size = fi.Size()
-				}
-				r, name = f, args[0]
+			in, name, size, cleanup, err := a.importInput(args)
+			if err != nil {
+				return err
 			}
+			defer cleanup()
 			bar := a.progress("import")
 			var st importStats
 			// Bulk import: acknowledge without fsync, sync once at the end.
-			err := a.withEngine(memor.Options{NoSync: true}, func(e *memor.Engine) error {
+			err = a.withEngine(memor.Options{NoSync: true}, func(e *memor.Engine) error {
 				remap := cmd.Flags().Changed("user")
-				dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<16))
+				// First pass: every line must be an episode the engine
+				// accepts, so that a bad line imports nothing.
+				err := eachEpisode(cmd, in, name, remap, a.user, func(ep memor.Episode, line int, _ int64) error {
+					if ep.Kind == memor.EpisodeText && strings.TrimSpace(ep.Text) == "" {
+						return nil // skipped by the replay
+					}
+					if err := e.CheckEpisode(ep); err != nil {
+						return usage(cmd, "%s: line %d (user %q, seq %d): %v; nothing was imported", name, line, ep.User, ep.Seq, err)
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if _, err := in.Seek(0, io.SeekStart); err != nil {
+					return err
+				}
 				touched := map[string]bool{}
-				for line := 1; ; line++ {
-					if err := cmd.Context().Err(); err != nil {
-						return err
-					}
-					var ep memor.Episode
-					if err := dec.Decode(&ep); errors.Is(err, io.EOF) {
-						break
-					} else if err != nil {
-						return usage(cmd, "%s: record %d: not an exported episode: %v", name, line, err)
-					}
-					if remap {
-						ep.User = a.user
-					}
+				err = eachEpisode(cmd, in, name, remap, a.user, func(ep memor.Episode, line int, offset int64) error {
 					if err := a.replay(cmd, e, ep, &st); err != nil {
-						return fmt.Errorf("%s: record %d (user %q, seq %d): %w", name, line, ep.User, ep.Seq, err)
+						return fmt.Errorf("%s: line %d (user %q, seq %d): %w", name, line, ep.User, ep.Seq, err)
 					}
 					touched[ep.User] = true
 					if size > 0 && bar != nil {
-						bar.set(fmt.Sprintf("%d episodes", st.episodes), int(dec.InputOffset()*1000/size), 1000)
+						bar.set(fmt.Sprintf("%d episodes", st.episodes), int(offset*1000/size), 1000)
 					}
+					return nil
+				})
+				if err != nil {
+					return err
 				}
 				bar.set(fmt.Sprintf("%d episodes", st.episodes), 1, 1) // the whole input is read
 				users := make([]string, 0, len(touched))
@@ -165,6 +172,85 @@ correction then cannot find its fact and is skipped with a warning).`,
 		},
 	}
 	return cmd
+}
+
+// importInput opens the import's input for two passes: FILE if it is a
+// regular file, else (stdin, a pipe) a private temporary copy, removed by
+// cleanup.
+func (a *app) importInput(args []string) (in io.ReadSeeker, name string, size int64, cleanup func(), err error) {
+	var r io.Reader = a.io.In
+	name = "stdin"
+	closeSrc := func() {}
+	if len(args) == 1 && args[0] != "-" {
+		f, err := os.Open(args[0])
+		if err != nil {
+			return nil, "", 0, nil, err
+		}
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return f, args[0], fi.Size(), func() { f.Close() }, nil
+		}
+		r, name, closeSrc = f, args[0], func() { f.Close() }
+	}
+	tmp, err := os.CreateTemp("", "memor-import-*.jsonl")
+	if err != nil {
+		closeSrc()
+		return nil, "", 0, nil, err
+	}
+	done := func() {
+		closeSrc()
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}
+	n, err := io.Copy(tmp, r)
+	if err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		done()
+		return nil, "", 0, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return tmp, name, n, done, nil
+}
+
+// eachEpisode decodes in, one episode a line (blank lines skipped), and
+// calls f with each, its line number and the input offset after it. A line
+// that is not one exported episode is a usage error naming the line.
+func eachEpisode(cmd *cobra.Command, in io.Reader, name string, remap bool, user string,
+	f func(ep memor.Episode, line int, offset int64) error) error {
+	br := bufio.NewReaderSize(in, 1<<16)
+	var offset int64
+	for line := 1; ; line++ {
+		if err := cmd.Context().Err(); err != nil {
+			return err
+		}
+		b, err := br.ReadBytes('\n')
+		offset += int64(len(b))
+		if len(b) == 0 && errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: line %d: %w", name, line, err)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue
+		}
+		var ep memor.Episode
+		err = json.Unmarshal(b, &ep)
+		if err == nil {
+			// encoding/json would turn invalid UTF-8 and half surrogate
+			// pairs into U+FFFD: two users would become one.
+			err = jsontext.Lossy(b)
+		}
+		if err != nil {
+			return usage(cmd, "%s: line %d: not an exported episode: %v; nothing was imported", name, line, err)
+		}
+		if remap {
+			ep.User = user
+		}
+		if err := f(ep, line, offset); err != nil {
+			return err
+		}
+	}
 }
 
 type importStats struct {

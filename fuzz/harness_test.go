@@ -18,7 +18,7 @@ import (
 // The vocabulary the generated programs draw from: few values, so that
 // slots, objects and instants collide often.
 var (
-	vocabUsers    = []string{"alice", "alice", "alice\x00", "bob"}
+	vocabUsers    = []string{"alice", "alice", "alice/", "bob"}
 	vocabSubjects = []string{"user", "User", " user ", "alex"}
 	// One predicates dominate: that is where the rules interact.
 	vocabPreds = []string{"lives_in", "Home City", "lives_in", "works_at", "employer", "likes", "Enjoys",

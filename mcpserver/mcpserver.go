@@ -14,7 +14,9 @@
 //
 // Every result carries structured content (the tool's output schema) and a
 // short readable text. Bad arguments come back as a tool error the model
-// can read and correct, never as a protocol failure or a crash.
+// can read and correct, never as a protocol failure or a crash. Serve it
+// over [Transport], which answers a malformed JSON-RPC line with an error
+// and keeps serving where the SDK's stdio transport would end the session.
 //
 // # Concurrency
 //
@@ -60,7 +62,7 @@ type Options struct {
 }
 
 // New returns an MCP server whose tools read and write e. Run it with
-// server.Run(ctx, &mcp.StdioTransport{}).
+// server.Run(ctx, &Transport{Reader: os.Stdin, Writer: os.Stdout}).
 func New(e *memor.Engine, o Options) *mcp.Server {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -362,7 +364,7 @@ func (t tools) forget(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*
 func explain(err error) error {
 	switch {
 	case errors.Is(err, memor.ErrInvalidUser):
-		return fmt.Errorf("%w (pass a non-empty user_id, at most %d bytes of UTF-8)", err, memor.MaxUserBytes)
+		return fmt.Errorf("%w (pass a user_id of at most %d bytes of UTF-8, with a visible character and no control character)", err, memor.MaxUserBytes)
 	case errors.Is(err, memor.ErrInvalidFact), errors.Is(err, memor.ErrNotFound):
 		return fmt.Errorf("%w (take fact_id from get_user_profile, get_history or query_memory)", err)
 	case errors.Is(err, memor.ErrTooLarge):
