@@ -123,13 +123,16 @@ func (q quietLogger) Fatalf(format string, args ...any) {
 	for _, s := range fatalStorage {
 		storage = storage || strings.Contains(msg, s)
 	}
+	var cause error = errors.New(msg)
 	for _, a := range args {
-		if err, ok := a.(error); ok && ioError(err) {
-			storage = true
+		if err, ok := a.(error); ok {
+			storage = storage || ioError(err)
+			cause = fatalError{msg, err}
 		}
 	}
 	if q.fail != nil {
-		q.fail.set(errors.New(msg), true)
+		// A failed MANIFEST write leaves the memtable as it was.
+		q.fail.set(cause, !strings.Contains(msg, "MANIFEST"))
 	}
 	if storage {
 		return
@@ -138,12 +141,25 @@ func (q quietLogger) Fatalf(format string, args ...any) {
 	panic(msg)
 }
 
+// abandonAfter is how long a write inside Pebble may still take once a
+// failure is latched before it is abandoned.
+const abandonAfter = time.Second
+
+// fatalError is Fatalf's message, wrapping the error it names.
+type fatalError struct {
+	msg string
+	err error
+}
+
+func (f fatalError) Error() string { return f.msg }
+func (f fatalError) Unwrap() error { return f.err }
+
 // write runs fn, a write to Pebble, refusing it if a failure is latched.
 // Any error of fn, or a panic, latches a failure (stale: the write may
-// have reached the memtable). A write still inside Pebble when a failure
-// is latched returns at once and is abandoned (see failure): its
-// goroutine stays blocked, and b (if not nil) is marked abandoned so that
-// Close does not recycle a batch Pebble may still use.
+// have reached the memtable). A write still inside Pebble abandonAfter
+// after a failure is latched returns the failure and is abandoned (see
+// failure): its goroutine stays blocked, and b (if not nil) is marked
+// abandoned so that Close does not recycle a batch Pebble may still use.
 func (db *DB) write(op string, b *Batch, fn func() error) error {
 	if err := db.fail.get(); err != nil {
 		return err
@@ -164,7 +180,7 @@ func (db *DB) write(op string, b *Batch, fn func() error) error {
 	case <-db.fail.done:
 		select {
 		case err = <-done:
-		default:
+		case <-time.After(abandonAfter):
 			if b != nil {
 				b.abandoned = true
 			}
@@ -177,10 +193,11 @@ func (db *DB) write(op string, b *Batch, fn func() error) error {
 		}
 		return db.fail.set(fmt.Errorf("kv: %s: %w", op, err), true)
 	}
-	// A failure latched while fn ran may have been this write's (Fatalf
-	// returned instead of Pebble returning an error): it is not
-	// acknowledged.
-	return db.fail.get()
+	// A failure of the log latched while fn ran may have been this
+	// write's (Fatalf returned instead of Pebble returning an error): it
+	// is not acknowledged. Another failure (a flush, the MANIFEST) leaves
+	// a write Pebble accepted durable.
+	return db.fail.readErr()
 }
 
 // closeWait bounds how long Close waits for Pebble after a failure.
