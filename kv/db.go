@@ -82,6 +82,8 @@ type DB struct {
 	ingestMin int
 	// fail latches the first storage failure (see failure).
 	fail *failure
+	// writers run writes (see DB.write).
+	writers *writers
 }
 
 // Open opens (creating if needed) the store in dir and checks its format.
@@ -159,7 +161,7 @@ func Open(dir string, o Options) (*DB, error) {
 		o.IngestMinBytes = DefaultIngestMinBytes
 	}
 	db := &DB{p: p, po: po, cacheSize: o.CacheSize, noSync: o.NoSync, syncs: counts, dir: dir, fs: po.FS,
-		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes, fail: fail}
+		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes, fail: fail, writers: newWriters()}
 	if err := db.checkFormat(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -314,6 +316,7 @@ func (db *DB) Close() error {
 	if db.p == nil {
 		return nil // a failed rewrite closed it
 	}
+	db.writers.stop()
 	if db.fail.get() != nil {
 		return db.closeFailed()
 	}

@@ -164,16 +164,15 @@ func (db *DB) write(op string, b *Batch, fn func() error) error {
 	if err := db.fail.get(); err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() {
+	done := db.writers.run(func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				db.fail.wedged.Store(true)
-				done <- db.fail.set(fmt.Errorf("kv: %s: pebble panicked: %v", op, r), true)
+				err = db.fail.set(fmt.Errorf("kv: %s: pebble panicked: %v", op, r), true)
 			}
 		}()
-		done <- fn()
-	}()
+		return fn()
+	})
 	var err error
 	select {
 	case err = <-done:
@@ -199,6 +198,64 @@ func (db *DB) write(op string, b *Batch, fn func() error) error {
 	// a write Pebble accepted durable.
 	return db.fail.readErr()
 }
+
+// writers are the goroutines DB.write runs writes on. They are kept
+// rather than started for each write: a new goroutine grows its stack
+// through Pebble's commit path every time, which made a small commit take
+// five times as long.
+type writers struct {
+	idle chan *writer
+	quit chan struct{}
+	once sync.Once
+}
+
+type writer struct {
+	done chan error
+	next chan func() error
+}
+
+func newWriters() *writers {
+	return &writers{idle: make(chan *writer, 64), quit: make(chan struct{})}
+}
+
+// run runs fn on an idle writer, or a new one, and returns where its
+// result arrives.
+func (ws *writers) run(fn func() error) <-chan error {
+	done := make(chan error, 1)
+	select {
+	case w := <-ws.idle:
+		w.done = done
+		select {
+		case w.next <- fn:
+			return done
+		case <-ws.quit: // w has ended
+		}
+		go ws.loop(&writer{done: done, next: make(chan func() error)}, fn)
+	default:
+		w := &writer{done: done, next: make(chan func() error)}
+		go ws.loop(w, fn)
+	}
+	return done
+}
+
+func (ws *writers) loop(w *writer, fn func() error) {
+	for {
+		w.done <- fn()
+		select {
+		case ws.idle <- w:
+		default:
+			return // enough idle writers
+		}
+		select {
+		case fn = <-w.next:
+		case <-ws.quit:
+			return
+		}
+	}
+}
+
+// stop ends the idle writers.
+func (ws *writers) stop() { ws.once.Do(func() { close(ws.quit) }) }
 
 // closeWait bounds how long Close waits for Pebble after a failure.
 const closeWait = 5 * time.Second
