@@ -23,9 +23,10 @@
 //
 // Every error is JSON {"error": "...", "code": "..."} with the status that
 // fits: memor's invalid-input sentinels are 400, ErrTooLarge and an
-// oversized body 413, ErrNotFound 404, ErrClosed 503, a missing or wrong
-// bearer token 401. Anything else is a 500 whose detail goes to the log,
-// not to the client.
+// oversized body 413, ErrNotFound 404, ErrClosed 503, ErrStorage (a full
+// or failing disk) 503 with code "storage" and its detail in the log, a
+// missing or wrong bearer token 401. Anything else is a 500 whose detail
+// goes to the log, not to the client.
 //
 // # Safety
 //
