@@ -169,7 +169,26 @@ func TestFullDisk(t *testing.T) {
 	if err := within(t, 10*time.Second, "Close", e.Close); err != nil && !errors.Is(err, memor.ErrStorage) {
 		t.Errorf("Close: %v", err)
 	}
-	e, err = memor.Open(store, memor.Options{})
+	// Opening needs room too: on a full disk it is ErrStorage, not a
+	// damaged store.
+	filler = fillDisk(t, dir, 0)
+	if e, err := memor.Open(store, memor.Options{}); err == nil {
+		e.Close()
+		t.Log("Open on a full disk succeeded")
+	} else if !errors.Is(err, memor.ErrStorage) || errors.Is(err, memor.ErrCorrupt) {
+		t.Errorf("Open on a full disk: %v, want ErrStorage", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	// The abandoned Open finishes once there is room, and lets go of the
+	// store.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		e, err = memor.Open(store, memor.Options{})
+		if !errors.Is(err, memor.ErrLocked) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("reopen with space: %v", err)
 	}

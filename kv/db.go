@@ -182,6 +182,7 @@ func Open(dir string, o Options) (*DB, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	fail.opened.Store(true)
 	return db, nil
 }
 
@@ -234,10 +235,13 @@ func openPebble(dir string, po *pebble.Options) (p *pebble.DB, err error) {
 			p, err = nil, fmt.Errorf("%w: %v", ErrCorrupt, r)
 		}
 	}()
-	p, err = pebble.Open(dir, po)
+	p, err = openWatched(dir, po)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
 		(err != nil && strings.Contains(err.Error(), "lock held by current process")) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
+	if errors.Is(err, ErrStorage) || ioError(err) {
+		return nil, fmt.Errorf("%w: open %s: %w", ErrStorage, dir, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrCorrupt, dir, err)

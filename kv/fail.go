@@ -50,6 +50,8 @@ type failure struct {
 	// wedged: a goroutine panicked inside Pebble's commit pipeline, whose
 	// mutex it holds; Pebble's Close would wait for it forever.
 	wedged atomic.Bool
+	// opened: Open has returned the DB (see failFS.Create).
+	opened atomic.Bool
 	log    *slog.Logger
 }
 
@@ -257,6 +259,51 @@ func (ws *writers) loop(w *writer, fn func() error) {
 // stop ends the idle writers.
 func (ws *writers) stop() { ws.once.Do(func() { close(ws.quit) }) }
 
+// openWatched is pebble.Open, returning the failure if one is latched
+// meanwhile. Open flushes the memtables it replayed from the log and waits
+// for the flush, which Pebble retries forever while the disk is full: that
+// Open is abandoned after abandonAfter (it closes the DB if it ever
+// succeeds; until then the store is locked). A panic is passed on.
+func openWatched(dir string, po *pebble.Options) (*pebble.DB, error) {
+	q, _ := po.Logger.(quietLogger)
+	if q.fail == nil {
+		return pebble.Open(dir, po)
+	}
+	type result struct {
+		p     *pebble.DB
+		err   error
+		panic any
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		func() {
+			defer func() { r.panic = recover() }()
+			r.p, r.err = pebble.Open(dir, po)
+		}()
+		done <- r
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-q.fail.done:
+		select {
+		case r = <-done:
+		case <-time.After(abandonAfter):
+			go func() {
+				if r := <-done; r.p != nil {
+					_ = r.p.Close()
+				}
+			}()
+			return nil, fmt.Errorf("%w (Pebble's open kept retrying and was abandoned)", q.fail.get())
+		}
+	}
+	if r.panic != nil {
+		panic(r.panic)
+	}
+	return r.p, r.err
+}
+
 // closeWait bounds how long Close waits for Pebble after a failure.
 const closeWait = 5 * time.Second
 
@@ -298,12 +345,17 @@ type failFS struct {
 func (f failFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	wal := strings.HasSuffix(name, ".log")
 	if err := f.fail.get(); err != nil && strings.HasSuffix(name, ".sst") {
-		// Once a failure is latched no table is written: a flush would
-		// make durable what the memtable holds, which may include writes
-		// that were refused. Pebble retries a failed flush at once,
-		// forever: the pause keeps that from spinning.
+		// Pebble retries a failed flush at once, forever: the pause keeps
+		// that from spinning.
 		time.Sleep(100 * time.Millisecond)
-		return nil, fmt.Errorf("kv: create %s: %w", name, err)
+		// Once the DB is open and failed, no table is written: a flush
+		// would make durable what the memtable holds, which may include
+		// writes that were refused. (During Open, the memtables hold the
+		// log's replay: a retry may succeed once there is room, see
+		// openWatched.)
+		if f.fail.opened.Load() {
+			return nil, fmt.Errorf("kv: create %s: %w", name, err)
+		}
 	}
 	file, err := f.FS.Create(name, category)
 	if err != nil {
