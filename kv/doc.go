@@ -40,6 +40,11 @@
 //     the log, the memtable, the flush or any compaction.
 //  3. Opening a store whose format version is newer than [FormatVersion]
 //     fails with [ErrFormatTooNew] and writes nothing.
+//  4. A write the file system fails is [ErrStorage], never a panic. A
+//     failure inside Pebble (the log, a flush, the MANIFEST) is latched:
+//     every later write returns it at once, and after a failure of the
+//     log every read too, until the store is reopened (see failure in
+//     fail.go for what Pebble does that makes this necessary).
 //
 // # Concurrency
 //

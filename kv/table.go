@@ -226,6 +226,9 @@ func sstableWriterOptions(po *pebble.Options, p *pebble.DB) sstable.WriterOption
 // order. It reads one key per user: after each user it seeks past the
 // user's keyspace.
 func (db *DB) Users(ctx context.Context, fn func(user string) error) error {
+	if err := db.fail.readErr(); err != nil {
+		return err
+	}
 	it, err := db.p.NewIter(&pebble.IterOptions{LowerBound: []byte{TagUser}, UpperBound: []byte{TagUser + 1}})
 	if err != nil {
 		return wrapErr("users", err)
