@@ -67,7 +67,7 @@ func isSync(k errorfs.OpKind) bool {
 
 func isWrite(k errorfs.OpKind) bool { return k == errorfs.OpFileWrite || k == errorfs.OpFileWriteAt }
 
-var diskText = strings.Repeat("I live in Paris and my sister Ana works at the museum. ", 200)
+var diskText = strings.Repeat("I live in Paris and my sister Ana works at the museum. ", 1100)
 
 // addUntilFailure adds episodes (inline, so that each is acknowledged
 // only once applied and durable) until one fails, at most n.
