@@ -108,70 +108,73 @@ func assertBatchOnce(t *testing.T, e *Engine, user string) (int, error) {
 	return 0, err
 }
 
-var faultPoints = []faultPoint{{
-	name:    "WAL write",
-	fails:   func(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".log") && isWrite(op.Kind) },
-	trigger: func(t *testing.T, e *Engine) (int, error) { return addUntilFailure(t, e, 5) },
-	latched: true,
-}, {
-	// The second write of the log after the fault is on: the one applying
-	// a queued episode (acknowledged: its own commit was the first).
-	name: "WAL write applying a queued episode",
-	fails: func() func(op errorfs.Op) bool {
-		var n atomic.Int32
-		return func(op errorfs.Op) bool {
-			return strings.HasSuffix(op.Path, ".log") && isWrite(op.Kind) && n.Add(1) >= 2
-		}
-	}(),
-	trigger: func(t *testing.T, e *Engine) (int, error) {
-		ctx := context.Background()
-		if _, err := e.Add(ctx, "u", "I work at the library."); err != nil {
-			t.Fatalf("the queued Add (its commit is before the fault): %v", err)
-		}
-		// The worker's commit fails: Flush returns, with the failure or
-		// (if it read the store first) nil.
-		if err := timed(t, 5*time.Second, "Flush", func() error { return e.Flush(ctx, "u") }); err != nil && !errors.Is(err, ErrStorage) {
-			t.Fatalf("Flush: %v", err)
-		}
-		_, err := addUntilFailure(t, e, 5)
-		return 1, err
-	},
-	latched:     true,
-	maybeStored: true,
-}, {
-	name:        "WAL sync",
-	fails:       func(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".log") && isSync(op.Kind) },
-	trigger:     func(t *testing.T, e *Engine) (int, error) { return addUntilFailure(t, e, 5) },
-	latched:     true,
-	maybeStored: true,
-}, {
-	// Enough writes fill the memtable; its flush fails writing the table.
-	name: "table write during flush",
-	fails: func(op errorfs.Op) bool {
-		return strings.HasSuffix(op.Path, ".sst") && !strings.HasPrefix(base(op), ".memor-ingest") && isWrite(op.Kind)
-	},
-	trigger: func(t *testing.T, e *Engine) (int, error) { return addUntilFailure(t, e, 2000) },
-	latched: true,
-	// The write that saw the failure may have been durable already.
-	maybeStored: true,
-}, {
-	// A new user's bulk write is ingested: Pebble records the table in
-	// the MANIFEST, and that write fails.
-	name: "MANIFEST write",
-	fails: func(op errorfs.Op) bool {
-		return strings.HasPrefix(base(op), "MANIFEST") && (isWrite(op.Kind) || isSync(op.Kind))
-	},
-	trigger:     func(t *testing.T, e *Engine) (int, error) { return assertBatchOnce(t, e, "bulk") },
-	latched:     true,
-	maybeStored: true,
-}, {
-	// The table memor writes for an ingestion fails: nothing changed.
-	name: "ingested table write",
-	fails: func(op errorfs.Op) bool {
-		return strings.HasPrefix(base(op), ".memor-ingest") && (isWrite(op.Kind) || isSync(op.Kind))
-	},
-	trigger: func(t *testing.T, e *Engine) (int, error) { return assertBatchOnce(t, e, "bulk") },
-}}
+// faultPoints are made afresh for each run (some count operations).
+func faultPoints() []faultPoint {
+	return []faultPoint{{
+		name:    "WAL write",
+		fails:   func(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".log") && isWrite(op.Kind) },
+		trigger: func(t *testing.T, e *Engine) (int, error) { return addUntilFailure(t, e, 5) },
+		latched: true,
+	}, {
+		// The second write of the log after the fault is on: the one applying
+		// a queued episode (acknowledged: its own commit was the first).
+		name: "WAL write applying a queued episode",
+		fails: func() func(op errorfs.Op) bool {
+			var n atomic.Int32
+			return func(op errorfs.Op) bool {
+				return strings.HasSuffix(op.Path, ".log") && isWrite(op.Kind) && n.Add(1) >= 2
+			}
+		}(),
+		trigger: func(t *testing.T, e *Engine) (int, error) {
+			ctx := context.Background()
+			if _, err := e.Add(ctx, "u", "I work at the library."); err != nil {
+				t.Fatalf("the queued Add (its commit is before the fault): %v", err)
+			}
+			// The worker's commit fails: Flush returns, with the failure or
+			// (if it read the store first) nil.
+			if err := timed(t, 5*time.Second, "Flush", func() error { return e.Flush(ctx, "u") }); err != nil && !errors.Is(err, ErrStorage) {
+				t.Fatalf("Flush: %v", err)
+			}
+			_, err := addUntilFailure(t, e, 5)
+			return 1, err
+		},
+		latched:     true,
+		maybeStored: true,
+	}, {
+		name:        "WAL sync",
+		fails:       func(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".log") && isSync(op.Kind) },
+		trigger:     func(t *testing.T, e *Engine) (int, error) { return addUntilFailure(t, e, 5) },
+		latched:     true,
+		maybeStored: true,
+	}, {
+		// Enough writes fill the memtable; its flush fails writing the table.
+		name: "table write during flush",
+		fails: func(op errorfs.Op) bool {
+			return strings.HasSuffix(op.Path, ".sst") && !strings.HasPrefix(base(op), ".memor-ingest") && isWrite(op.Kind)
+		},
+		trigger: func(t *testing.T, e *Engine) (int, error) { return addUntilFailure(t, e, 2000) },
+		latched: true,
+		// The write that saw the failure may have been durable already.
+		maybeStored: true,
+	}, {
+		// A new user's bulk write is ingested: Pebble records the table in
+		// the MANIFEST, and that write fails.
+		name: "MANIFEST write",
+		fails: func(op errorfs.Op) bool {
+			return strings.HasPrefix(base(op), "MANIFEST") && (isWrite(op.Kind) || isSync(op.Kind))
+		},
+		trigger:     func(t *testing.T, e *Engine) (int, error) { return assertBatchOnce(t, e, "bulk") },
+		latched:     true,
+		maybeStored: true,
+	}, {
+		// The table memor writes for an ingestion fails: nothing changed.
+		name: "ingested table write",
+		fails: func(op errorfs.Op) bool {
+			return strings.HasPrefix(base(op), ".memor-ingest") && (isWrite(op.Kind) || isSync(op.Kind))
+		},
+		trigger: func(t *testing.T, e *Engine) (int, error) { return assertBatchOnce(t, e, "bulk") },
+	}}
+}
 
 // TestStorageFaults fails the file system at chosen points (errorfs):
 // each gives ErrStorage, never a panic or a hang; after a failure inside
@@ -181,7 +184,7 @@ var faultPoints = []faultPoint{{
 // the acknowledged writes (plus, where its bytes reached the file before
 // the failure, the write that failed, whole).
 func TestStorageFaults(t *testing.T) {
-	for _, fp := range faultPoints {
+	for _, fp := range faultPoints() {
 		t.Run(fp.name, func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
