@@ -33,6 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/kv"
@@ -112,6 +114,9 @@ type Options struct {
 	QueueSize int
 	// RebuildProgress, if set, is called after each episode Rebuild replays.
 	RebuildProgress func(user string, done, total int)
+	// fs is the file system the store writes through (nil: the
+	// operating system's); tests inject storage failures with it.
+	fs vfs.FS
 }
 
 // Predicate declares a predicate's cardinality and aliases.
@@ -163,7 +168,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	db, err := kv.Open(dir, kv.Options{NoSync: o.NoSync, CacheSize: o.CacheSize, Logger: o.Logger,
-		IngestMinBytes: o.IngestMinBytes})
+		IngestMinBytes: o.IngestMinBytes, FS: o.fs})
 	if err != nil {
 		return nil, fmt.Errorf("memor: open %s: %w", dir, err)
 	}

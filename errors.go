@@ -24,6 +24,11 @@ var (
 	ErrReadOnly     = kv.ErrReadOnlyStore
 	// ErrLocked: another process has the store open.
 	ErrLocked = kv.ErrLocked
+	// ErrStorage: the file system failed (a full disk, an I/O error), so a
+	// write could not be made durable. The error wraps the cause. The
+	// engine refuses every later write with it until it is reopened (see
+	// the README, "A full disk").
+	ErrStorage = kv.ErrStorage
 	// ErrCheck wraps every finding of Check.
 	ErrCheck = errors.New("memor: check failed")
 	// ErrExtractionFailed: Add with Sync stored the episode, but its

@@ -62,23 +62,52 @@ applies every queued episode.`,
 				origins[i] = n
 			}
 			logger := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			return a.withEngine(memor.Options{Logger: logger}, func(e *memor.Engine) error {
-				dir, _ := a.dbPath()
-				return server.ListenAndServe(cmd.Context(), e, server.ServeOptions{
-					Options: server.Options{Token: token, Logger: logger, Version: version(),
-						AllowOrigins: origins, Conformance: conformance},
-					Addr: addr,
-					OnListen: func(ad net.Addr) {
-						fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
-					},
-				})
+			e, err := a.open(memor.Options{Logger: logger})
+			if err != nil {
+				return err
+			}
+			dir, _ := a.dbPath()
+			serr := server.ListenAndServe(cmd.Context(), e, server.ServeOptions{
+				Options: server.Options{Token: token, Logger: logger, Version: version(),
+					AllowOrigins: origins, Conformance: conformance},
+				Addr: addr,
+				OnListen: func(ad net.Addr) {
+					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
+				},
 			})
+			// The shutdown is bounded (ServeOptions.ShutdownTimeout);
+			// closing must be too, or a write that never returns would
+			// keep the process alive after SIGTERM.
+			if cerr := closeWithin(e, closeTimeout); serr == nil {
+				serr = cerr
+			}
+			return serr
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", server.DefaultAddr, "listen address host:port")
 	cmd.Flags().StringArrayVar(&origins, "allow-origin", nil, "let web pages of this origin (scheme://host[:port]) call the API (repeatable)")
 	cmd.Flags().BoolVar(&conformance, "conformance", false, "also serve memortest's contract under /conformance/ (suite users memortest/... only)")
 	return cmd
+}
+
+// closeTimeout bounds how long serve waits for the store to close once the
+// server has shut down.
+const closeTimeout = 10 * time.Second
+
+// closeWithin closes e, giving up after d: an operation that is still
+// running then (a write stuck in an extractor that ignores its context)
+// would keep the process alive. Every acknowledged write is durable
+// already; what was not acknowledged is applied after the next open or
+// was never stored.
+func closeWithin(e *memor.Engine, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- e.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		return fmt.Errorf("memor: the store did not close within %v (an operation is still running); exiting anyway: every acknowledged write is durable", d)
+	}
 }
 
 func (a *app) mcpCmd() *cobra.Command {

@@ -46,6 +46,9 @@ var (
 	ErrClosed        = errors.New("kv: store is closed")
 	ErrReadOnlyStore = errors.New("kv: store folder is not writable")
 	ErrLocked        = errors.New("kv: store is in use by another process")
+	// ErrStorage: the file system failed a write (a full disk, an I/O
+	// error), so a write could not be made durable. It wraps the cause.
+	ErrStorage = errors.New("kv: storage failed")
 )
 
 var formatKey = []byte{TagMeta, 'f', 'o', 'r', 'm', 'a', 't'}
@@ -70,6 +73,11 @@ type Options struct {
 	IngestMinBytes int
 	// syncedEvery overrides [syncedEvery] (tests).
 	syncedEvery time.Duration
+	// FS is the file system Pebble writes through; nil means the
+	// operating system's (vfs.Default). Tests inject failures with it.
+	// The folder itself (its creation, the format sidecar) is always
+	// handled through the operating system.
+	FS vfs.FS
 }
 
 // DB is a Pebble store with memor's format. Safe for concurrent use.
@@ -89,6 +97,10 @@ type DB struct {
 	ingestMin int
 	// synced records the synced sequence number (see syncedName).
 	synced *syncedSeq
+	// fail latches the first storage failure (see failure).
+	fail *failure
+	// writers run writes (see DB.write).
+	writers *writers
 }
 
 // Open opens (creating if needed) the store in dir and checks its format.
@@ -99,18 +111,37 @@ func Open(dir string, o Options) (*DB, error) {
 	if err := probeWritable(dir); err != nil {
 		return nil, err
 	}
-	lg := quietLogger{o.Logger}
+	fail := newFailure(o.Logger)
+	lg := quietLogger{o.Logger, fail}
 	counts := &syncCounts{}
+	base := o.FS
+	if base == nil {
+		base = vfs.Default
+	}
 	po := &pebble.Options{
 		Logger: lg,
 		// Write-ahead logs are never recycled: a recycled log keeps the
 		// bytes of deleted users until it is overwritten (see Scrub).
-		FS: noRecycleFS{syncCountingFS{vfs.Default, counts}},
+		FS: noRecycleFS{syncCountingFS{failFS{base, fail}, counts}},
 		EventListener: &pebble.EventListener{
 			// Pebble's default listener calls Fatalf; a corrupt table is an
 			// error for the read that found it, not a crash.
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
 				lg.Errorf("data corruption in %s: %v", info.Path, info.Details)
+			},
+			// A failed flush is retried forever, and writes wait for it
+			// once the memtables are full: refuse them instead.
+			FlushEnd: func(info pebble.FlushInfo) {
+				if flushFailed(info.Err) {
+					fail.set(fmt.Errorf("flush: %w", info.Err), false)
+				}
+			},
+			BackgroundError: func(err error) {
+				if fail.get() != nil {
+					lg.Infof("background error: %v", err) // the failure is logged once
+					return
+				}
+				lg.Errorf("background error: %v", err)
 			},
 		},
 	}
@@ -154,7 +185,7 @@ func Open(dir string, o Options) (*DB, error) {
 		o.IngestMinBytes = DefaultIngestMinBytes
 	}
 	db := &DB{p: p, po: po, cacheSize: o.CacheSize, noSync: o.NoSync, syncs: counts, dir: dir, fs: po.FS,
-		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes}
+		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes, fail: fail, writers: newWriters()}
 	if err := db.checkFormat(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -171,6 +202,11 @@ func Open(dir string, o Options) (*DB, error) {
 		_ = db.p.Close() // p itself, unless the rewrite reopened it
 		return nil, err
 	}
+	if err := fail.get(); err != nil { // a write of Open's failed
+		_ = db.Close()
+		return nil, err
+	}
+	fail.opened.Store(true)
 	if o.syncedEvery <= 0 {
 		o.syncedEvery = syncedEvery
 	}
@@ -227,10 +263,13 @@ func openPebble(dir string, po *pebble.Options) (p *pebble.DB, err error) {
 			p, err = nil, fmt.Errorf("%w: %v", ErrCorrupt, r)
 		}
 	}()
-	p, err = pebble.Open(dir, po)
+	p, err = openWatched(dir, po)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
 		(err != nil && strings.Contains(err.Error(), "lock held by current process")) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
+	if errors.Is(err, ErrStorage) || ioError(err) {
+		return nil, fmt.Errorf("%w: open %s: %w", ErrStorage, dir, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrCorrupt, dir, err)
@@ -358,6 +397,10 @@ func (db *DB) Close() error {
 		db.synced.close()
 		db.synced = nil
 	}
+	db.writers.stop()
+	if db.fail.get() != nil {
+		return db.closeFailed()
+	}
 	if err := db.rewriteManifestIfDirty(); err != nil {
 		if db.p != nil {
 			_ = db.p.Close()
@@ -421,6 +464,9 @@ func (db *DB) rewriteManifestIfDirty() error {
 
 // Get returns a copy of the value at key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
+	if err := db.fail.readErr(); err != nil {
+		return nil, err
+	}
 	v, c, err := db.p.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
@@ -436,11 +482,17 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 // are valid only during the call. Returning an error from fn stops the scan
 // and returns that error. ctx is checked every 256 keys.
 func (db *DB) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	if err := db.fail.readErr(); err != nil {
+		return err
+	}
 	return scan(ctx, db.p.NewIter, prefix, PrefixEnd(prefix), fn)
 }
 
 // ScanRange is Scan over [lo, hi).
 func (db *DB) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byte) error) error {
+	if err := db.fail.readErr(); err != nil {
+		return err
+	}
 	return scan(ctx, db.p.NewIter, lo, hi, fn)
 }
 
@@ -505,16 +557,20 @@ func (db *DB) NewLocalBatch(prefix []byte, size int) *Batch {
 
 // DeleteRange deletes [lo, hi) durably.
 func (db *DB) DeleteRange(lo, hi []byte) error {
-	return db.p.DeleteRange(lo, hi, pebble.Sync)
+	return db.write("delete range", nil, func() error { return db.p.DeleteRange(lo, hi, pebble.Sync) })
 }
 
 // Compact forces a compaction of [lo, hi) so that deleted data is dropped
 // from table files. It flushes the memtable first.
 func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
-	if err := db.p.Flush(); err != nil {
-		return fmt.Errorf("kv: flush: %w", err)
+	if err := db.Flush(); err != nil {
+		return err
 	}
+	// A failed compaction loses nothing and is not latched.
 	if err := db.p.Compact(ctx, lo, hi, true); err != nil {
+		if ctx.Err() == nil && ioError(err) {
+			return fmt.Errorf("%w: compact: %w", ErrStorage, err)
+		}
 		return fmt.Errorf("kv: compact: %w", err)
 	}
 	return nil
@@ -530,17 +586,17 @@ func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
 // does: Scrub marks the store so that Close rewrites it, or, after a crash,
 // the next Open.
 func (db *DB) Scrub() error {
-	if err := db.p.Set(manifestKey, []byte{1}, pebble.Sync); err != nil {
-		return fmt.Errorf("kv: scrub: %w", err)
+	if err := db.write("scrub", nil, func() error { return db.p.Set(manifestKey, []byte{1}, pebble.Sync) }); err != nil {
+		return err
 	}
 	// Pebble keeps up to MemTableStopWritesThreshold+1 obsolete logs for
 	// reuse; each rotation consumes (and, here, deletes) one of them.
 	for i := range 6 {
-		if err := db.p.Set(scrubKey, []byte{byte(i)}, pebble.Sync); err != nil {
-			return fmt.Errorf("kv: scrub: %w", err)
+		if err := db.write("scrub", nil, func() error { return db.p.Set(scrubKey, []byte{byte(i)}, pebble.Sync) }); err != nil {
+			return err
 		}
-		if err := db.p.Flush(); err != nil {
-			return fmt.Errorf("kv: scrub: %w", err)
+		if err := db.Flush(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -561,12 +617,12 @@ func (fs noRecycleFS) ReuseForWrite(oldname, newname string, category vfs.DiskWr
 }
 
 // Flush writes the memtable to table files.
-func (db *DB) Flush() error { return db.p.Flush() }
+func (db *DB) Flush() error { return db.write("flush", nil, db.p.Flush) }
 
 // SyncWAL makes every previously committed write durable (used after a
 // NoSync bulk import).
 func (db *DB) SyncWAL() error {
-	return db.p.LogData(nil, pebble.Sync)
+	return db.write("sync", nil, func() error { return db.p.LogData(nil, pebble.Sync) })
 }
 
 // Reader is what the index packages read through: the store or a batch.
@@ -596,6 +652,8 @@ type Batch struct {
 	// commit needs them sorted (see localWrites); nil once they moved to
 	// b (a range deletion, a read across the prefix's edge).
 	loc *localWrites
+	// abandoned: a commit of b may still be inside Pebble (see DB.write).
+	abandoned bool
 }
 
 // SetLocal declares that the store holds no key under prefix (a user with
@@ -646,6 +704,9 @@ func (b *Batch) outsideLocal(lo, hi []byte) bool {
 
 // scanDir is scanDir through the batch.
 func (b *Batch) scanDir(ctx context.Context, lo, hi []byte, reverse bool, fn func(k, v []byte) error) error {
+	if err := b.db.fail.readErr(); err != nil {
+		return err
+	}
 	if b.loc != nil {
 		switch {
 		case b.isLocal(lo, hi):
@@ -713,6 +774,9 @@ func (b *Batch) DeleteRange(lo, hi []byte) error {
 
 // Get reads key through the batch.
 func (b *Batch) Get(key []byte) ([]byte, error) {
+	if err := b.db.fail.readErr(); err != nil {
+		return nil, err
+	}
 	if b.underLocal(key) {
 		if b.loc.merges < maxLocalMerges {
 			return b.loc.get(key)
@@ -802,8 +866,8 @@ func (b *Batch) commit(wo *pebble.WriteOptions) error {
 			return err
 		}
 	}
-	if err := b.b.Commit(wo); err != nil {
-		return fmt.Errorf("kv: commit: %w", err)
+	if err := b.db.write("commit", b, func() error { return b.b.Commit(wo) }); err != nil {
+		return err
 	}
 	if wo.Sync && b.db.synced != nil {
 		// Every write before this batch's last is durable too.
@@ -824,10 +888,16 @@ func (b *Batch) Close() error {
 		b.loc.release()
 		b.loc = nil
 	}
+	if b.abandoned {
+		return nil // Pebble may still use it: left to the collector
+	}
 	return b.b.Close()
 }
 
-type quietLogger struct{ l *slog.Logger }
+type quietLogger struct {
+	l    *slog.Logger
+	fail *failure
+}
 
 func (q quietLogger) Infof(format string, args ...any) {
 	if q.l != nil {
@@ -838,13 +908,6 @@ func (q quietLogger) Errorf(format string, args ...any) {
 	if q.l != nil {
 		q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	}
-}
-
-// Fatalf is Pebble's report of a broken invariant; Pebble's own logger
-// exits the process, memor panics so that a test or server can report it.
-func (q quietLogger) Fatalf(format string, args ...any) {
-	q.Errorf(format, args...)
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }
 
 // Syncs are the file syncs the store has asked the operating system for

@@ -56,6 +56,11 @@
 //     recovery that ends below the writes recorded as durable — fails
 //     with [ErrCorrupt] and changes no file: the check runs before Pebble
 //     opens the folder for writing.
+//  5. A write the file system fails is [ErrStorage], never a panic. A
+//     failure inside Pebble (the log, a flush, the MANIFEST) is latched:
+//     every later write returns it at once, and after a failure of the
+//     log every read too, until the store is reopened (see failure in
+//     fail.go for what Pebble does that makes this necessary).
 //
 // # Concurrency
 //

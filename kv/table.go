@@ -79,16 +79,23 @@ func (b *Batch) commitLocalAsTable() (bool, error) {
 
 // ingest writes the keys fill gives, in order, to a table file and ingests
 // it.
+//
+// A failure to write the table changes nothing in the store: it returns
+// ErrStorage without latching a failure (see failure), and the same write
+// succeeds once there is room. A failure of Pebble's ingestion is latched.
 func (b *Batch) ingest(fill func(set func(k, v []byte) error) error) (bool, error) {
+	if err := b.db.fail.get(); err != nil {
+		return false, err
+	}
 	path := filepath.Join(b.db.dir, fmt.Sprintf("%s%d-%d.sst", tablePrefix, os.Getpid(), b.db.tables.Add(1)))
 	f, err := b.db.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return false, fmt.Errorf("kv: ingest: %w", err)
+		return false, fmt.Errorf("%w: ingest: %w", ErrStorage, err)
 	}
 	w := sstable.NewWriter(newTableWritable(f), b.db.tableOpts)
 	err = fill(func(k, v []byte) error {
 		if err := w.Set(k, v); err != nil {
-			return fmt.Errorf("kv: ingest: %w", err)
+			return fmt.Errorf("%w: ingest: %w", ErrStorage, err)
 		}
 		return nil
 	})
@@ -100,11 +107,11 @@ func (b *Batch) ingest(fill func(set func(k, v []byte) error) error) (bool, erro
 	// Close writes the footer and syncs the file.
 	if err := w.Close(); err != nil {
 		_ = b.db.fs.Remove(path)
-		return false, fmt.Errorf("kv: ingest: %w", err)
+		return false, fmt.Errorf("%w: ingest: %w", ErrStorage, err)
 	}
-	if err := b.db.p.Ingest(context.Background(), []string{path}); err != nil {
+	if err := b.db.write("ingest", nil, func() error { return b.db.p.Ingest(context.Background(), []string{path}) }); err != nil {
 		_ = b.db.fs.Remove(path)
-		return false, wrapErr("ingest", err)
+		return false, err
 	}
 	b.db.ingested.Add(1)
 	return true, nil
@@ -219,6 +226,9 @@ func sstableWriterOptions(po *pebble.Options, p *pebble.DB) sstable.WriterOption
 // order. It reads one key per user: after each user it seeks past the
 // user's keyspace.
 func (db *DB) Users(ctx context.Context, fn func(user string) error) error {
+	if err := db.fail.readErr(); err != nil {
+		return err
+	}
 	it, err := db.p.NewIter(&pebble.IterOptions{LowerBound: []byte{TagUser}, UpperBound: []byte{TagUser + 1}})
 	if err != nil {
 		return wrapErr("users", err)

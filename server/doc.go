@@ -24,11 +24,13 @@
 //
 // Every error is JSON {"error": "...", "code": "..."} with the status that
 // fits: memor's invalid-input sentinels are 400, ErrTooLarge and an
-// oversized body 413, ErrNotFound 404, ErrClosed 503, a missing or wrong
-// bearer token 401, a refused Host or web page 403 (forbidden_host,
-// forbidden_origin), a body that is not application/json 415. Anything
-// else is a 500 whose detail goes to the log, not to the client.
-// (/conformance/add, query and reset answer memortest's plain-text errors.)
+// oversized body 413, ErrNotFound 404, ErrClosed 503, ErrStorage (a full
+// or failing disk) 503 with code "storage" and its detail in the log, a
+// missing or wrong bearer token 401, a refused Host or web page 403
+// (forbidden_host, forbidden_origin), a body that is not application/json
+// 415. Anything else is a 500 whose detail goes to the log, not to the
+// client. (/conformance/add, query and reset answer memortest's plain-text
+// errors.)
 //
 // # Safety
 //

@@ -418,9 +418,14 @@ func (h *Handler) facts(w http.ResponseWriter, r *http.Request, fs []memor.Fact,
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := Status(err)
 	msg := err.Error()
-	if status == http.StatusInternalServerError {
+	switch code {
+	case "internal":
 		h.log.Error("server: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "internal error"
+	case "storage":
+		// The detail names the store's files: for the log only.
+		h.log.Error("server: storage failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		msg = "storage failed: the store refuses writes until the server is restarted"
 	}
 	writeErr(w, status, code, msg)
 }
@@ -447,6 +452,9 @@ func Status(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, memor.ErrClosed):
 		return http.StatusServiceUnavailable, "closed"
+	case errors.Is(err, memor.ErrStorage):
+		// The disk is full or failing: nothing the client can fix.
+		return http.StatusServiceUnavailable, "storage"
 	case errors.Is(err, memor.ErrExtractionFailed):
 		// The episode is stored; the extractor (a model) failed on it.
 		return http.StatusBadGateway, "extraction_failed"

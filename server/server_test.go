@@ -284,6 +284,7 @@ func TestStatus(t *testing.T) {
 		{&http.MaxBytesError{Limit: 1}, 413, "too_large"},
 		{memor.ErrNotFound, 404, "not_found"},
 		{memor.ErrClosed, 503, "closed"},
+		{memor.ErrStorage, 503, "storage"},
 		{memor.ErrExtractionFailed, 502, "extraction_failed"},
 		{ErrBadRequest, 400, "bad_request"},
 		{ErrUnauthorized, 401, "unauthorized"},
