@@ -67,6 +67,9 @@ func TestCorpusEveryWritePath(t *testing.T) {
 		name := "fresh"
 		if loaded {
 			name = "loaded"
+			if testing.Short() {
+				continue // -short (the race run): the fresh store only
+			}
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
