@@ -312,8 +312,14 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 			return err
 		}
 	}
-	e.idx.dropUser(user)
-	t.ui, t.indexed = nil, true // the replay loads the indexes from the batch
+	// The replay builds new indexes from the batch (empty after the range
+	// deletions) outside the cache: until the commit, Query reads the old
+	// ones, which match the store, and the new ones replace them after.
+	ui, err := e.idx.load(ctx, t.b, user, true)
+	if err != nil {
+		return err
+	}
+	t.ui, t.indexed = ui, true
 	wasApplied := t.meta.Applied
 	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
 	for i, ep := range eps {
@@ -332,6 +338,7 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 	if err := t.commit(); err != nil {
 		return err
 	}
+	e.idx.put(user, t.ui)
 	if t.meta.Applied > wasApplied {
 		// Episodes still queued were applied by the replay: free their
 		// queue slots and wake their waiters, as the workers would have.
@@ -370,8 +377,11 @@ func (e *Engine) Check(ctx context.Context) error {
 	return errors.Join(append([]error{ErrCheck}, errs...)...)
 }
 
-// checkLocked checks user under the user's lock. A check that panics (on a
-// store damaged in a way no check foresaw) is a finding of that user's.
+// checkLocked checks user under the user's lock (the index check reloads
+// the cached indexes, which must not interleave with a write) and from one
+// snapshot, like every read that spans several scans. A check that panics
+// (on a store damaged in a way no check foresaw) is a finding of that
+// user's.
 func (e *Engine) checkLocked(ctx context.Context, user string) (errs []error) {
 	unlock := e.lockUser(user)
 	defer unlock()
@@ -380,23 +390,26 @@ func (e *Engine) checkLocked(ctx context.Context, user string) (errs []error) {
 			errs = append(errs, fmt.Errorf("user %q: %w", user, e.panicError(r, "check", user)))
 		}
 	}()
-	errs = e.checkUser(ctx, user)
-	if err := e.idx.check(ctx, user); err != nil {
+	err := e.db.View(func(r *kv.Snapshot) error {
+		errs = append(errs, e.checkUser(ctx, r, user)...)
+		return e.idx.check(ctx, r, user)
+	})
+	if err != nil {
 		errs = append(errs, err)
 	}
 	return errs
 }
 
-func (e *Engine) checkUser(ctx context.Context, user string) []error {
+func (e *Engine) checkUser(ctx context.Context, r kv.Reader, user string) []error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("user %q: "+format, append([]any{user}, args...)...))
 	}
-	meta, err := loadMeta(e.db, user)
+	meta, err := loadMeta(r, user)
 	if err != nil {
 		return []error{err}
 	}
-	eps, err := e.episodes(ctx, e.db, user)
+	eps, err := e.episodes(ctx, r, user)
 	if err != nil {
 		return []error{err}
 	}
@@ -412,7 +425,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 	// Claims grouped by slot, folded and compared with the live versions.
 	claimP := kv.UserKey(user, kv.SubClaim)
 	var slots [][]byte
-	err = e.db.Scan(ctx, claimP, func(k, v []byte) error {
+	err = r.Scan(ctx, claimP, func(k, v []byte) error {
 		c, err := decodeClaim(v)
 		if err != nil {
 			bad("%v", err)
@@ -427,7 +440,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 			slots = append(slots, append([]byte(nil), s...))
 		}
 		id := mustID(c.ID)
-		if got, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:])); err != nil || !bytes.Equal(got, suf) {
+		if got, err := r.Get(userKey(user, kv.SubFactIndex, id[:])); err != nil || !bytes.Equal(got, suf) {
 			bad("claim %s: fact index does not point back (%v)", c.ID, err)
 		}
 		return nil
@@ -436,12 +449,12 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 		errs = append(errs, err)
 	}
 	for _, slot := range slots {
-		claims, err := e.slotClaims(ctx, e.db, user, slot, nil)
+		claims, err := e.slotClaims(ctx, r, user, slot, nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, e.checkSlot(ctx, user, slot, claims)...)
+		errs = append(errs, e.checkSlot(ctx, r, user, slot, claims)...)
 	}
 
 	// Every version's document maps back to it; live versions have claims;
@@ -451,7 +464,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 	served := map[string][]rect{} // by slot
 	for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
 		p := kv.UserKey(user, sub)
-		err := e.db.Scan(ctx, p, func(k, v []byte) error {
+		err := r.Scan(ctx, p, func(k, v []byte) error {
 			f, err := decodeFact(user, v)
 			if err != nil {
 				bad("%v", err)
@@ -493,7 +506,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 				want = versionSuffix(want, nanos(f.RecordedAt))
 			}
 			want = append(kv.AppendUint64([]byte{docVersion}, f.Episode), want...)
-			got, err := e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), f.Doc))
+			got, err := r.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), f.Doc))
 			if err != nil || !bytes.Equal(got, want) {
 				bad("version %s: document %d does not point back (%v)", f.ID, f.Doc, err)
 			}
@@ -514,7 +527,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 	}
 	n := 0
 	docP := kv.UserKey(user, kv.SubDoc)
-	err = e.db.Scan(ctx, docP, func(k, v []byte) error {
+	err = r.Scan(ctx, docP, func(k, v []byte) error {
 		if len(v) > 0 && v[0] == docEpisode {
 			doc := kv.NewDecoder(k[len(docP):]).Uint32()
 			if docs[doc] {
@@ -538,7 +551,7 @@ func (e *Engine) checkUser(ctx context.Context, user string) []error {
 }
 
 // checkSlot compares a slot's live versions with the fold of its claims.
-func (e *Engine) checkSlot(ctx context.Context, user string, slot []byte, claims []claimRec) []error {
+func (e *Engine) checkSlot(ctx context.Context, r kv.Reader, user string, slot []byte, claims []claimRec) []error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("user %q slot %s/%s: "+format, append([]any{user, claims[0].Subject, claims[0].Predicate}, args...)...))
@@ -548,7 +561,7 @@ func (e *Engine) checkSlot(ctx context.Context, user string, slot []byte, claims
 		return []error{err}
 	}
 	out := resolve.Fold(!many, toResolve(claims))
-	live, err := liveVersions(ctx, e.db, user, slot)
+	live, err := liveVersions(ctx, r, user, slot)
 	if err != nil {
 		return []error{err}
 	}

@@ -137,7 +137,16 @@ type Engine struct {
 	idx   *indexSet
 
 	lastTick atomic.Int64
-	locks    [256]sync.Mutex
+	locks    [lockStripes]sync.Mutex
+	// commits[i] counts the commits of the writes that hold locks[i]
+	// (each counted just before it commits): a reader that finds it
+	// unchanged across its reads knows that no write of its user
+	// committed meanwhile (see queryView).
+	commits [lockStripes]atomic.Uint64
+	// hookQueryView, if set (by tests of this package), runs in
+	// queryView between reading the indexes and taking the snapshot of
+	// each try made without the user's lock.
+	hookQueryView func(try int)
 
 	ing *ingester
 
@@ -269,11 +278,19 @@ func (e *Engine) admitStored(ctx context.Context, user string) (func(), error) {
 
 // lockUser serialises the writes of one user.
 func (e *Engine) lockUser(user string) func() {
-	h := fnv.New32a()
-	h.Write([]byte(user))
-	m := &e.locks[h.Sum32()%uint32(len(e.locks))]
+	m := &e.locks[stripe(user)]
 	m.Lock()
 	return m.Unlock
+}
+
+// lockStripes is how many locks the users share.
+const lockStripes = 256
+
+// stripe is the index of user's lock and commit counter.
+func stripe(user string) int {
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return int(h.Sum32() % lockStripes)
 }
 
 // tick returns a transaction time strictly after every earlier tick of this

@@ -56,6 +56,41 @@ type userIndex struct {
 	// its vector and perDocOverhead in setDoc), for the cache's budget.
 	bytes atomic.Int64
 	dim   int
+	// pending holds the documents that a write in progress changed in
+	// these indexes and has not committed yet (a new version, episode or
+	// document map entry, an expired version): for them the indexes may
+	// be ahead of the store, and Query reads them from its snapshot
+	// (see queryView). A write marks a document before changing it and
+	// clears the set once it committed; a write that fails leaves it, on
+	// indexes it drops. Nil when empty.
+	pending *roaring.Bitmap
+}
+
+// touch marks doc as changed by the write in progress (see pending).
+func (ui *userIndex) touch(doc uint32) {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	if ui.pending == nil {
+		ui.pending = roaring.New()
+	}
+	ui.pending.Add(doc)
+}
+
+// settle forgets the pending documents: their write committed.
+func (ui *userIndex) settle() {
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
+	ui.pending = nil
+}
+
+// pendingDocs returns a copy of the pending documents, or nil if none.
+func (ui *userIndex) pendingDocs() *roaring.Bitmap {
+	ui.mu.RLock()
+	defer ui.mu.RUnlock()
+	if ui.pending == nil || ui.pending.IsEmpty() {
+		return nil
+	}
+	return ui.pending.Clone()
 }
 
 // perDocOverhead is roughly what a document costs the in-memory indexes
@@ -597,6 +632,7 @@ func (s *indexSet) expireVersion(t *txn, f *Fact) error {
 	if err != nil {
 		return err
 	}
+	ui.touch(f.Doc)
 	return ui.tmp.Put(t.b, f.Doc, interval(f))
 }
 
@@ -636,9 +672,9 @@ func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasC
 // against the fact versions: every active version is in the temporal
 // index with its exact intervals, in BM25, in the vector index and in the
 // graph; every text episode is in BM25 and the vector index.
-func (s *indexSet) check(ctx context.Context, user string) error {
+func (s *indexSet) check(ctx context.Context, r kv.Reader, user string) error {
 	s.dropUser(user) // check what is on disk, not a cache
-	ui, err := s.load(ctx, s.e.db, user, true)
+	ui, err := s.load(ctx, r, user, true)
 	if err != nil {
 		return err
 	}
@@ -647,13 +683,13 @@ func (s *indexSet) check(ctx context.Context, user string) error {
 	for _, c := range []interface {
 		Check(context.Context, kv.Reader) error
 	}{ui.bm, ui.vec, ui.tmp, ui.g} {
-		if err := c.Check(ctx, s.e.db); err != nil {
+		if err := c.Check(ctx, r); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	active := 0
 	for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
-		err := s.e.db.Scan(ctx, kv.UserKey(user, sub), func(_, v []byte) error {
+		err := r.Scan(ctx, kv.UserKey(user, sub), func(_, v []byte) error {
 			f, err := decodeFact(user, v)
 			if err != nil || f.Status != Active {
 				return err

@@ -508,18 +508,19 @@ func (t *txn) catchUp() error {
 
 // Freshness reports the ingestion watermark of user.
 func (e *Engine) Freshness(ctx context.Context, user string) (Freshness, error) {
-	release, err := e.admit(ctx, user)
+	var f Freshness
+	err := e.read(ctx, user, func(r kv.Reader) error {
+		m, err := loadMeta(r, user)
+		if err != nil {
+			return err
+		}
+		f = Freshness{Applied: m.Applied, Latest: m.Seq, Pending: m.Seq - m.Applied}
+		return r.Scan(ctx, kv.UserKey(user, kv.SubEpState), func(_, _ []byte) error { f.Failed++; return nil })
+	})
 	if err != nil {
 		return Freshness{}, err
 	}
-	defer release()
-	m, err := loadMeta(e.db, user)
-	if err != nil {
-		return Freshness{}, err
-	}
-	f := Freshness{Applied: m.Applied, Latest: m.Seq, Pending: m.Seq - m.Applied}
-	err = e.db.Scan(ctx, kv.UserKey(user, kv.SubEpState), func(_, _ []byte) error { f.Failed++; return nil })
-	return f, err
+	return f, nil
 }
 
 // WaitFor returns once episode seq of user is applied (or failed), or when
@@ -575,24 +576,25 @@ type FailedEpisode struct {
 
 // Failed lists user's episodes whose extraction or application failed.
 func (e *Engine) Failed(ctx context.Context, user string) ([]FailedEpisode, error) {
-	release, err := e.admit(ctx, user)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	return e.failed(ctx, user)
+	var out []FailedEpisode
+	err := e.read(ctx, user, func(r kv.Reader) error {
+		var err error
+		out, err = failed(ctx, r, user)
+		return err
+	})
+	return out, err
 }
 
-func (e *Engine) failed(ctx context.Context, user string) ([]FailedEpisode, error) {
+func failed(ctx context.Context, r kv.Reader, user string) ([]FailedEpisode, error) {
 	var out []FailedEpisode
 	p := kv.UserKey(user, kv.SubEpState)
-	err := e.db.Scan(ctx, p, func(k, v []byte) error {
+	err := r.Scan(ctx, p, func(k, v []byte) error {
 		st, err := decodeJSON[epState](v, "episode state")
 		if err != nil {
 			return err
 		}
 		seq := kv.NewDecoder(k[len(p):]).Uint64()
-		ep, err := getEpisode(e.db, user, seq)
+		ep, err := getEpisode(r, user, seq)
 		out = append(out, FailedEpisode{Episode: ep, Error: st.Error, FailedAt: fromNanos(st.Failed)})
 		return err
 	})
@@ -613,7 +615,11 @@ func (e *Engine) Retry(ctx context.Context, user string) (int, error) {
 		return 0, err
 	}
 	defer release()
-	fails, err := e.failed(ctx, user)
+	var fails []FailedEpisode
+	err = e.db.View(func(s *kv.Snapshot) error {
+		fails, err = failed(ctx, s, user)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}

@@ -183,6 +183,14 @@ type candidate struct {
 // vector search and a graph walk from the entities the query names, each
 // filtered by the temporal index inside candidate generation; they are
 // fused, boosted by reinforcement and optionally reranked.
+//
+// A Query reads one committed state of the user's facts, and its indexes
+// at the same commit (see queryView): a write committing meanwhile is
+// seen whole or not at all, so no version is served twice and a One slot
+// never serves two values at one instant. Every version visible in that
+// state is a candidate; a write still in progress can only keep the
+// versions it changes out of the graph walk (text and vector search
+// still find them) and hold back the episodes whose facts it changes.
 func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions) (_ []Result, err error) {
 	defer e.recovered(&err, "query", user)
 	if err := e.validUser(user); err != nil {
@@ -191,22 +199,19 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	if err := e.validText(text); err != nil {
 		return nil, err
 	}
-	now := e.now()
-	validAt, knownAt := opts.ValidAt, opts.KnownAt
-	if validAt.IsZero() && opts.TimeFromText {
-		validAt, _ = TimeInText(text, now)
+	var textAt time.Time
+	if opts.ValidAt.IsZero() && opts.TimeFromText {
+		textAt, _ = TimeInText(text, e.now())
 	}
-	if validAt.IsZero() {
-		validAt = now
-	}
-	if knownAt.IsZero() {
-		knownAt = now
-	}
-	if err := checkTime(validAt, "validAt"); err != nil {
-		return nil, err
-	}
-	if err := checkTime(knownAt, "knownAt"); err != nil {
-		return nil, err
+	for _, t := range []struct {
+		t    time.Time
+		what string
+	}{{opts.ValidAt, "validAt"}, {opts.KnownAt, "knownAt"}, {textAt, "validAt"}} {
+		if !t.t.IsZero() {
+			if err := checkTime(t.t, t.what); err != nil {
+				return nil, err
+			}
+		}
 	}
 	k := opts.K
 	if k <= 0 {
@@ -225,29 +230,26 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		return nil, err
 	}
 	defer release()
-	ui, err := e.idx.view(ctx, user)
+	qv, err := e.queryView(ctx, user, opts.ValidAt, opts.KnownAt, textAt)
 	if err != nil {
 		return nil, err
 	}
+	defer qv.snap.Close()
+	ui, facts, validAt := qv.ui, qv.facts, qv.validAt
 
-	// The view: fact versions visible at (validAt, knownAt), and the
-	// episodes that may be served with them.
-	var facts *roaring.Bitmap
-	if validAt.Equal(now) && knownAt.Equal(now) {
-		facts = ui.tmp.Current(now)
-	} else {
-		facts = ui.tmp.Visible(validAt, knownAt)
-	}
-	// facts may be shared with other queries (temporal.Current caches
-	// it), and allow shares it unless episodes are added (copying a large
+	// allow: what text and vector search may return. It shares facts
+	// unless episodes or pending documents are added (copying a large
 	// tenant's view cost a tenth of a query): neither is ever modified.
 	allow := facts
 	var eps *roaring.Bitmap
 	if !opts.NoEpisodes {
-		eps = ui.visibleEpisodes(validAt.UnixNano(), knownAt.UnixNano(), facts)
+		eps = ui.visibleEpisodes(validAt.UnixNano(), qv.knownAt.UnixNano(), facts)
 		if !eps.IsEmpty() {
 			allow = roaring.Or(facts, eps)
 		}
+	}
+	if qv.pending != nil {
+		allow = roaring.Or(allow, qv.pending)
 	}
 
 	foc, err := e.queryFocus(ctx, ui, text, facts, allow)
@@ -263,6 +265,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		// instead of what facts about others leave of it, and it bounds
 		// the work by the focus's facts, not by the tenant's.
 		allow = foc.candidates(ui, facts, eps)
+		if qv.pending != nil {
+			allow = roaring.Or(allow, qv.pending)
+		}
 	}
 	cands := map[uint32]*candidate{}
 	get := func(doc uint32) *candidate {
@@ -333,7 +338,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		if len(loaded) >= want && !opts.Forgetting && c.score*maxBoost < kth {
 			break
 		}
-		if err := e.loadDoc(ui, user, c, foc.admitsSubject); err != nil {
+		if err := qv.loadDoc(user, c, foc.admitsSubject); err != nil {
 			if errors.Is(err, kv.ErrNotFound) || errors.Is(err, errSkip) {
 				continue
 			}
@@ -467,14 +472,113 @@ func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text str
 // errSkip: a document the caller's filter rejected before loading.
 var errSkip = errors.New("skip")
 
-// loadDoc fills in the fact version or episode a document names. keep,
-// if not nil, sees a version's normalised subject first (it is in the
-// document map) and can reject it without the version being read.
-func (e *Engine) loadDoc(ui *userIndex, user string, c *candidate, keep func(subjKey string) bool) error {
-	v, ok := ui.docValue(c.doc)
+// queryViewTries is how many times queryView builds its view without the
+// user's lock before it takes the lock to build it.
+const queryViewTries = 3
+
+// qview is what one Query reads: the user's indexes and the documents
+// visible in them, and one snapshot of the store that agrees with them.
+type qview struct {
+	ui   *userIndex
+	snap *kv.Snapshot
+	// facts: the versions visible at (validAt, knownAt) in the indexes,
+	// less the pending ones: each is visible in snap too.
+	facts *roaring.Bitmap
+	// pending: documents a write in progress changed in the indexes and
+	// has not committed (nil if none). They are candidates like facts,
+	// and loadDoc reads them, and whether they are visible, from snap.
+	pending               *roaring.Bitmap
+	validAt, knownAt, now time.Time
+}
+
+// queryView takes the consistent view a Query reads. The indexes are
+// changed by a write before it commits, and the store is not: read
+// without care, a Query could pair the indexes after a write with the
+// store before it and serve neither the version it expired nor the one
+// it made, or the indexes before with the store after. So the view is
+// built between two reads of the user's commit counter, and rebuilt if a
+// commit came between: the indexes then differ from the snapshot at most
+// by the pending documents of the write in progress, which are read from
+// the snapshot. After queryViewTries commits in the way, the view is built
+// under the user's lock, where no write is in progress.
+//
+// Zero validAt and knownAt mean now (textAt, if not zero, for validAt),
+// now read after the counter: every version the snapshot holds was
+// recorded at or before it.
+func (e *Engine) queryView(ctx context.Context, user string, validAt, knownAt, textAt time.Time) (*qview, error) {
+	commits := &e.commits[stripe(user)]
+	for try := 1; ; try++ {
+		locked := try > queryViewTries
+		var unlock func()
+		if locked {
+			unlock = e.lockUser(user)
+		}
+		before := commits.Load()
+		qv := &qview{validAt: validAt, knownAt: knownAt, now: e.now()}
+		if qv.validAt.IsZero() {
+			qv.validAt = textAt
+		}
+		if qv.validAt.IsZero() {
+			qv.validAt = qv.now
+		}
+		if qv.knownAt.IsZero() {
+			qv.knownAt = qv.now
+		}
+		var err error
+		if locked {
+			qv.ui, err = e.idx.get(ctx, e.db, user)
+		} else {
+			qv.ui, err = e.idx.view(ctx, user)
+		}
+		if err != nil {
+			if unlock != nil {
+				unlock()
+			}
+			return nil, err
+		}
+		// The view: fact versions visible at (validAt, knownAt). The
+		// pending documents are read after it: a write marks a document
+		// before it changes it, so every change the view reflects and the
+		// store may not is among them.
+		if qv.validAt.Equal(qv.now) && qv.knownAt.Equal(qv.now) {
+			qv.facts = qv.ui.tmp.Current(qv.now)
+		} else {
+			qv.facts = qv.ui.tmp.Visible(qv.validAt, qv.knownAt)
+		}
+		qv.pending = qv.ui.pendingDocs()
+		if e.hookQueryView != nil && !locked {
+			e.hookQueryView(try)
+		}
+		qv.snap = e.db.Snapshot()
+		if unlock != nil {
+			unlock()
+		}
+		if locked || commits.Load() == before {
+			if qv.pending != nil {
+				// facts may be shared (temporal.Current caches it).
+				qv.facts = roaring.AndNot(qv.facts, qv.pending)
+			}
+			return qv, nil
+		}
+		_ = qv.snap.Close()
+	}
+}
+
+// loadDoc fills in the fact version or episode a document names, read
+// from the view's snapshot. keep, if not nil, sees a version's normalised
+// subject first (it is in the document map) and can reject it without the
+// version being read. A version not visible at the view's instants in the
+// snapshot (a pending one) is errSkip, one the snapshot does not hold
+// kv.ErrNotFound.
+func (qv *qview) loadDoc(user string, c *candidate, keep func(subjKey string) bool) error {
+	var v []byte
+	ok := false
+	if qv.pending == nil || !qv.pending.Contains(c.doc) {
+		v, ok = qv.ui.docValue(c.doc)
+	}
 	if !ok {
 		var err error
-		if v, err = e.db.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), c.doc)); err != nil {
+		if v, err = qv.snap.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), c.doc)); err != nil {
 			return err
 		}
 	}
@@ -484,7 +588,7 @@ func (e *Engine) loadDoc(ui *userIndex, user string, c *candidate, keep func(sub
 	seq := kv.NewDecoder(v[1:9]).Uint64()
 	switch v[0] {
 	case docEpisode:
-		ep, err := getEpisode(e.db, user, seq)
+		ep, err := getEpisode(qv.snap, user, seq)
 		if err != nil {
 			return err
 		}
@@ -498,35 +602,43 @@ func (e *Engine) loadDoc(ui *userIndex, user string, c *candidate, keep func(sub
 		if keep != nil && !keep(kv.NewDecoder(suf).String()) {
 			return errSkip
 		}
-		claimSuf, rec := suf[:len(suf)-8], kv.NewDecoder(suf[len(suf)-8:]).Int64()
-		fv, err := e.db.Get(userKey(user, kv.SubLive, claimSuf))
-		if err == nil {
-			f, err := decodeFact(user, fv)
-			if err != nil {
-				return err
-			}
-			if nanos(f.RecordedAt) == rec {
-				c.fact = &f
-				return nil
-			}
-		} else if !errors.Is(err, kv.ErrNotFound) {
+		f, err := qv.version(user, suf)
+		if err != nil {
 			return err
 		}
-		for _, sub := range []kv.Sub{kv.SubHistory, kv.SubArchive} {
-			fv, err := e.db.Get(userKey(user, sub, suf))
-			if errors.Is(err, kv.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			f, err := decodeFact(user, fv)
-			c.fact = &f
-			return err
+		if !f.VisibleAt(qv.validAt, qv.knownAt) {
+			return errSkip
 		}
-		return kv.ErrNotFound
+		c.fact = &f
+		return nil
 	}
 	return fmt.Errorf("%w: document %d has kind %q", ErrCorrupt, c.doc, v[0])
+}
+
+// version reads the version whose key suffix (slot vf id rec) is suf:
+// live, in the history or in the archive.
+func (qv *qview) version(user string, suf []byte) (Fact, error) {
+	claimSuf, rec := suf[:len(suf)-8], kv.NewDecoder(suf[len(suf)-8:]).Int64()
+	fv, err := qv.snap.Get(userKey(user, kv.SubLive, claimSuf))
+	if err == nil {
+		f, err := decodeFact(user, fv)
+		if err != nil || nanos(f.RecordedAt) == rec {
+			return f, err
+		}
+	} else if !errors.Is(err, kv.ErrNotFound) {
+		return Fact{}, err
+	}
+	for _, sub := range []kv.Sub{kv.SubHistory, kv.SubArchive} {
+		fv, err := qv.snap.Get(userKey(user, sub, suf))
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Fact{}, err
+		}
+		return decodeFact(user, fv)
+	}
+	return Fact{}, kv.ErrNotFound
 }
 
 // fuse combines the signals into one score (DESIGN §5).

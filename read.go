@@ -9,11 +9,37 @@ import (
 	"github.com/memor-db/memor/kv"
 )
 
+// read admits a read of user and runs fn on one snapshot of the store:
+// every read of a public read method goes through it, so that a read
+// spanning several scans (live, history, archive) sees one committed
+// state, never a version a concurrent write or Prune moved between two
+// keyspaces in both or in neither.
+func (e *Engine) read(ctx context.Context, user string, fn func(r kv.Reader) error) error {
+	release, err := e.admit(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return e.db.View(func(s *kv.Snapshot) error { return fn(s) })
+}
+
 // State returns the current beliefs of user: versions believed now and
 // valid now.
 func (e *Engine) State(ctx context.Context, user string) ([]Fact, error) {
-	now := e.now()
-	return e.visible(ctx, user, now, now, true)
+	var out []Fact
+	err := e.read(ctx, user, func(r kv.Reader) error {
+		// now is read after the snapshot is taken: every version the
+		// snapshot holds was recorded (and every expiry made) at or
+		// before it, so the live keyspace alone holds what is visible.
+		// Read before, a write recorded after now and committed before
+		// the snapshot would hide both its version (recorded later) and
+		// the one it expired (no longer live).
+		now := e.now()
+		var err error
+		out, err = visible(ctx, r, user, now, now, true)
+		return err
+	})
+	return out, err
 }
 
 // AsOf returns what memor believed at knownAt to be true at validAt
@@ -25,22 +51,23 @@ func (e *Engine) AsOf(ctx context.Context, user string, validAt, knownAt time.Ti
 	if err := checkTime(knownAt, "knownAt"); err != nil {
 		return nil, err
 	}
-	return e.visible(ctx, user, validAt.UTC(), knownAt.UTC(), false)
+	var out []Fact
+	err := e.read(ctx, user, func(r kv.Reader) error {
+		var err error
+		out, err = visible(ctx, r, user, validAt.UTC(), knownAt.UTC(), false)
+		return err
+	})
+	return out, err
 }
 
-func (e *Engine) visible(ctx context.Context, user string, validAt, knownAt time.Time, liveOnly bool) ([]Fact, error) {
-	release, err := e.admit(ctx, user)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
+func visible(ctx context.Context, r kv.Reader, user string, validAt, knownAt time.Time, liveOnly bool) ([]Fact, error) {
 	subs := []kv.Sub{kv.SubLive}
 	if !liveOnly {
 		subs = append(subs, kv.SubHistory, kv.SubArchive)
 	}
 	var out []Fact
 	for _, sub := range subs {
-		err := e.db.Scan(ctx, kv.UserKey(user, sub), func(_, v []byte) error {
+		err := r.Scan(ctx, kv.UserKey(user, sub), func(_, v []byte) error {
 			f, err := decodeFact(user, v)
 			if err != nil {
 				return err
@@ -62,22 +89,23 @@ func (e *Engine) visible(ctx context.Context, user string, validAt, knownAt time
 // every context: both intervals, status and the rule that made each
 // version, ordered by context, valid time and recording time.
 func (e *Engine) History(ctx context.Context, user, subject, predicate string) ([]Fact, error) {
-	release, err := e.admit(ctx, user)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	prefix := kv.AppendString(kv.AppendString(nil, norm.Key(subject)), e.preds.canonical(predicate))
 	var out []Fact
-	for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
-		err := e.db.Scan(ctx, userKey(user, sub, prefix), func(_, v []byte) error {
-			f, err := decodeFact(user, v)
-			out = append(out, f)
-			return err
-		})
-		if err != nil {
-			return nil, err
+	err := e.read(ctx, user, func(r kv.Reader) error {
+		for _, sub := range []kv.Sub{kv.SubLive, kv.SubHistory, kv.SubArchive} {
+			err := r.Scan(ctx, userKey(user, sub, prefix), func(_, v []byte) error {
+				f, err := decodeFact(user, v)
+				out = append(out, f)
+				return err
+			})
+			if err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sortFacts(out)
 	return out, nil
@@ -86,18 +114,15 @@ func (e *Engine) History(ctx context.Context, user, subject, predicate string) (
 // Conflicts returns the contested facts memor holds for review: stored,
 // visible in History, never served as state.
 func (e *Engine) Conflicts(ctx context.Context, user string) ([]Fact, error) {
-	release, err := e.admit(ctx, user)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	var out []Fact
-	err = e.db.Scan(ctx, kv.UserKey(user, kv.SubLive), func(_, v []byte) error {
-		f, err := decodeFact(user, v)
-		if err == nil && f.Status == Contested {
-			out = append(out, f)
-		}
-		return err
+	err := e.read(ctx, user, func(r kv.Reader) error {
+		return r.Scan(ctx, kv.UserKey(user, kv.SubLive), func(_, v []byte) error {
+			f, err := decodeFact(user, v)
+			if err == nil && f.Status == Contested {
+				out = append(out, f)
+			}
+			return err
+		})
 	})
 	sortFacts(out)
 	return out, err
@@ -105,16 +130,13 @@ func (e *Engine) Conflicts(ctx context.Context, user string) ([]Fact, error) {
 
 // Log returns user's resolution log: every rule decision, oldest first.
 func (e *Engine) Log(ctx context.Context, user string) ([]Decision, error) {
-	release, err := e.admit(ctx, user)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
 	var out []Decision
-	err = e.db.Scan(ctx, kv.UserKey(user, kv.SubLog), func(_, v []byte) error {
-		d, err := decodeDecision(v)
-		out = append(out, d)
-		return err
+	err := e.read(ctx, user, func(r kv.Reader) error {
+		return r.Scan(ctx, kv.UserKey(user, kv.SubLog), func(_, v []byte) error {
+			d, err := decodeDecision(v)
+			out = append(out, d)
+			return err
+		})
 	})
 	return out, err
 }
@@ -128,7 +150,13 @@ func (e *Engine) Episodes(ctx context.Context, user string) ([]Episode, error) {
 		return nil, err
 	}
 	defer release()
-	return e.episodes(ctx, e.db, user)
+	var out []Episode
+	err = e.db.View(func(r *kv.Snapshot) error {
+		var err error
+		out, err = e.episodes(ctx, r, user)
+		return err
+	})
+	return out, err
 }
 
 // getEpisode reads episode seq of user; kv.ErrNotFound if there is none.

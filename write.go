@@ -426,6 +426,9 @@ func (t *txn) setDoc(doc uint32, v []byte) error {
 	if err != nil {
 		return err
 	}
+	// Every document this write indexes (a version, an episode) is
+	// mapped here first: marked pending before any index holds it.
+	ui.touch(doc)
 	ui.setDoc(doc, v)
 	return nil
 }
@@ -513,10 +516,17 @@ func (t *txn) commit() error {
 	if t.derived {
 		commit = t.b.CommitNoSync
 	}
+	// Counted before the commit: a Query that finds the count unchanged
+	// after taking its snapshot knows the snapshot holds no commit its
+	// index view missed (see queryView).
+	t.e.commits[stripe(t.user)].Add(1)
 	if err := commit(); err != nil {
 		return err
 	}
 	t.committed = true
+	if t.ui != nil {
+		t.ui.settle()
+	}
 	if t.imp != nil {
 		// A reader may have cached the user's empty indexes before this
 		// write (the user's lock is held: none can load meanwhile).

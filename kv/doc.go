@@ -65,5 +65,7 @@
 // # Concurrency
 //
 // A [DB] is safe for concurrent use. A [Batch] is not: one goroutine builds
-// and commits it.
+// and commits it. Each Scan of a DB reads one consistent view; a read
+// that spans several scans or lookups reads a [Snapshot] ([DB.Snapshot],
+// [DB.View]), which DB, Batch and Snapshot all serve as a [Reader].
 package kv
