@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/memor-db/memor/internal/jsontext"
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/memortest"
@@ -484,8 +487,15 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		return fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
 	}
-	if msg := invalidJSONText(data); msg != "" {
-		return fmt.Errorf("%w: body %s", memor.ErrInvalidText, msg)
+	// The decoder would replace invalid UTF-8 and unpaired surrogate
+	// escapes with U+FFFD without an error: refuse what it would not
+	// decode as sent (Lossy judges valid JSON; the decoder the rest).
+	if json.Valid(data) {
+		if err := jsontext.Lossy(data); err != nil {
+			return fmt.Errorf("%w: body: %v", memor.ErrInvalidText, err)
+		}
+	} else if !utf8.Valid(data) {
+		return fmt.Errorf("%w: body is not valid UTF-8", memor.ErrInvalidText)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
