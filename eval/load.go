@@ -62,7 +62,7 @@ func Load(path string) ([]Conversation, error) {
 	return LoadJSONL(f)
 }
 
-var marker = regexp.MustCompile(`\s*->->[ \t]*[0-9A-Za-z/]+[ \t]*,[ \t]*[0-9A-Za-z/]+\)?\s*$`)
+var marker = regexp.MustCompile(`\s*->->[ \t]*[0-9A-Za-z/]+(?:[ \t]*,[ \t]*[0-9A-Za-z/]+)+\)?\s*$`)
 
 // StripMarker removes BEAM's trailing "->-> batch,bullet" marker.
 func StripMarker(s string) string { return marker.ReplaceAllString(s, "") }
