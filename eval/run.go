@@ -1,0 +1,361 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/index/bm25"
+)
+
+// Methods are the columns of a report, in order.
+var Methods = []string{"memor", "memor-bm25", "memor-vector", "memor-graph", "bm25", "recent"}
+
+// Ks are the cut-offs recall is reported at.
+var Ks = []int{5, 10, 20}
+
+const depth = 20 // results asked of every method (the largest of Ks)
+
+// Options configures Run.
+type Options struct {
+	// TempDir holds the temporary stores ("" = os.TempDir()).
+	TempDir string
+	// Progress, if set, is told when each conversation is done.
+	Progress func(conversation string, done, total int)
+}
+
+// Recall is recall at 5, 10 and 20 averaged over N questions.
+type Recall struct {
+	N   int     `json:"n"`
+	R5  float64 `json:"r5"`
+	R10 float64 `json:"r10"`
+	R20 float64 `json:"r20"`
+}
+
+// Above counts knowledge updates ranked above their original.
+type Above struct {
+	Above int     `json:"above"`
+	N     int     `json:"n"`
+	Rate  float64 `json:"rate"`
+}
+
+// QuestionResult is one question's recall per method.
+type QuestionResult struct {
+	Conversation string                `json:"conversation"`
+	ID           string                `json:"id"`
+	Type         string                `json:"type"`
+	Recall       map[string][3]float64 `json:"recall"`
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Conversations int `json:"conversations"`
+	Messages      int `json:"messages"`
+	// Refused counts messages Add refused (ErrTooLarge); Failed the
+	// episodes whose application failed.
+	Refused int `json:"refused"`
+	Failed  int `json:"failed"`
+	// Questions counts questions with evidence (scored); NoEvidence the rest.
+	Questions  int                          `json:"questions"`
+	NoEvidence int                          `json:"no_evidence"`
+	Methods    []string                     `json:"methods"`
+	ByType     map[string]map[string]Recall `json:"by_type"`
+	All        map[string]Recall            `json:"all"`
+	// UpdateAbove is, per method, how often a knowledge update's newer
+	// message ranks above the original one.
+	UpdateAbove map[string]Above `json:"update_above"`
+	// FactsInTop10 is the mean number of facts among memor's top 10.
+	FactsInTop10 float64 `json:"facts_in_top10"`
+	// NoEvidenceAnswered is the mean number of results memor returns for
+	// questions without evidence (abstention).
+	NoEvidenceAnswered float64          `json:"no_evidence_results"`
+	PerQuestion        []QuestionResult `json:"per_question"`
+	Note               string           `json:"note"`
+	Seconds            float64          `json:"seconds"`
+}
+
+const user = "eval"
+
+// Run builds a store per conversation and scores every method.
+func Run(ctx context.Context, cs []Conversation, o Options) (*Report, error) {
+	start := time.Now()
+	r := &Report{Methods: Methods, ByType: map[string]map[string]Recall{}, All: map[string]Recall{},
+		UpdateAbove: map[string]Above{},
+		Note:        "memor has no Speaker option yet: both roles are added as plain text without a speaker"}
+	var facts, top10s, noEvRes float64
+	for i, c := range cs {
+		if err := runOne(ctx, c, o, r, &facts, &top10s, &noEvRes); err != nil {
+			return nil, fmt.Errorf("conversation %s: %w", c.Name, err)
+		}
+		r.Conversations++
+		if o.Progress != nil {
+			o.Progress(c.Name, i+1, len(cs))
+		}
+	}
+	for _, q := range r.PerQuestion {
+		for _, m := range Methods {
+			add := func(x Recall) Recall {
+				v := q.Recall[m]
+				x.N++
+				x.R5 += v[0]
+				x.R10 += v[1]
+				x.R20 += v[2]
+				return x
+			}
+			if r.ByType[q.Type] == nil {
+				r.ByType[q.Type] = map[string]Recall{}
+			}
+			r.ByType[q.Type][m] = add(r.ByType[q.Type][m])
+			r.All[m] = add(r.All[m])
+		}
+	}
+	mean := func(x Recall) Recall {
+		if x.N > 0 {
+			n := float64(x.N)
+			x.R5, x.R10, x.R20 = x.R5/n, x.R10/n, x.R20/n
+		}
+		return x
+	}
+	for t, ms := range r.ByType {
+		for m, x := range ms {
+			r.ByType[t][m] = mean(x)
+		}
+	}
+	for m, x := range r.All {
+		r.All[m] = mean(x)
+	}
+	for m, a := range r.UpdateAbove {
+		if a.N > 0 {
+			a.Rate = float64(a.Above) / float64(a.N)
+		}
+		r.UpdateAbove[m] = a
+	}
+	if top10s > 0 {
+		r.FactsInTop10 = facts / top10s
+	}
+	if r.NoEvidence > 0 {
+		r.NoEvidenceAnswered = noEvRes / float64(r.NoEvidence)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	return r, nil
+}
+
+type discard struct{}
+
+func (discard) Set(_, _ []byte) error { return nil }
+func (discard) Delete([]byte) error   { return nil }
+
+func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, top10s, noEvRes *float64) (err error) {
+	dir, err := os.MkdirTemp(o.TempDir, "memor-eval-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	e, err := memor.Open(dir, memor.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := e.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	bySeq := map[uint64]string{}
+	bm := bm25.New([]byte("eval"), bm25.Options{})
+	for i, m := range c.Messages {
+		r.Messages++
+		if err := bm.Add(discard{}, uint32(i), m.Text); err != nil {
+			return err
+		}
+		if strings.TrimSpace(m.Text) == "" {
+			r.Refused++
+			continue
+		}
+		ep, err := e.Add(ctx, user, m.Text, memor.At(m.At))
+		if errors.Is(err, memor.ErrTooLarge) {
+			r.Refused++
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("message %s: %w", m.ID, err)
+		}
+		bySeq[ep.Seq] = m.ID
+	}
+	if err := e.Flush(ctx, user); err != nil {
+		return err
+	}
+	fr, err := e.Freshness(ctx, user)
+	if err != nil {
+		return err
+	}
+	r.Failed += fr.Failed
+	toIDs := func(rs []memor.Result, dropZero bool) []string {
+		var out []string
+		for _, x := range rs {
+			if dropZero && x.Score == 0 {
+				continue
+			}
+			switch {
+			case x.Fact != nil:
+				out = append(out, bySeq[x.Fact.Episode])
+			case x.Episode != nil:
+				out = append(out, bySeq[x.Episode.Seq])
+			default:
+				out = append(out, "")
+			}
+		}
+		return out
+	}
+	weights := map[string]memor.Weights{"memor-bm25": {BM25: 1}, "memor-vector": {Vector: 1}, "memor-graph": {Entity: 1}}
+	for _, q := range c.Questions {
+		if strings.TrimSpace(q.Text) == "" {
+			continue
+		}
+		ranked := map[string][]string{}
+		rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: depth})
+		if err != nil {
+			return fmt.Errorf("question %s: %w", q.ID, err)
+		}
+		if len(q.Evidence) == 0 {
+			r.NoEvidence++
+			*noEvRes += float64(len(rs))
+			continue
+		}
+		for i, x := range rs {
+			if i < 10 && x.Fact != nil {
+				*facts++
+			}
+		}
+		*top10s++
+		ranked["memor"] = toIDs(rs, false)
+		for m, w := range weights {
+			rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: depth, Weights: w})
+			if err != nil {
+				return fmt.Errorf("question %s: %w", q.ID, err)
+			}
+			ranked[m] = toIDs(rs, true)
+		}
+		hits, err := bm.Search(ctx, q.Text, depth, nil)
+		if err != nil {
+			return err
+		}
+		for _, h := range hits {
+			ranked["bm25"] = append(ranked["bm25"], c.Messages[h.Doc].ID)
+		}
+		for i := len(c.Messages) - 1; i >= 0 && len(ranked["recent"]) < depth; i-- {
+			ranked["recent"] = append(ranked["recent"], c.Messages[i].ID)
+		}
+		qr := QuestionResult{Conversation: c.Name, ID: q.ID, Type: q.Type, Recall: map[string][3]float64{}}
+		for _, m := range Methods {
+			var v [3]float64
+			for j, k := range Ks {
+				v[j] = RecallAt(ranked[m], q.Evidence, k)
+			}
+			qr.Recall[m] = v
+			if len(q.Original) > 0 && len(q.Updated) > 0 {
+				a := r.UpdateAbove[m]
+				a.N++
+				if UpdateAbove(ranked[m], q.Original, q.Updated) {
+					a.Above++
+				}
+				r.UpdateAbove[m] = a
+			}
+		}
+		r.Questions++
+		r.PerQuestion = append(r.PerQuestion, qr)
+	}
+	return nil
+}
+
+// RecallAt is the fraction of the distinct evidence IDs among the first k
+// entries of ranked.
+func RecallAt(ranked, evidence []string, k int) float64 {
+	ev := dedupe(evidence)
+	if len(ev) == 0 {
+		return 0
+	}
+	top := ranked[:min(k, len(ranked))]
+	n := 0
+	for _, id := range ev {
+		for _, x := range top {
+			if x == id {
+				n++
+				break
+			}
+		}
+	}
+	return float64(n) / float64(len(ev))
+}
+
+// UpdateAbove reports whether the best rank of an updated ID in ranked is
+// better than the best rank of an original ID (absent ranks last; neither
+// present is false).
+func UpdateAbove(ranked, original, updated []string) bool {
+	best := func(ids []string) int {
+		b := math.MaxInt
+		for i, x := range ranked {
+			for _, id := range ids {
+				if x == id && i < b {
+					b = i
+				}
+			}
+		}
+		return b
+	}
+	u := best(updated)
+	return u != math.MaxInt && u < best(original)
+}
+
+// WriteTable prints recall@10, @5 and @20 tables (question types × methods)
+// and the knowledge-update line.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "%d conversations, %d messages (%d refused by Add, %d failed to apply), %d questions with evidence, %d without; %.0f s\n",
+		r.Conversations, r.Messages, r.Refused, r.Failed, r.Questions, r.NoEvidence, r.Seconds)
+	fmt.Fprintf(w, "note: %s\n", r.Note)
+	types := make([]string, 0, len(r.ByType))
+	for t := range r.ByType {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for j, k := range []int{10, 5, 20} {
+		get := func(x Recall) float64 { return [...]float64{x.R10, x.R5, x.R20}[j] }
+		fmt.Fprintf(w, "\nrecall@%d\n", k)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "type\tn\t")
+		for _, m := range r.Methods {
+			fmt.Fprintf(tw, "%s\t", m)
+		}
+		fmt.Fprintln(tw)
+		row := func(name string, ms map[string]Recall) {
+			fmt.Fprintf(tw, "%s\t%d\t", name, ms[r.Methods[0]].N)
+			for _, m := range r.Methods {
+				fmt.Fprintf(tw, "%.3f\t", get(ms[m]))
+			}
+			fmt.Fprintln(tw)
+		}
+		for _, t := range types {
+			row(t, r.ByType[t])
+		}
+		row("all", r.All)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprint(w, "\nknowledge update ranked above the original (top 20):")
+	for _, m := range r.Methods {
+		if a, ok := r.UpdateAbove[m]; ok {
+			fmt.Fprintf(w, " %s %d/%d", m, a.Above, a.N)
+		}
+	}
+	fmt.Fprintf(w, "\nfacts among memor's top 10: %.2f on average; results memor returns for a question without evidence: %.1f on average\n",
+		r.FactsInTop10, r.NoEvidenceAnswered)
+	return nil
+}
