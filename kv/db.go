@@ -467,7 +467,13 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	if err := db.fail.readErr(); err != nil {
 		return nil, err
 	}
-	v, c, err := db.p.Get(key)
+	return getCopy(db.p, key)
+}
+
+// getCopy returns a copy of the value at key in r (the store or one of its
+// snapshots), or ErrNotFound.
+func getCopy(r pebble.Reader, key []byte) ([]byte, error) {
+	v, c, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrNotFound
 	}

@@ -52,15 +52,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if err := s.fail.readErr(); err != nil {
 		return nil, err
 	}
-	v, c, err := s.s.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, wrapErr("get", err)
-	}
-	out := append([]byte(nil), v...)
-	return out, c.Close()
+	return getCopy(s.s, key)
 }
 
 // Scan is [DB.Scan] over the snapshot.
