@@ -44,6 +44,11 @@ var (
 	// nor Many.
 	ErrInvalidPredicate = errors.New("memor: invalid predicate")
 
+	// ErrInvalidSpeaker: the name given to Speaker (or an episode's
+	// Speaker, to CheckEpisode) is not a valid speaker name (see
+	// ValidSpeaker).
+	ErrInvalidSpeaker = errors.New("memor: invalid speaker")
+
 	// ErrInternal: a component panicked while serving the call (an index,
 	// the extractor, the embedder, the judge: a bug, in memor or in a
 	// component it was given). The process lives: the write was not

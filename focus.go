@@ -231,12 +231,15 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 		}
 		return true
 	}
-	// Someone else: the episode must name them, and the facts it produced
+	// Someone else: the episode must name them (or be said by them), and the facts it produced
 	// must be about them (or be the user's relation to them).
 	for s := range ui.episodeSubjects(c.episode.Seq) {
 		if !f.about[s] && !(s == "user" && f.relation != "") {
 			return false
 		}
+	}
+	if f.spokenBy(c.episode) {
+		return true
 	}
 	text := " " + strings.Join(words(c.episode.Text), " ") + " "
 	if f.mention != "" && strings.Contains(text, " "+f.mention+" ") {
@@ -248,6 +251,12 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 		}
 	}
 	return false
+}
+
+// spokenBy reports whether someone in focus said ep (see Speaker): a
+// participant's own turn is about them as much as a turn naming them.
+func (f focus) spokenBy(ep *Episode) bool {
+	return ep.Speaker != "" && f.about[norm.Key(ep.voice())]
 }
 
 // candidates returns the documents that may be served for a question

@@ -636,10 +636,22 @@ func (s *indexSet) expireVersion(t *txn, f *Fact) error {
 	return ui.tmp.Put(t.b, f.Doc, interval(f))
 }
 
+// spokenText is what BM25 indexes of a text episode: its text, after its
+// speaker's name when it has one, as a transcript line reads ("Caroline:
+// I live in Boston"), so that a question naming a participant matches
+// their turns. The vector index embeds the text alone: a name shared by
+// half the turns would make them all alike.
+func spokenText(ep *Episode, text string) string {
+	if ep.Speaker == "" {
+		return text
+	}
+	return ep.Speaker + ": " + text
+}
+
 // putEpisode indexes the text of a text episode.
 func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasClaims bool) error {
 	if imp := t.imp; imp != nil {
-		if err := bm25.WriteDoc(t.b, imp.bmPrefix, doc, text); err != nil {
+		if err := bm25.WriteDoc(t.b, imp.bmPrefix, doc, spokenText(ep, text)); err != nil {
 			return err
 		}
 		v, err := s.embedOne(t.ctx, text)
@@ -652,7 +664,7 @@ func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasC
 	if err != nil {
 		return err
 	}
-	if err := ui.bm.Add(t.b, doc, text); err != nil {
+	if err := ui.bm.Add(t.b, doc, spokenText(ep, text)); err != nil {
 		return err
 	}
 	v, err := s.embedOne(t.ctx, text)

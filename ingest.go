@@ -324,21 +324,39 @@ func (e *Engine) extractEpisode(ctx context.Context, t *txn, ep Episode) (out *e
 		}
 	}()
 	text := extract.StripFenced(ep.Text)
-	if kx, ok := e.ext.(extract.KnownNamesExtractor); ok {
-		names, err := e.knownNames(ctx, t, ep.User)
-		if err != nil {
-			return &extracted{err: err, rec: nanos(ep.RecordedAt)}
-		}
-		ops, err := kx.ExtractKnown(ctx, text, ep.At, names)
-		return &extracted{ops: ops, err: err, rec: nanos(ep.RecordedAt)}
+	voice := ep.voice()
+	speaker := ""
+	if voice != extract.User {
+		speaker = voice
 	}
-	ops, err := e.ext.Extract(ctx, text, ep.At)
+	var ops []extract.Op
+	var err error
+	switch x := e.ext.(type) {
+	case extract.InputExtractor:
+		var names []string
+		if names, err = e.knownNames(ctx, t, ep.User, voice); err == nil {
+			ops, err = x.ExtractInput(ctx, extract.Input{Text: text, At: ep.At, Names: names, Speaker: speaker})
+		}
+	case extract.KnownNamesExtractor:
+		var names []string
+		if names, err = e.knownNames(ctx, t, ep.User, voice); err == nil {
+			ops, err = x.ExtractKnown(ctx, text, ep.At, names)
+		}
+	default:
+		ops, err = e.ext.Extract(ctx, text, ep.At)
+	}
+	if err == nil && speaker != "" {
+		// Whatever extractor made them, first person in a spoken
+		// episode is the speaker, never the owner.
+		ops = extract.AttributeTo(ops, speaker)
+	}
 	return &extracted{ops: ops, err: err, rec: nanos(ep.RecordedAt)}
 }
 
-// knownNames lists the people the user has named as relatives or friends
-// in any version of their memory, sorted.
-func (e *Engine) knownNames(ctx context.Context, t *txn, user string) ([]string, error) {
+// knownNames lists the people the user, or the speaker voice (see
+// Episode.voice), has named as relatives or friends in any version of
+// their memory, sorted.
+func (e *Engine) knownNames(ctx context.Context, t *txn, user, voice string) ([]string, error) {
 	var ui *userIndex
 	var err error
 	if t != nil {
@@ -349,7 +367,11 @@ func (e *Engine) knownNames(ctx context.Context, t *txn, user string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	paths, err := ui.g.BFSLimit(ctx, []string{"user"}, 1, 1024, nil)
+	roots := []string{extract.User}
+	if voice != extract.User {
+		roots = append(roots, voice)
+	}
+	paths, err := ui.g.BFSLimit(ctx, roots, 1, 1024, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -82,13 +82,18 @@ type Result struct {
 }
 
 // Text renders the result for a prompt: the fact as "subject predicate
-// object", or the episode text with its date.
+// object", or the episode text with its date and, when it has one, its
+// speaker ("[2024-03-15] Caroline: I play guitar").
 func (r Result) Text() string {
 	switch {
 	case r.Fact != nil:
 		return r.Fact.String()
 	case r.Episode != nil:
-		return "[" + r.Episode.At.Format("2006-01-02") + "] " + r.Episode.Text
+		s := "[" + r.Episode.At.Format("2006-01-02") + "] "
+		if r.Episode.Speaker != "" {
+			s += r.Episode.Speaker + ": "
+		}
+		return s + r.Episode.Text
 	}
 	return ""
 }

@@ -348,6 +348,15 @@ const (
 	opAdditive byte = 1 << iota
 )
 
+// Episode trailer flags: the byte after the ops says what follows them.
+// Records written before speakers existed hold 0 or epCorrect, so they
+// decode unchanged, with no speaker; a speaker is written after the
+// correction, so that cutting a record short is still corruption.
+const (
+	epCorrect byte = 1 << iota // a Correction follows
+	epSpeaker                  // the speaker's name follows (never empty)
+)
+
 func appendEpisode(b []byte, ep *Episode) []byte {
 	w := recWriter{append(b, recBinary)}
 	w.uvarint(ep.Seq)
@@ -372,15 +381,23 @@ func appendEpisode(b []byte, ep *Episode) []byte {
 		w.float(op.Confidence)
 		w.string(op.Quote)
 	}
-	if ep.Correct == nil {
-		w.byte(0)
-	} else {
-		w.byte(1)
+	trailer := byte(0)
+	if ep.Correct != nil {
+		trailer |= epCorrect
+	}
+	if ep.Speaker != "" {
+		trailer |= epSpeaker
+	}
+	w.byte(trailer)
+	if ep.Correct != nil {
 		w.id(ep.Correct.FactID)
 		w.uvarint(uint64(len(ep.Correct.Claims)))
 		for _, c := range ep.Correct.Claims {
 			w.id(c)
 		}
+	}
+	if ep.Speaker != "" {
+		w.string(ep.Speaker)
 	}
 	return w.b
 }
@@ -420,7 +437,11 @@ func decodeEpisode(user string, v []byte) (Episode, error) {
 			op.Quote = r.string()
 		}
 	}
-	if r.byte() == 1 {
+	trailer := r.byte()
+	if trailer&^(epCorrect|epSpeaker) != 0 {
+		r.invalid("episode trailer %#x", trailer)
+	}
+	if trailer&epCorrect != 0 {
 		c := &Correction{FactID: r.id()}
 		if n := r.uvarint(); n > 0 && countFits(n, &r, 2) {
 			c.Claims = make([]string, n)
@@ -429,6 +450,11 @@ func decodeEpisode(user string, v []byte) (Episode, error) {
 			}
 		}
 		ep.Correct = c
+	}
+	if trailer&epSpeaker != 0 {
+		if ep.Speaker = r.string(); ep.Speaker == "" && r.err == nil {
+			r.invalid("empty speaker")
+		}
 	}
 	return ep, r.done("episode")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,11 @@ func randEpisode(r *rand.Rand) Episode {
 			Predicate: randString(r), Object: randString(r), Context: randString(r), ValidFrom: randTime(r),
 			Confidence: r.Float64(), Quote: randString(r), Additive: r.IntN(2) == 0})
 	}
+	if r.IntN(2) == 0 {
+		if ep.Speaker = randString(r); ep.Speaker == "" {
+			ep.Speaker = "Caroline"
+		}
+	}
 	if r.IntN(3) == 0 {
 		ep.Correct = &Correction{FactID: randID(r)}
 		for range r.IntN(3) {
@@ -129,6 +135,52 @@ func TestRecordRoundTrip(t *testing.T) {
 			if _, err := tc.decode(append(bytes.Clone(tc.b), 0)); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("%s with a trailing byte: %v", tc.what, err)
 			}
+		}
+	}
+}
+
+// TestEpisodeRecordBeforeSpeakers: episode records written before
+// episodes had a speaker (these bytes come from that build) decode as
+// they did, with no speaker, and re-encode to the same bytes.
+func TestEpisodeRecordBeforeSpeakers(t *testing.T) {
+	at := time.Date(2024, 3, 15, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		hex  string
+		want Episode
+	}{
+		{"0207018280c58b97a0f2bc2f82a89bc59ea0f2bc2f1149206c69766520696e20426f73746f6e2e0000",
+			Episode{User: "u", Seq: 7, Kind: EpisodeText, At: at, RecordedAt: at.Add(time.Second), Text: "I live in Boston."}},
+		{"0208028280c58b97a0f2bc2f8280c58b97a0f2bc2f1475736572206c697665735f696e20426f73746f6e0101000475736572086c697665735f696e06426f73746f6e008280c58b97a0f2bc2f000000000000f03f017100",
+			Episode{User: "u", Seq: 8, Kind: EpisodeFacts, At: at, RecordedAt: at, Text: "user lives_in Boston",
+				Ops: []extract.Op{{Kind: extract.Assert, Subject: "user", Predicate: "lives_in", Object: "Boston", ValidFrom: at, Confidence: 1, Quote: "q"}}}},
+	} {
+		b, err := hex.DecodeString(tc.hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeEpisode("u", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tc.want) || got.Speaker != "" {
+			t.Fatalf("old record:\n got %+v\nwant %+v", got, tc.want)
+		}
+		if again := appendEpisode(nil, &got); !bytes.Equal(again, b) {
+			t.Fatalf("an episode without speaker re-encodes differently:\n%x\n%x", again, b)
+		}
+	}
+	// A speaker is a flag in the same trailer byte, after the ops.
+	ep := Episode{User: "u", Seq: 7, Kind: EpisodeText, At: at, RecordedAt: at.Add(time.Second), Text: "I live in Boston.", Speaker: "Caroline"}
+	b := appendEpisode(nil, &ep)
+	if got, err := decodeEpisode("u", b); err != nil || got.Speaker != "Caroline" {
+		t.Fatalf("speaker record: %+v %v", got, err)
+	}
+	for _, bad := range [][]byte{
+		append(bytes.Clone(b[:len(b)-len("Caroline")-2]), epSpeaker, 0), // flagged, empty
+		append(bytes.Clone(b[:len(b)-len("Caroline")-2]), 0x80),         // an unknown flag
+	} {
+		if _, err := decodeEpisode("u", bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%x: %v, want ErrCorrupt", bad, err)
 		}
 	}
 }

@@ -209,6 +209,10 @@ type Episode struct {
 	// byte for byte.
 	RecordedAt time.Time `json:"recorded_at"`
 	Text       string    `json:"text"`
+	// Speaker is who said a text episode (see the Speaker option); empty
+	// for the memory's owner. First-person claims of the episode are about
+	// the speaker.
+	Speaker string `json:"speaker,omitempty"`
 	// Ops holds the structured operations of an EpisodeFacts episode.
 	Ops []extract.Op `json:"ops,omitempty"`
 	// Correct holds the fact ID (and the claims folded into it) that an

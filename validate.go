@@ -50,6 +50,39 @@ func ValidUser(id string) error {
 
 func (e *Engine) validUser(user string) error { return ValidUser(user) }
 
+// MaxSpeakerBytes bounds a speaker's name (see Speaker).
+const MaxSpeakerBytes = 256
+
+// ValidSpeaker reports whether name may name a speaker, as an error
+// wrapping ErrInvalidSpeaker that says why not. A speaker's name is 1 to
+// MaxSpeakerBytes bytes of valid UTF-8 with no control character (so no
+// tab or newline) and at least one letter or digit. It becomes the
+// subject of the speaker's facts, so it is stored as given and compared
+// the way subjects are: "Caroline" and " caroline" are one speaker.
+func ValidSpeaker(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidSpeaker)
+	case len(name) > MaxSpeakerBytes:
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrInvalidSpeaker, len(name), MaxSpeakerBytes)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidSpeaker)
+	}
+	named := false
+	for i, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidSpeaker, r, i)
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			named = true
+		}
+	}
+	if !named {
+		return fmt.Errorf("%w: no letter or digit", ErrInvalidSpeaker)
+	}
+	return nil
+}
+
 // storedUser is the rule for the two calls that must still reach a user an
 // earlier version stored under an ID that ValidUser now refuses (only
 // white space, or a control character): Episodes, so that export keeps
@@ -102,6 +135,11 @@ func (e *Engine) CheckEpisode(ep Episode) error {
 		}
 		if strings.TrimSpace(ep.Text) == "" {
 			return fmt.Errorf("%w: empty text", ErrInvalidText)
+		}
+		if ep.Speaker != "" {
+			if err := ValidSpeaker(ep.Speaker); err != nil {
+				return err
+			}
 		}
 		if !ep.At.IsZero() {
 			return checkTime(ep.At, "episode time")

@@ -27,14 +27,46 @@ const AdditionalContext = "additional"
 type AddOption func(*addConfig)
 
 type addConfig struct {
-	at   time.Time
-	sync bool
+	at      time.Time
+	sync    bool
+	speaker *string
 }
 
 // At sets when the episode was said (default: now). Relative times in the
 // text ("last month") resolve against it, and facts without an explicit
 // time become valid from it.
 func At(t time.Time) AddOption { return func(c *addConfig) { c.at = t } }
+
+// Speaker says who said the episode, for a conversation of several
+// people in one memory. First-person claims of the episode are about
+// name, an entity like any other ("I live in Boston" said by Caroline is
+// "Caroline lives_in Boston"; "my brother Alex" is "Caroline brother
+// Alex"), not about the memory's owner, so each participant's facts stay
+// apart and one participant's value of a One predicate never supersedes
+// another's. Without Speaker, first person is the owner (subject "user").
+//
+// A name equal to the owner's user ID or to "user" (compared as subjects
+// are: case and surrounding white space aside) is the owner speaking:
+// first person stays "user". The name is stored with the episode as
+// given in every case, and shown by Result.Text.
+//
+// The name must pass ValidSpeaker; Add fails with an error wrapping
+// ErrInvalidSpeaker otherwise (an empty name included: leave the option
+// out for the owner).
+func Speaker(name string) AddOption { return func(c *addConfig) { c.speaker = &name } }
+
+// voice is the subject that first person in ep is about: the speaker, or
+// the owner (extract.User) when ep has no speaker or the owner speaks.
+func (ep *Episode) voice() string {
+	if ep.Speaker == "" {
+		return extract.User
+	}
+	k := norm.Key(ep.Speaker)
+	if k == extract.User || k == norm.Key(ep.User) {
+		return extract.User
+	}
+	return norm.Clean(ep.Speaker)
+}
 
 // Add appends what user said to their episode log and applies the facts
 // extracted from it. The episode is durable when Add returns.
@@ -59,6 +91,12 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 		return Episode{}, err
 	}
 	ep := Episode{Kind: EpisodeText, At: at, Text: text}
+	if cfg.speaker != nil {
+		if err := ValidSpeaker(*cfg.speaker); err != nil {
+			return Episode{}, err
+		}
+		ep.Speaker = *cfg.speaker
+	}
 	if cfg.sync {
 		ep.User = user
 		pre := e.extractEpisode(ctx, nil, ep)

@@ -113,7 +113,7 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 // isInputError reports engine errors caused by what the caller typed.
 func isInputError(err error) bool {
 	for _, s := range []error{memor.ErrInvalidUser, memor.ErrInvalidText, memor.ErrInvalidTime,
-		memor.ErrInvalidFact, memor.ErrTooLarge} {
+		memor.ErrInvalidFact, memor.ErrInvalidSpeaker, memor.ErrTooLarge} {
 		if errors.Is(err, s) {
 			return true
 		}

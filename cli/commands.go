@@ -13,12 +13,13 @@ import (
 )
 
 func (a *app) addCmd() *cobra.Command {
-	var at string
+	var at, speaker string
 	cmd := &cobra.Command{
 		Use:   "add [TEXT...]",
 		Short: "Remember what the user said (text from the arguments, or stdin)",
 		Example: `  memor add "I live in San Francisco." --at 2026-01-10
-  echo "I just moved to Seattle." | memor add --at 2026-07-11`,
+  echo "I just moved to Seattle." | memor add --at 2026-07-11
+  memor add --speaker Caroline "I play acoustic guitar."`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			when, err := parseTime(cmd, "at", at, time.Time{})
@@ -40,6 +41,9 @@ func (a *app) addCmd() *cobra.Command {
 			opts := []memor.AddOption{memor.Sync()}
 			if !when.IsZero() {
 				opts = append(opts, memor.At(when))
+			}
+			if cmd.Flags().Changed("speaker") {
+				opts = append(opts, memor.Speaker(speaker))
 			}
 			return a.withEngine(memor.Options{}, func(e *memor.Engine) error {
 				ep, err := e.Add(cmd.Context(), a.user, text, opts...)
@@ -63,6 +67,7 @@ func (a *app) addCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&at, "at", "", "when it was said (default now)")
+	cmd.Flags().StringVar(&speaker, "speaker", "", "who said it, in a conversation of several people: their first person is about NAME, not the user (default: the user)")
 	return cmd
 }
 

@@ -272,6 +272,9 @@ func (a *app) replay(cmd *cobra.Command, e *memor.Engine, ep memor.Episode, st *
 		if !ep.At.IsZero() {
 			opts = append(opts, memor.At(ep.At))
 		}
+		if ep.Speaker != "" {
+			opts = append(opts, memor.Speaker(ep.Speaker))
+		}
 		if _, err := e.Add(ctx, ep.User, ep.Text, opts...); err != nil {
 			return err
 		}

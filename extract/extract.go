@@ -11,6 +11,8 @@ package extract
 import (
 	"context"
 	"time"
+
+	"github.com/memor-db/memor/internal/norm"
 )
 
 // Kind says what an Op proposes. Values are stored in episodes; do not
@@ -75,6 +77,49 @@ type Extractor interface {
 type KnownNamesExtractor interface {
 	Extractor
 	ExtractKnown(ctx context.Context, text string, at time.Time, names []string) ([]Op, error)
+}
+
+// Input is what the engine knows about an episode when it asks for its
+// ops: more than Extract's arguments, so that an extractor can use what it
+// understands of it and ignore the rest.
+type Input struct {
+	// Text has had fenced recall removed; quotes must come from it.
+	Text string
+	// At is when the episode was said.
+	At time.Time
+	// Names are the people already known from earlier episodes, as given
+	// to KnownNamesExtractor (sorted; may be empty).
+	Names []string
+	// Speaker is who said the text, or "" for the memory's owner. First
+	// person in the text ("I", "me", "my") is the speaker: an op about
+	// them has Subject Speaker, not User, and their relations hang off
+	// them ("my brother Alex" said by Caroline is Caroline brother Alex).
+	// The engine maps a Subject of User in the ops of a spoken episode to
+	// the speaker anyway, so an extractor that ignores Speaker still
+	// attributes first person right; one that reads it can tell the
+	// speaker from the owner where the text names both.
+	Speaker string
+}
+
+// InputExtractor is an Extractor that takes the whole Input. The engine
+// calls ExtractInput when the extractor has it (in preference to
+// ExtractKnown and Extract). Every field of Input depends only on the
+// episode and earlier episodes, so Rebuild stays deterministic.
+type InputExtractor interface {
+	Extractor
+	ExtractInput(ctx context.Context, in Input) ([]Op, error)
+}
+
+// AttributeTo returns ops with every Subject that names User (case and
+// surrounding white space aside) replaced by speaker: the first person
+// of a spoken episode is the speaker. It changes ops in place.
+func AttributeTo(ops []Op, speaker string) []Op {
+	for i := range ops {
+		if norm.Key(ops[i].Subject) == User {
+			ops[i].Subject = speaker
+		}
+	}
+	return ops
 }
 
 // ExtractorFunc adapts a function to Extractor.

@@ -76,6 +76,17 @@ func (r *RuleExtractor) ExtractKnown(ctx context.Context, text string, at time.T
 	return st.ops, nil
 }
 
+// ExtractInput is ExtractKnown over in.Text, in.At and in.Names, with the
+// first person of a spoken episode (in.Speaker set) attributed to the
+// speaker instead of User. It implements InputExtractor.
+func (r *RuleExtractor) ExtractInput(ctx context.Context, in Input) ([]Op, error) {
+	ops, err := r.ExtractKnown(ctx, in.Text, in.At, in.Names)
+	if err != nil || in.Speaker == "" {
+		return ops, err
+	}
+	return AttributeTo(ops, in.Speaker), nil
+}
+
 // state is the per-call memory of one Extract: the ops so far and the
 // people named so far, so that "My brother Alex … He adopted a dog" and
 // "my brother lives in Austin" resolve to Alex.

@@ -36,7 +36,10 @@ import (
 //	   builds folded a claim at it as "open" or "the zero time", so the
 //	   engine rebuilds, once, every user of an older store whose claims
 //	   hold it (see [DB.UpgradedFrom]).
-const FormatVersion uint32 = 5
+//	6: an episode record may carry its speaker (a flag in the byte after
+//	   its ops), which an older build reads as corruption. Nothing to
+//	   migrate: records without a speaker are unchanged.
+const FormatVersion uint32 = 6
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -310,7 +313,7 @@ func (db *DB) checkFormat() error {
 		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, got, FormatVersion)
 	}
 	if got < FormatVersion {
-		// Formats 1 to 4 differ in how records are encoded (the
+		// Formats 1 to 5 differ in how records are encoded (the
 		// engine's in JSON, then binary; vectors dense, then sparse when
 		// mostly zero), in the user registry, in where judge verdicts
 		// are kept (the engine moves them at Open, see

@@ -114,6 +114,8 @@ type (
 		UserID string `json:"user_id" jsonschema:"the user the memory belongs to"`
 		Text   string `json:"text" jsonschema:"what the user said, in their words"`
 		At     string `json:"at,omitempty" jsonschema:"when it was said: RFC 3339 or YYYY-MM-DD (default now)"`
+		// Speaker is memor.Speaker.
+		Speaker string `json:"speaker,omitempty" jsonschema:"who said it, when the conversation has several people: their I/me/my is about this name, not the user (default: the user)"`
 	}
 	queryIn struct {
 		UserID string `json:"user_id" jsonschema:"the user whose memory to search"`
@@ -210,6 +212,9 @@ func (t tools) add(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.
 	var opts []memor.AddOption
 	if !at.IsZero() {
 		opts = append(opts, memor.At(at))
+	}
+	if in.Speaker != "" {
+		opts = append(opts, memor.Speaker(in.Speaker))
 	}
 	ep, err := t.e.Add(ctx, in.UserID, in.Text, opts...)
 	if err != nil {
@@ -369,6 +374,8 @@ func explain(err error) error {
 		return fmt.Errorf("%w (take fact_id from get_user_profile, get_history or query_memory)", err)
 	case errors.Is(err, memor.ErrTooLarge):
 		return fmt.Errorf("%w (split the text into shorter memories)", err)
+	case errors.Is(err, memor.ErrInvalidSpeaker):
+		return fmt.Errorf("%w (pass a speaker name of at most %d bytes of UTF-8, with a letter or digit and no control character, or leave it out for the user)", err, memor.MaxSpeakerBytes)
 	}
 	return err
 }

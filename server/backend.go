@@ -28,7 +28,7 @@ func (b engineBackend) Add(ctx context.Context, user, text string, at time.Time)
 // invalid marks memor's input errors for memortest, which answers them
 // with 400.
 func invalid(err error) error {
-	for _, s := range []error{memor.ErrInvalidUser, memor.ErrInvalidText, memor.ErrInvalidTime, memor.ErrInvalidFact, memor.ErrTooLarge} {
+	for _, s := range []error{memor.ErrInvalidUser, memor.ErrInvalidText, memor.ErrInvalidTime, memor.ErrInvalidFact, memor.ErrInvalidSpeaker, memor.ErrTooLarge} {
 		if errors.Is(err, s) {
 			return fmt.Errorf("%w: %w", memortest.ErrInvalidInput, err)
 		}

@@ -198,6 +198,8 @@ type (
 		Text string `json:"text"`
 		// At is RFC 3339 or YYYY-MM-DD; empty means now.
 		At string `json:"at,omitempty"`
+		// Speaker is who said it (memor.Speaker); empty means the user.
+		Speaker string `json:"speaker,omitempty"`
 		// Wait makes the call return once the episode is applied.
 		Wait bool `json:"wait,omitempty"`
 	}
@@ -231,6 +233,9 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	var opts []memor.AddOption
 	if !at.IsZero() {
 		opts = append(opts, memor.At(at))
+	}
+	if req.Speaker != "" {
+		opts = append(opts, memor.Speaker(req.Speaker))
 	}
 	wait := req.Wait
 	if vs, ok := r.URL.Query()["wait"]; ok {
@@ -449,6 +454,8 @@ func Status(err error) (int, string) {
 		return http.StatusBadRequest, "invalid_fact"
 	case errors.Is(err, memor.ErrInvalidTime):
 		return http.StatusBadRequest, "invalid_time"
+	case errors.Is(err, memor.ErrInvalidSpeaker):
+		return http.StatusBadRequest, "invalid_speaker"
 	case errors.Is(err, memor.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, memor.ErrNotFound):

@@ -55,6 +55,10 @@ Return {"ops":[...]}; return {"ops":[]} when nothing qualifies.
 Subjects: "user" for the speaker (I, me, my, we). Another person mentioned by name is the
 subject of their own facts ("my friend Sarah lives in Austin" gives user-friend->Sarah and
 Sarah-lives_in->Austin). Never attribute another person's facts to the user.
+When the input names a "speaker", that person said the text: write the speaker's name,
+exactly as given, as the subject wherever the speaker talks about themselves (I, me, my),
+and as the subject of their relations ("my brother Alex" said by Caroline gives
+Caroline-brother->Alex); do not use "user" for them.
 
 Use these predicates when they fit:
  one value at a time: lives_in, works_at, job_title, studies_at, marital_status
@@ -93,17 +97,26 @@ func NewExtractor(c *Client) *Extractor { return &Extractor{c: c} }
 // wrapping ErrMalformed, ErrSchema, ErrInvented, ErrNoAnswer or the
 // transport error.
 func (x *Extractor) Extract(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
+	return x.ExtractInput(ctx, extract.Input{Text: text, At: at})
+}
+
+// ExtractInput is Extract told who said the text: the model is given
+// in.Speaker and asked to write it as the subject of the first person.
+// It implements extract.InputExtractor.
+func (x *Extractor) ExtractInput(ctx context.Context, in extract.Input) ([]extract.Op, error) {
+	text, at := in.Text, in.At
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
 	}
-	in, err := json.Marshal(struct {
-		SaidAt string `json:"said_at"`
-		Text   string `json:"text"`
-	}{at.Format(time.RFC3339), text})
+	msg, err := json.Marshal(struct {
+		SaidAt  string `json:"said_at"`
+		Speaker string `json:"speaker,omitempty"`
+		Text    string `json:"text"`
+	}{at.Format(time.RFC3339), in.Speaker, text})
 	if err != nil {
 		return nil, fmt.Errorf("llm: extract: %w", err)
 	}
-	out, err := x.c.complete(ctx, extractPrompt, string(in), "memor_ops", opsSchema)
+	out, err := x.c.complete(ctx, extractPrompt, string(msg), "memor_ops", opsSchema)
 	if err != nil {
 		return nil, err
 	}

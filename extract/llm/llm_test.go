@@ -359,3 +359,34 @@ func TestRerankOneCall(t *testing.T) {
 		t.Fatalf("bad score: %v", err)
 	}
 }
+
+// TestExtractSpeaker: a spoken episode's speaker reaches the model, in the
+// input and in the instructions, so that it writes the speaker's name as
+// the subject of the first person; without one, the input has no speaker.
+func TestExtractSpeaker(t *testing.T) {
+	var inputs []string
+	c, _ := newClient(t, func(n int, req map[string]any, w http.ResponseWriter) {
+		msgs, _ := req["messages"].([]any)
+		system := msgs[0].(map[string]any)["content"].(string)
+		if !strings.Contains(system, `names a "speaker"`) {
+			t.Errorf("the prompt does not say what a speaker is: %q", system)
+		}
+		inputs = append(inputs, msgs[1].(map[string]any)["content"].(string))
+		answer(w, `{"ops":[{"kind":"assert","subject":"Caroline","predicate":"brother","object":"Alex","context":"","valid_from":"","confidence":1,"additive":false,"quote":"My brother Alex"}]}`)
+	})
+	x := NewExtractor(c)
+	var _ extract.InputExtractor = x
+	ops, err := x.ExtractInput(context.Background(), extract.Input{Text: episode, At: said, Speaker: "Caroline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 || ops[0].Subject != "Caroline" {
+		t.Fatalf("ops = %+v", ops)
+	}
+	if _, err := x.Extract(context.Background(), episode, said); err != nil {
+		t.Fatal(err)
+	}
+	if len(inputs) != 2 || !strings.Contains(inputs[0], `"speaker":"Caroline"`) || strings.Contains(inputs[1], `"speaker"`) {
+		t.Fatalf("inputs = %q", inputs)
+	}
+}
