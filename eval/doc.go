@@ -33,7 +33,11 @@
 //
 // Every message (both roles) is added with memor.At(t), t = its anchor plus
 // one minute per message since the anchor, so order within a day is kept.
-// memor has no Speaker option yet: roles are not told to the engine.
+// A message of role "user" (or no role) is the memory owner's, added
+// without a speaker; any other role is added with memor.Speaker(role)
+// ("assistant"), so that its first person is about that speaker, not the
+// owner. A role memor refuses as a speaker name (ErrInvalidSpeaker: a
+// control character, no letter or digit) fails the run.
 // Messages memor refuses (ErrTooLarge) are counted and stay evidence.
 //
 // # Scoring

@@ -84,12 +84,24 @@ type Report struct {
 
 const user = "eval"
 
+// addOptions are the options a message is added with: its time and, for
+// a role other than the user's, the role as its speaker, so that the
+// assistant's first person ("I recommend …") is not taken for the
+// owner's.
+func addOptions(m Message) []memor.AddOption {
+	opts := []memor.AddOption{memor.At(m.At)}
+	if r := strings.TrimSpace(m.Role); r != "" && r != "user" {
+		opts = append(opts, memor.Speaker(r))
+	}
+	return opts
+}
+
 // Run builds a store per conversation and scores every method.
 func Run(ctx context.Context, cs []Conversation, o Options) (*Report, error) {
 	start := time.Now()
 	r := &Report{Methods: Methods, ByType: map[string]map[string]Recall{}, All: map[string]Recall{},
 		UpdateAbove: map[string]Above{},
-		Note:        "memor has no Speaker option yet: both roles are added as plain text without a speaker"}
+		Note:        "user messages are the owner's (no Speaker); other roles are added with memor.Speaker(role)"}
 	var facts, top10s, noEvRes float64
 	for i, c := range cs {
 		if err := runOne(ctx, c, o, r, &facts, &top10s, &noEvRes); err != nil {
@@ -179,7 +191,7 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 			r.Refused++
 			continue
 		}
-		ep, err := e.Add(ctx, user, m.Text, memor.At(m.At))
+		ep, err := e.Add(ctx, user, m.Text, addOptions(m)...)
 		if errors.Is(err, memor.ErrTooLarge) {
 			r.Refused++
 			continue

@@ -76,6 +76,7 @@ func New(e *memor.Engine, o Options) *mcp.Server {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{Name: "add_memory", Description: "Remember something the user said. Facts (where they live, work, " +
 		"family, pets, likes...) are extracted, and contradictions with what was known are resolved by time. " +
+		"In a conversation of several people, pass speaker: what they say about themselves is theirs, not the user's. " +
 		"Returns once the memory is applied, with the facts it produced."}, t.add)
 	mcp.AddTool(s, &mcp.Tool{Name: "query_memory", Annotations: readOnly, Description: "Search the user's memory for what is " +
 		"relevant to a question. Returns only what is true now, best first; a fact reached through related people or " +

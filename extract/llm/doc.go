@@ -20,5 +20,11 @@
 // episode text is [ErrInvented]. A call that fails returns no ops at all,
 // never a partial list, and nothing here panics on a model's output.
 //
+// # Speakers
+//
+// [Extractor] is an [extract.InputExtractor]: told the speaker of an
+// episode ([extract.Input].Speaker), it gives the model the name and asks
+// for it as the subject of the first person instead of "user".
+//
 // All types are safe for concurrent use.
 package llm
