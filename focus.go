@@ -223,9 +223,9 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	}
 	if f.about["user"] {
 		// A first-person question: an episode qualifies unless its facts
-		// are about someone else.
+		// are about someone else (its speaker aside, see spokenBy).
 		for s := range ui.episodeSubjects(c.episode.Seq) {
-			if s != "user" {
+			if s != "user" && !saidBy(c.episode, s) {
 				return false
 			}
 		}
@@ -257,6 +257,16 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 // participant's own turn is about them as much as a turn naming them.
 func (f focus) spokenBy(ep *Episode) bool {
 	return ep.Speaker != "" && f.about[norm.Key(ep.voice())]
+}
+
+// saidBy reports whether the subject key s is ep's speaker. A turn
+// another participant says to the owner is part of the owner's
+// conversation: what the speaker says of themselves ("I'd recommend …",
+// an assistant's "as a producer, I …") does not make it about someone
+// else, as "my brother Alex lives in Austin" does. Their facts are still
+// theirs: admits keeps a fact about the speaker out of the owner's answer.
+func saidBy(ep *Episode, s string) bool {
+	return ep.Speaker != "" && norm.Key(ep.voice()) == s
 }
 
 // candidates returns the documents that may be served for a question

@@ -372,3 +372,35 @@ func TestSpeakerCorpus(t *testing.T) {
 		t.Fatalf("Rebuild changed the state")
 	}
 }
+
+// TestSpeakerOwnerQuestion: in a memory where others speak too, the
+// owner's first-person question is answered with the owner's facts, never
+// a speaker's, while the speakers' turns stay searchable.
+func TestSpeakerOwnerQuestion(t *testing.T) {
+	e, _ := openTest(t, memor.Options{})
+	said(t, e, "u", "", "I live in Denver.", day(1))
+	said(t, e, "u", "Melanie", "I live in Seattle.", day(2))
+	said(t, e, "u", "assistant", "I work as a producer and I plan the mixer at the Coral Bay Hotel.", day(3))
+	res, err := e.Query(context.Background(), "u", "Where do I live?", memor.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) == 0 || res[0].Fact == nil || res[0].Fact.String() != "user lives_in Denver" {
+		t.Fatalf("first result: %v", resultTexts(res))
+	}
+	for _, r := range res {
+		if r.Fact != nil && r.Fact.Subject != "user" {
+			t.Fatalf("a speaker's fact answers the owner's question: %v", resultTexts(res))
+		}
+	}
+	res, err = e.Query(context.Background(), "u", "How should I plan the mixer at the Coral Bay Hotel?", memor.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res, func(r memor.Result) bool { return r.Episode != nil && r.Episode.Speaker == "assistant" }) {
+		t.Fatalf("the assistant's turn is not found for the owner's question: %v", resultTexts(res))
+	}
+	if got := facts(t, e, "u"); !slices.Contains(got, "assistant job_title producer") {
+		t.Fatalf("the assistant's own fact (which must not hide its turn) is not there: %q", got)
+	}
+}
