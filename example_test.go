@@ -49,3 +49,47 @@ func Example() {
 	// history: Seattle valid 2026-07-11–0001-01-01 rule=supersede
 	// query: user lives_in Seattle
 }
+
+// Two people in one memory: each speaker's first person is theirs, so
+// Melanie's city never supersedes Caroline's, and a question naming
+// Caroline is answered from her facts and her turn.
+func ExampleSpeaker() {
+	dir, _ := os.MkdirTemp("", "memor-example")
+	defer os.RemoveAll(dir)
+	e, err := memor.Open(dir, memor.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	at := time.Date(2024, 3, 15, 9, 0, 0, 0, time.UTC)
+
+	for i, turn := range []struct{ speaker, text string }{
+		{"Caroline", "I play acoustic guitar."},
+		{"Melanie", "I play the clarinet."},
+		{"Caroline", "I live in Boston."},
+		{"Melanie", "I live in Seattle."},
+		{"Caroline", "My brother Alex lives in Austin."},
+	} {
+		e.Add(ctx, "chat-42", turn.text, memor.At(at.Add(time.Duration(i)*time.Minute)), memor.Speaker(turn.speaker))
+	}
+	e.Flush(ctx, "chat-42")
+
+	state, _ := e.State(ctx, "chat-42")
+	for _, f := range state {
+		fmt.Println("fact:", f)
+	}
+	rs, _ := e.Query(ctx, "chat-42", "Where does Caroline live?", memor.QueryOptions{K: 2})
+	for i, r := range rs {
+		fmt.Printf("query %d: %s\n", i+1, r.Text())
+	}
+	// Unordered output:
+	// fact: Caroline plays_instrument acoustic guitar
+	// fact: Melanie plays_instrument clarinet
+	// fact: Caroline lives_in Boston
+	// fact: Melanie lives_in Seattle
+	// fact: Caroline brother Alex
+	// fact: Alex lives_in Austin
+	// query 1: Caroline lives_in Boston
+	// query 2: [2024-03-15] Caroline: I live in Boston.
+}

@@ -72,7 +72,7 @@ func TestSpeakerKeepsParticipantsApart(t *testing.T) {
 }
 
 // TestSpeakerRelation: relations hang off the speaker, and the people
-// they name are the speaker's.
+// they name are the speaker's, known by name in the speaker's later turns.
 func TestSpeakerRelation(t *testing.T) {
 	e, _ := openTest(t, memor.Options{})
 	said(t, e, "u", "Caroline", "My brother Alex lives in Austin.", day(1))
@@ -80,6 +80,13 @@ func TestSpeakerRelation(t *testing.T) {
 	want := []string{"Alex lives_in Austin", "Caroline brother Alex"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("state:\n got %q\nwant %q", got, want)
+	}
+	// The people a speaker named are known in the speaker's later turns.
+	said(t, e, "u", "Caroline", "Alex moved to Dallas.", day(5))
+	got = facts(t, e, "u")
+	want = []string{"Alex lives_in Dallas", "Caroline brother Alex"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("state after the move:\n got %q\nwant %q", got, want)
 	}
 }
 
