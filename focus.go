@@ -223,7 +223,7 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	}
 	if f.about["user"] {
 		// A first-person question: an episode qualifies unless its facts
-		// are about someone else (its speaker aside, see spokenBy).
+		// are about someone else (its speaker aside, see saidBy).
 		for s := range ui.episodeSubjects(c.episode.Seq) {
 			if s != "user" && !saidBy(c.episode, s) {
 				return false
@@ -231,8 +231,9 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 		}
 		return true
 	}
-	// Someone else: the episode must name them (or be said by them), and the facts it produced
-	// must be about them (or be the user's relation to them).
+	// Someone else: the episode must name them (or be said by them), and
+	// the facts it produced must be about them (or be the user's relation
+	// to them).
 	for s := range ui.episodeSubjects(c.episode.Seq) {
 		if !f.about[s] && !(s == "user" && f.relation != "") {
 			return false
