@@ -58,7 +58,7 @@ func beamMessages(t *testing.T, n int) []beamMessage {
 
 // TestBEAMConversationsApply writes every message of the 20 BEAM
 // conversations (5,732 messages of real length and vocabulary), queued and
-// inline, and requires every episode applied, none failed, and a clean
+// inline, the assistant's with their speaker, and requires every episode applied, none failed, and a clean
 // Check after a reopen. 14 of the 20 once crashed the engine.
 func TestBEAMConversationsApply(t *testing.T) {
 	if testing.Short() {
@@ -78,6 +78,10 @@ func TestBEAMConversationsApply(t *testing.T) {
 			var opts []memor.AddOption
 			if i%2 == 0 {
 				opts = append(opts, memor.Sync())
+			}
+			if m.Role != "user" {
+				// The assistant's first person is the assistant's.
+				opts = append(opts, memor.Speaker(m.Role))
 			}
 			_, err := e.Add(ctx, user, m.Content, opts...)
 			if errors.Is(err, memor.ErrTooLarge) && len(m.Content) > memor.DefaultMaxTextBytes {
