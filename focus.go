@@ -278,9 +278,9 @@ func (f focus) admitsSubject(subjKey string) bool {
 }
 
 // pathScore is how many of the question's words a graph path explains, per
-// hop. tokens memoises the tokens of labels and entities: the paths of one
-// query share most of them.
-func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) float64 {
+// hop; a hop's label explains its gloss's words too. tokens memoises the
+// tokens of labels and entities: the paths of one query share most of them.
+func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string, gloss func(pred string) string) float64 {
 	var matched []string // a handful at most: the question's words
 	tok := func(s string) []string {
 		ts, ok := tokens[s]
@@ -291,7 +291,7 @@ func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) 
 		return ts
 	}
 	for _, h := range p.Hops {
-		for _, part := range [...]string{h.Label, predicateGloss[h.Label], h.To} {
+		for _, part := range [...]string{h.Label, gloss(h.Label), h.To} {
 			for _, t := range tok(part) {
 				if words[t] && !slices.Contains(matched, t) {
 					matched = append(matched, t)

@@ -422,7 +422,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 	}
 	tokens := map[string][]string{}
 	for _, p := range paths {
-		score := pathScore(p, words, tokens)
+		score := pathScore(p, words, tokens, e.preds.cat.Gloss)
 		if score == 0 {
 			continue
 		}

@@ -11,6 +11,8 @@ package extract
 import (
 	"context"
 	"time"
+
+	"github.com/memor-db/memor/lang"
 )
 
 // Kind says what an Op proposes. Values are stored in episodes; do not
@@ -75,6 +77,18 @@ type Extractor interface {
 type KnownNamesExtractor interface {
 	Extractor
 	ExtractKnown(ctx context.Context, text string, at time.Time, names []string) ([]Op, error)
+}
+
+// Catalogued is an Extractor that can be told the predicates its engine
+// knows: the defaults and those the application registered
+// (memor.Options.Predicates, RegisterPredicate). Open calls WithCatalogue
+// once and extracts with what it returns; the catalogue may grow after
+// that (RegisterPredicate), so an implementation reads it when it
+// extracts. The result must still implement every other interface the
+// receiver does (KnownNamesExtractor).
+type Catalogued interface {
+	Extractor
+	WithCatalogue(c *lang.Catalogue) Extractor
 }
 
 // ExtractorFunc adapts a function to Extractor.
