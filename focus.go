@@ -64,7 +64,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		if en.FirstPerson(w) {
 			first = true
 		}
-		if c, ok := en.Context(w); ok && i > 0 && (ws[i-1] == "at" || ws[i-1] == "on" || ws[i-1] == "the") {
+		if c, ok := en.ContextAt(ws, i); ok {
 			f.context = c
 		}
 	}

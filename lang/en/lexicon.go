@@ -53,6 +53,19 @@ func Context(w string) (string, bool) {
 	return c, ok
 }
 
+// ContextAt returns the context ws[i] names as a question says it: after
+// "at", "on" or "the" ("at work", "on weekends", "the office").
+func ContextAt(ws []string, i int) (string, bool) {
+	if i <= 0 || i >= len(ws) {
+		return "", false
+	}
+	switch ws[i-1] {
+	case "at", "on", "the":
+		return Context(ws[i])
+	}
+	return "", false
+}
+
 // ContextPhrase is a phrase that opens a clause with the circumstance its
 // values hold in ("at work I use a BlackBerry").
 type ContextPhrase struct {

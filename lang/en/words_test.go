@@ -29,6 +29,12 @@ func TestLexicon(t *testing.T) {
 	if c, ok := Context("office"); !ok || c != "work" {
 		t.Errorf("Context(office) = %q, %v", c, ok)
 	}
+	if c, ok := ContextAt(Words("what do I use at work"), 5); !ok || c != "work" {
+		t.Errorf("ContextAt(at work) = %q, %v", c, ok)
+	}
+	if _, ok := ContextAt(Words("I work from home"), 1); ok {
+		t.Error("ContextAt took a verb for a context")
+	}
 	// Every relation noun names a relation predicate of the catalogue.
 	cat := NewCatalogue()
 	for noun, p := range Relations() {
