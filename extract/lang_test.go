@@ -36,3 +36,18 @@ func TestRuleExtractorReadsCatalogue(t *testing.T) {
 		t.Errorf("lives_in declared Many: %d ops, want none", n)
 	}
 }
+
+// TestRuleExtractorDayFirstDateWithComma: the episode parser is en's, so
+// "27 March, 2022" dates the move in 2022 (it was read as this year's 27
+// March, the year left over).
+func TestRuleExtractorDayFirstDateWithComma(t *testing.T) {
+	ops, err := NewRuleExtractor().Extract(context.Background(), "I moved to Boston on 27 March, 2022.",
+		time.Date(2026, 7, 11, 15, 4, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2022, 3, 27, 0, 0, 0, 0, time.UTC)
+	if len(ops) != 1 || ops[0].Object != "Boston" || !ops[0].ValidFrom.Equal(want) {
+		t.Errorf("ops = %+v, want lives_in Boston from %v", ops, want)
+	}
+}
