@@ -157,3 +157,26 @@ func TestRegisteredPredicateReachesLLMPrompt(t *testing.T) {
 		t.Errorf("the extracted fact is not found by its gloss:\n%s", texts(rs))
 	}
 }
+
+// TestRegisteredRelationNamesPeople: the objects of a relation predicate
+// an application declares are people the rule extractor knows by name in
+// later episodes, like a brother's.
+func TestRegisteredRelationNamesPeople(t *testing.T) {
+	ctx := context.Background()
+	for _, relation := range []bool{true, false} {
+		e, _ := openTest(t, memor.Options{Predicates: []memor.Predicate{{Name: "cousin", Cardinality: memor.Many, Relation: relation}}})
+		if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "cousin", Object: "Maya", ValidFrom: day(1)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Add(ctx, "u", "Maya moved to Dallas.", memor.At(day(2)), memor.Sync()); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := e.History(ctx, "u", "Maya", "lives_in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(fs) == 1 && fs[0].Object == "Dallas"; got != relation {
+			t.Errorf("relation=%v: Maya's lives_in = %+v", relation, fs)
+		}
+	}
+}
