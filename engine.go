@@ -119,11 +119,30 @@ type Options struct {
 	fs vfs.FS
 }
 
-// Predicate declares a predicate's cardinality and aliases.
+// Predicate declares a predicate: its cardinality, aliases and the words
+// people use for it. Everything but Name and Cardinality is optional; a
+// declaration of a default predicate that leaves them empty keeps the
+// default's.
 type Predicate struct {
 	Name        string
 	Cardinality Cardinality
 	Aliases     []string
+	// Gloss is the words people use for the predicate ("drives car
+	// vehicle" for drives_car): the text indexes see them beside each
+	// fact's subject and object, and the graph walk counts them as the
+	// predicate's words, so a question in words finds the fact. Empty:
+	// the name's words.
+	Gloss string
+	// Topic lists the words of a question that name the predicate's topic
+	// ("car", "vehicle").
+	Topic []string
+	// Note is what an LLM extractor is told about the predicate's values
+	// beside its name (`the model, e.g. "Tesla Model 3"`).
+	Note string
+	// Relation: the object is a person related to the subject ("user
+	// cousin Maya"), so the extractor is told the person's name in later
+	// episodes and questions reach them through it.
+	Relation bool
 }
 
 // Engine is an open memor store. Safe for concurrent use.
@@ -170,7 +189,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		if err != nil {
 			return nil, fmt.Errorf("memor: open %s: Options.Predicates: %w", dir, err)
 		}
-		preds.register(name, p.Cardinality, aliases)
+		preds.register(name, p.Cardinality, aliases, p)
 	}
 	lg := o.Logger
 	if lg == nil {
@@ -197,6 +216,11 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	if e.ext == nil {
 		e.ext = extract.NewRuleExtractor()
+	}
+	if c, ok := e.ext.(extract.Catalogued); ok {
+		// The extractor is told this engine's predicates, registered ones
+		// included.
+		e.ext = c.WithCatalogue(preds.cat)
 	}
 	emb := o.Embedder
 	if emb == nil {
@@ -335,7 +359,7 @@ func (e *Engine) RegisterPredicate(name string, c Cardinality, aliases ...string
 	if err != nil {
 		return err
 	}
-	e.preds.register(name, c, als)
+	e.preds.register(name, c, als, Predicate{})
 	return nil
 }
 

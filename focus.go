@@ -4,12 +4,12 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/internal/norm"
+	"github.com/memor-db/memor/lang/en"
 )
 
 // A question is about someone. Serving facts about someone else is a
@@ -24,16 +24,6 @@ import (
 //  3. else the user, for a first-person question;
 //  4. else anyone.
 
-// relationWords maps words for relatives and friends to relation
-// predicates.
-var relationWords = map[string]string{
-	"brother": "brother", "brothers": "brother", "sister": "sister", "sisters": "sister",
-	"friend": "friend", "friends": "friend", "mother": "mother", "mom": "mother", "mum": "mother",
-	"father": "father", "dad": "father", "wife": "wife", "husband": "husband", "partner": "partner",
-	"boyfriend": "partner", "girlfriend": "partner", "son": "son", "daughter": "daughter",
-	"colleague": "colleague", "coworker": "colleague",
-}
-
 // topicWords name kinds of facts. A question about a topic this user's
 // memories never mention ("what phone do I use?" with no device known)
 // is answered with nothing rather than with whatever else is similar.
@@ -43,11 +33,6 @@ var topicWords = map[string]bool{
 	"diet": true, "married": true, "job": true, "employer": true, "instrument": true, "instruments": true,
 	"language": true, "languages": true, "study": true, "studies": true, "student": true,
 }
-
-// contextWords name the contexts the rule extractor records ("at work",
-// "at home" …); a question naming one asks about that context.
-var contextWords = map[string]string{"work": "work", "office": "work", "home": "home",
-	"weekends": "weekends", "weekend": "weekends", "weekdays": "weekdays"}
 
 // focus is whom a question is about.
 type focus struct {
@@ -70,29 +55,16 @@ type focus struct {
 	seeds []string
 }
 
-// words lowercases text into words, possessives dropped ("mother's" →
-// "mother").
-func words(text string) []string {
-	ws := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
-	})
-	for i, w := range ws {
-		w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
-		ws[i] = strings.Trim(w, "'’")
-	}
-	return ws
-}
-
 // queryFocus works out whom text is about, in the view facts.
 func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, facts, allow *roaring.Bitmap) (focus, error) {
 	var f focus
-	ws := words(text)
+	ws := en.Words(text)
 	first := false
 	for i, w := range ws {
-		if firstPerson[w] {
+		if en.FirstPerson(w) {
 			first = true
 		}
-		if c, ok := contextWords[w]; ok && i > 0 && (ws[i-1] == "at" || ws[i-1] == "on" || ws[i-1] == "the") {
+		if c, ok := en.ContextAt(ws, i); ok {
 			f.context = c
 		}
 	}
@@ -133,7 +105,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		return f, nil
 	}
 	for _, w := range ws {
-		rel, ok := relationWords[w]
+		rel, ok := en.Relation(w)
 		if !ok || !first {
 			continue
 		}
@@ -242,12 +214,12 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	if f.spokenBy(c.episode) {
 		return true
 	}
-	text := " " + strings.Join(words(c.episode.Text), " ") + " "
+	text := " " + strings.Join(en.Words(c.episode.Text), " ") + " "
 	if f.mention != "" && strings.Contains(text, " "+f.mention+" ") {
 		return true
 	}
 	for name := range f.about {
-		if strings.Contains(text, " "+strings.Join(words(name), " ")+" ") {
+		if strings.Contains(text, " "+strings.Join(en.Words(name), " ")+" ") {
 			return true
 		}
 	}
@@ -298,9 +270,9 @@ func (f focus) admitsSubject(subjKey string) bool {
 }
 
 // pathScore is how many of the question's words a graph path explains, per
-// hop. tokens memoises the tokens of labels and entities: the paths of one
-// query share most of them.
-func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) float64 {
+// hop; a hop's label explains its gloss's words too. tokens memoises the
+// tokens of labels and entities: the paths of one query share most of them.
+func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string, gloss func(pred string) string) float64 {
 	var matched []string // a handful at most: the question's words
 	tok := func(s string) []string {
 		ts, ok := tokens[s]
@@ -311,7 +283,7 @@ func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string) 
 		return ts
 	}
 	for _, h := range p.Hops {
-		for _, part := range [...]string{h.Label, predicateGloss[h.Label], h.To} {
+		for _, part := range [...]string{h.Label, gloss(h.Label), h.To} {
 			for _, t := range tok(part) {
 				if words[t] && !slices.Contains(matched, t) {
 					matched = append(matched, t)

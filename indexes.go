@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -370,40 +369,6 @@ func (s *indexSet) dropUser(user string) {
 	s.mu.Unlock()
 }
 
-// predicateGloss gives the words people use for a predicate, so that "where
-// do I live?" finds "user lives_in Seattle" by BM25 and by vector even
-// though the predicate's name is not English.
-var predicateGloss = map[string]string{
-	"lives_in":         "lives in live living home city where reside moved",
-	"works_at":         "works at work job employer company",
-	"job_title":        "job title work role position profession",
-	"studies_at":       "studies at study school university college",
-	"marital_status":   "marital status married single relationship",
-	"diet":             "diet eat food vegan vegetarian",
-	"uses_device":      "uses device phone",
-	"likes":            "likes like enjoy",
-	"likes_food":       "likes food like eat",
-	"dislikes":         "dislikes dislike",
-	"plays_instrument": "plays instrument play music",
-	"has_pet":          "has pet dog cat animal kind",
-	"pet_name":         "pet name called named",
-	"speaks_language":  "speaks language speak",
-	"allergic_to":      "allergic to allergy allergies",
-}
-
-// factText is what the text indexes see for a fact.
-func factText(f *Fact) string {
-	p := predicateGloss[f.Predicate]
-	if p == "" {
-		p = strings.ReplaceAll(f.Predicate, "_", " ")
-	}
-	s := f.Subject + " " + p + " " + f.Object
-	if f.Context != "" {
-		s += " " + f.Context
-	}
-	return s
-}
-
 func (s *indexSet) embedOne(ctx context.Context, text string) ([]float32, error) {
 	vs, err := s.emb.Embed(ctx, []string{text})
 	if err != nil {
@@ -583,7 +548,7 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 		if err := temporal.WriteInterval(t.b, imp.tmpPrefix, f.Doc, interval(f)); err != nil {
 			return err
 		}
-		text := factText(f)
+		text := s.e.preds.factText(f)
 		if err := bm25.WriteDoc(t.b, imp.bmPrefix, f.Doc, text); err != nil {
 			return err
 		}
@@ -599,7 +564,7 @@ func (s *indexSet) putVersion(t *txn, f *Fact) error {
 	if err := ui.tmp.Put(t.b, f.Doc, interval(f)); err != nil {
 		return err
 	}
-	text := factText(f)
+	text := s.e.preds.factText(f)
 	if err := ui.bm.Add(t.b, f.Doc, text); err != nil {
 		return err
 	}

@@ -375,14 +375,10 @@ func (e *Engine) knownNames(ctx context.Context, t *txn, user, voice string) ([]
 	if err != nil {
 		return nil, err
 	}
-	relations := map[string]bool{}
-	for _, p := range relationWords {
-		relations[p] = true
-	}
 	seen := map[string]bool{}
 	var names []string
 	for _, p := range paths {
-		if h := p.Hops[0]; !h.Inverse && relations[h.Label] && !seen[h.To] {
+		if h := p.Hops[0]; !h.Inverse && e.preds.cat.IsRelation(h.Label) && !seen[h.To] {
 			seen[h.To] = true
 			names = append(names, h.To)
 		}

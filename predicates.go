@@ -3,64 +3,22 @@ package memor
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memor-db/memor/lang"
+	"github.com/memor-db/memor/lang/en"
 )
 
-// Default predicates, registered at Open (DESIGN §3).
-var (
-	defaultOne = map[string][]string{
-		"lives_in":       {"resides_in", "home_city", "location", "city"},
-		"works_at":       {"employer", "company", "works_for"},
-		"job_title":      {"role", "works_as", "occupation", "profession"},
-		"studies_at":     {"school", "university", "attends"},
-		"marital_status": {"relationship_status"},
-		"diet":           {"eats"},
-		"uses_device":    {"phone", "current_phone", "device"},
-	}
-	defaultMany = map[string][]string{
-		"likes":            {"enjoys"},
-		"likes_food":       nil,
-		"dislikes":         nil,
-		"plays_instrument": {"plays"},
-		"has_pet":          {"owns_pet", "pet"},
-		"pet_name":         nil,
-		"speaks_language":  {"speaks", "language"},
-		"allergic_to":      {"allergy"},
-		"brother":          nil,
-		"sister":           nil,
-		"friend":           nil,
-		"mother":           nil,
-		"father":           nil,
-		"wife":             nil,
-		"husband":          nil,
-		"partner":          nil,
-		"son":              nil,
-		"daughter":         nil,
-		"colleague":        nil,
-	}
-)
-
-// favoritePrefix marks predicates that are One whatever the thing
-// (favorite_color, favorite_food …): one can have only one favourite.
-const favoritePrefix = "favorite_"
-
+// predicates is an engine's predicate catalogue: en's defaults (DESIGN
+// §3) and what the application registered. The resolver, the index
+// glosses, the graph walk's scoring and the extractor all read it.
 type predicates struct {
-	mu    sync.RWMutex
-	card  map[string]Cardinality
-	alias map[string]string
+	cat *lang.Catalogue
 }
 
 func newPredicates() *predicates {
-	p := &predicates{card: map[string]Cardinality{}, alias: map[string]string{}}
-	for name, al := range defaultOne {
-		p.register(name, One, al)
-	}
-	for name, al := range defaultMany {
-		p.register(name, Many, al)
-	}
-	return p
+	return &predicates{cat: en.NewCatalogue()}
 }
 
 // MaxPredicateBytes bounds a predicate name or alias given to
@@ -106,46 +64,49 @@ func predicateName(s, what string) (string, error) {
 }
 
 // register declares a predicate; name and aliases are canonical (see
-// checkPredicate).
-func (p *predicates) register(name string, c Cardinality, aliases []string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.card[name] = c
-	delete(p.alias, name)
-	for _, a := range aliases {
-		if a != name {
-			p.alias[a] = name
+// checkPredicate), and so are p's other fields' words.
+func (p *predicates) register(name string, c Cardinality, aliases []string, decl Predicate) {
+	topic := make([]string, 0, len(decl.Topic))
+	for _, w := range decl.Topic {
+		if w = strings.ToLower(strings.TrimSpace(w)); w != "" {
+			topic = append(topic, w)
 		}
 	}
+	p.cat.Register(lang.Predicate{Name: name, One: c == One, Aliases: aliases,
+		Gloss: decl.Gloss, Topic: topic, Note: decl.Note, Relation: decl.Relation})
 }
 
 // canonical maps a predicate through normalisation and aliases.
 func (p *predicates) canonical(pred string) string {
-	pred = normPredicate(pred)
-	if strings.HasPrefix(pred, "favourite_") {
-		pred = favoritePrefix + pred[len("favourite_"):]
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if c, ok := p.alias[pred]; ok {
-		return c
-	}
-	return pred
+	return p.cat.Canonical(normPredicate(pred))
 }
 
 // lookup returns the cardinality of a canonical predicate and whether it is
 // known.
 func (p *predicates) lookup(pred string) (Cardinality, bool) {
-	p.mu.RLock()
-	c, ok := p.card[pred]
-	p.mu.RUnlock()
-	if ok {
-		return c, true
-	}
-	if strings.HasPrefix(pred, favoritePrefix) {
+	d, ok := p.cat.Lookup(pred)
+	if ok && d.One {
 		return One, true
 	}
-	return Many, false
+	return Many, ok
+}
+
+// gloss is the words the text indexes see for a predicate: its gloss, or
+// its name's words.
+func (p *predicates) gloss(pred string) string {
+	if g := p.cat.Gloss(pred); g != "" {
+		return g
+	}
+	return strings.ReplaceAll(pred, "_", " ")
+}
+
+// factText is what the text indexes see for a fact.
+func (p *predicates) factText(f *Fact) string {
+	s := f.Subject + " " + p.gloss(f.Predicate) + " " + f.Object
+	if f.Context != "" {
+		s += " " + f.Context
+	}
+	return s
 }
 
 // normPredicate lowercases and turns runs of spaces, dashes and other

@@ -102,11 +102,11 @@ func TestOpenRefusesBadPredicates(t *testing.T) {
 			if err == nil {
 				e.Close()
 			}
-			t.Errorf("Open with %+q: %v, want ErrInvalidPredicate", d, err)
+			t.Errorf("Open with %#v: %v, want ErrInvalidPredicate", d, err)
 			continue
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
-			t.Errorf("Open with %+q created the store folder (%v)", d, err)
+			t.Errorf("Open with %#v created the store folder (%v)", d, err)
 		}
 	}
 	e, _ := openTest(t, memor.Options{Predicates: []memor.Predicate{{Name: "Home Town", Cardinality: memor.One, Aliases: []string{"hometown"}}}})

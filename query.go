@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/lang/en"
 )
 
 // Fusion selects how Query combines its signals.
@@ -51,8 +51,12 @@ type QueryOptions struct {
 	// Reranker, if set, reorders the top candidates in one batched call.
 	Reranker extract.Reranker
 	// TimeFromText, when ValidAt is zero, takes the valid time from a past
-	// date the question names: "where did I live in March 2026?" or "on
-	// 2026-02-01" asks as of that date.
+	// date the question names (see TimeInText): "where did I live in March
+	// 2026?" or "on 2026-02-01" asks as of that date, a named day as of its
+	// end so that day's own sessions are served. A question asking when
+	// something happened ("When did I move to Boston in 2022?") asks for
+	// an event, which is found by its words whatever holds now: its date
+	// does not move the view.
 	TimeFromText bool
 	// Forgetting multiplies scores by a forgetting curve R = exp(−t/S),
 	// with S growing with reinforcement (off by default).
@@ -109,33 +113,45 @@ const (
 	forgettingBase = 30 * 24 * time.Hour
 )
 
-var firstPerson = map[string]bool{"i": true, "me": true, "my": true, "mine": true, "myself": true, "i'm": true, "i've": true, "i'd": true}
-
-var datePhrase = regexp.MustCompile(`(?i)\b(?:in|on|during|as of|back in|at the start of)\s+(?:\d{4}-\d{2}-\d{2}|[a-z]+\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}\s+[a-z]+\s+\d{4}|[a-z]+\s+\d{4}|\d{4})\b`)
-
 // TimeInText finds a past date a question names ("in March 2026", "on
-// 2026-02-01") and resolves it against now. Within a named month or year it
-// answers for the middle of it, away from changes on its first day.
+// 2026-02-01", "on 27 March, 2022") and resolves it against now to the
+// instant a view of that date is taken at: for a named day its last
+// instant, so what was said that day is inside the view; for a named month
+// or year its middle, away from changes on its first day. The instant is
+// never after now. TimeSpanInText gives the whole interval.
 func TimeInText(text string, now time.Time) (time.Time, bool) {
-	for _, m := range datePhrase.FindAllString(text, -1) {
-		t, ok := extract.ParseTime(m, now)
-		if !ok {
-			continue
-		}
-		words := strings.Fields(m)
-		last := words[len(words)-1]
-		switch {
-		case len(words) == 2 && len(last) == 4 && last[0] >= '0' && last[0] <= '9' && !strings.Contains(last, "-"):
-			t = t.AddDate(0, 6, 0) // a bare year: mid-year
-		case !strings.ContainsAny(m, "-") && len(words) == 3 && len(last) == 4:
-			t = t.AddDate(0, 0, 14) // a month and year: mid-month
-		}
-		if t.After(now) {
-			t = now
-		}
-		return t.UTC(), true
+	m, ok := en.InText(text, now)
+	if !ok {
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	start, end := m.Span()
+	var t time.Time
+	switch m.Grain {
+	case en.Day:
+		t = end.Add(-time.Nanosecond)
+	case en.Month:
+		t = start.AddDate(0, 0, 14) // mid-month
+	case en.Year:
+		t = start.AddDate(0, 6, 0) // mid-year
+	default:
+		t = m.At
+	}
+	if t.After(now) {
+		t = now
+	}
+	return t.UTC(), true
+}
+
+// TimeSpanInText finds a past date a question names, as TimeInText does,
+// and returns the interval [start, end) it names: a day from its midnight
+// to the next, a month or a year likewise.
+func TimeSpanInText(text string, now time.Time) (start, end time.Time, ok bool) {
+	m, ok := en.InText(text, now)
+	if !ok {
+		return time.Time{}, time.Time{}, false
+	}
+	start, end = m.Span()
+	return start.UTC(), end.UTC(), true
 }
 
 // minVector is the cosine similarity below which a vector hit is noise:
@@ -205,7 +221,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		return nil, err
 	}
 	var textAt time.Time
-	if opts.ValidAt.IsZero() && opts.TimeFromText {
+	if opts.ValidAt.IsZero() && opts.TimeFromText && !en.AsksWhen(text) {
 		textAt, _ = TimeInText(text, e.now())
 	}
 	for _, t := range []struct {
@@ -427,7 +443,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 	}
 	tokens := map[string][]string{}
 	for _, p := range paths {
-		score := pathScore(p, words, tokens)
+		score := pathScore(p, words, tokens, e.preds.cat.Gloss)
 		if score == 0 {
 			continue
 		}

@@ -824,7 +824,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		added++
 		if op.Kind == extract.Assert {
-			texts = append(texts, factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context}))
+			texts = append(texts, t.e.preds.factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context}))
 		}
 		if op.Kind == extract.End {
 			delete(t.ends, string(slot))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/internal/norm"
+	"github.com/memor-db/memor/lang"
 )
 
 // Kind says what an Op proposes. Values are stored in episodes; do not
@@ -120,6 +121,18 @@ func AttributeTo(ops []Op, speaker string) []Op {
 		}
 	}
 	return ops
+}
+
+// Catalogued is an Extractor that can be told the predicates its engine
+// knows: the defaults and those the application registered
+// (memor.Options.Predicates, RegisterPredicate). Open calls WithCatalogue
+// once and extracts with what it returns; the catalogue may grow after
+// that (RegisterPredicate), so an implementation reads it when it
+// extracts. The result must still implement every other interface the
+// receiver does (KnownNamesExtractor, InputExtractor).
+type Catalogued interface {
+	Extractor
+	WithCatalogue(c *lang.Catalogue) Extractor
 }
 
 // ExtractorFunc adapts a function to Extractor.

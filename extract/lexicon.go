@@ -1,6 +1,10 @@
 package extract
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/memor-db/memor/lang/en"
+)
 
 // The word lists the rule extractor matches against. All entries are lower
 // case; multi-word entries are matched longest first.
@@ -14,19 +18,7 @@ func set(words ...string) map[string]bool {
 }
 
 // relations maps a kinship or social noun to its predicate.
-var relations = map[string]string{
-	"brother": "brother", "brothers": "brother", "sister": "sister", "sisters": "sister",
-	"friend": "friend", "friends": "friend", "bestie": "friend", "bff": "friend",
-	"mom": "mother", "mum": "mother", "mother": "mother", "mommy": "mother", "mama": "mother",
-	"dad": "father", "father": "father", "daddy": "father", "papa": "father",
-	"wife": "wife", "husband": "husband",
-	"partner": "partner", "boyfriend": "partner", "girlfriend": "partner", "spouse": "partner",
-	"fiance": "partner", "fiancé": "partner", "fiancee": "partner", "fiancée": "partner",
-	"son": "son", "sons": "son", "daughter": "daughter", "daughters": "daughter",
-	"colleague": "colleague", "colleagues": "colleague", "coworker": "colleague",
-	"coworkers": "colleague", "co-worker": "colleague", "co-workers": "colleague",
-	"workmate": "colleague",
-}
+var relations = en.Relations()
 
 // relationAdjectives may stand between "my" and the relation noun.
 var relationAdjectives = set("older", "younger", "little", "big", "baby", "twin", "elder",
@@ -162,39 +154,26 @@ var modals = set("would", "will", "could", "should", "might", "shall", "must", "
 var intentMarkers = set("might", "may", "will", "going", "thinking", "considering",
 	"contemplating")
 
-// singleValued lists the predicates a hedged intention may be emitted on:
-// those memor keeps one value of, where the resolver contests a claim much
-// less confident than the value in force. On a many-valued predicate there
-// is nothing to contest with, so a possibility ("I might get a cat") would
-// be added as a fact; it yields nothing instead.
-var singleValued = set("lives_in", "works_at", "job_title", "studies_at", "marital_status",
-	"diet", "uses_device")
-
 // contextPhrases open a clause with the circumstance its values hold in
 // ("At work I use a BlackBerry"); the value is Op.Context. Values in
 // different contexts coexist in memor, so the home phone does not replace
-// the work phone. Longest first where one is a prefix of another.
-var contextPhrases = []struct {
+// the work phone.
+var contextPhrases = func() []struct {
 	words []string
 	ctx   string
-}{
-	{[]string{"at", "the", "office"}, "work"},
-	{[]string{"at", "my", "office"}, "work"},
-	{[]string{"in", "the", "office"}, "work"},
-	{[]string{"at", "my", "job"}, "work"},
-	{[]string{"at", "work"}, "work"},
-	{[]string{"for", "work"}, "work"},
-	{[]string{"at", "home"}, "home"},
-	{[]string{"on", "weekdays"}, "weekdays"},
-	{[]string{"on", "the", "weekdays"}, "weekdays"},
-	{[]string{"during", "the", "week"}, "weekdays"},
-	{[]string{"during", "weekdays"}, "weekdays"},
-	{[]string{"on", "weekends"}, "weekends"},
-	{[]string{"on", "the", "weekends"}, "weekends"},
-	{[]string{"at", "weekends"}, "weekends"},
-	{[]string{"during", "weekends"}, "weekends"},
-	{[]string{"during", "the", "weekends"}, "weekends"},
-}
+} {
+	var out []struct {
+		words []string
+		ctx   string
+	}
+	for _, p := range en.ContextPhrases() {
+		out = append(out, struct {
+			words []string
+			ctx   string
+		}{p.Words, p.Context})
+	}
+	return out
+}()
 
 // negations mark a clause as negated.
 var negations = set("not", "never", "neither", "nor", "nobody", "none", "nothing", "no")

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/memor-db/memor/lang"
+	"github.com/memor-db/memor/lang/en"
 )
 
 // RuleExtractor is memor's offline extractor: hand-written English patterns
@@ -17,10 +20,34 @@ import (
 // It is deliberately conservative: questions, hypotheticals, negations,
 // plans and other people's claims yield nothing, because a missed fact
 // costs less than a wrong one that supersedes a right one.
-type RuleExtractor struct{}
+type RuleExtractor struct {
+	// cat says which predicates are single-valued (nil: en's catalogue).
+	cat *lang.Catalogue
+}
 
 // NewRuleExtractor returns a RuleExtractor.
 func NewRuleExtractor() *RuleExtractor { return &RuleExtractor{} }
+
+// WithCatalogue returns a RuleExtractor that reads the cardinality of its
+// predicates from c: a hedged intention ("I might get a cat") is proposed
+// only on a predicate c says is single-valued (see hedgedIntentConfidence).
+// It implements Catalogued.
+func (r *RuleExtractor) WithCatalogue(c *lang.Catalogue) Extractor {
+	return &RuleExtractor{cat: c}
+}
+
+// one reports whether pred is single-valued.
+func (r *RuleExtractor) one(pred string) bool {
+	c := r.cat
+	if c == nil {
+		c = defaultCatalogue
+	}
+	p, _ := c.Lookup(pred)
+	return p.One
+}
+
+// defaultCatalogue is the catalogue of a RuleExtractor not given one.
+var defaultCatalogue = en.NewCatalogue()
 
 // User is the subject the extractors use for the speaker.
 const User = "user"
@@ -54,6 +81,7 @@ func (r *RuleExtractor) ExtractKnown(ctx context.Context, text string, at time.T
 		return nil, fmt.Errorf("extract: %w", err)
 	}
 	st := &state{
+		one:     r.one,
 		text:    text,
 		at:      at,
 		seen:    map[string]bool{},
@@ -91,6 +119,7 @@ func (r *RuleExtractor) ExtractInput(ctx context.Context, in Input) ([]Op, error
 // people named so far, so that "My brother Alex … He adopted a dog" and
 // "my brother lives in Austin" resolve to Alex.
 type state struct {
+	one        func(pred string) bool // single-valued predicates
 	text       string
 	at         time.Time
 	ops        []Op
@@ -123,7 +152,7 @@ type frame struct {
 
 func (st *state) emit(f *frame, pred, obj string) {
 	obj = strings.TrimSpace(obj)
-	if f.subj == "" || (obj == "" && f.kind == Assert) || (f.intent && !singleValued[pred]) {
+	if f.subj == "" || (obj == "" && f.kind == Assert) || (f.intent && !st.one(pred)) {
 		return
 	}
 	key := fmt.Sprint(f.kind, "\x00", f.subj, "\x00", pred, "\x00", obj)

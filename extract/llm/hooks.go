@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/lang"
+	"github.com/memor-db/memor/lang/en"
 )
 
 // Compile-time checks.
 var (
-	_ extract.Extractor = (*Extractor)(nil)
-	_ extract.Judge     = (*Judge)(nil)
-	_ extract.Reranker  = (*Reranker)(nil)
+	_ extract.Extractor  = (*Extractor)(nil)
+	_ extract.Catalogued = (*Extractor)(nil)
+	_ extract.Judge      = (*Judge)(nil)
+	_ extract.Reranker   = (*Reranker)(nil)
 )
 
 func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
@@ -49,6 +52,8 @@ var opsSchema = map[string]any{
 	"additionalProperties": false,
 }
 
+// extractPrompt is the extraction instructions; %s is where the
+// predicate list goes (see predicateList).
 const extractPrompt = `You extract durable personal facts from what a user said, for a memory store.
 Return {"ops":[...]}; return {"ops":[]} when nothing qualifies.
 
@@ -60,16 +65,7 @@ exactly as given, as the subject wherever the speaker talks about themselves (I,
 and as the subject of their relations ("my brother Alex" said by Caroline gives
 Caroline-brother->Alex); do not use "user" for them.
 
-Use these predicates when they fit:
- one value at a time: lives_in, works_at, job_title, studies_at, marital_status
- (single/married/divorced/engaged/widowed), diet (vegan, vegetarian, pescatarian,
- carnivore, keto …), uses_device ("iPhone 13", "Android"), favorite_<thing>
- (favorite_color, favorite_food …).
- several values: likes, likes_food, plays_instrument, has_pet (the kind or breed, e.g.
- "golden retriever") with pet_name (the pet's name), speaks_language, allergic_to, and the
- relations brother, sister, friend, mother, father, wife, husband, partner, son, daughter,
- colleague (subject "user", object the person's name).
-Otherwise invent a short lower_snake_case predicate.
+%s
 
 Kinds: "assert" when something became or is true; "end" when it stopped ("I no longer play
 the violin" ends plays_instrument violin; "I quit my job" ends works_at with object "";
@@ -85,12 +81,72 @@ no time. confidence: 1 for plain statements, lower when the user hedges.
 quote: copy the clause the op comes from EXACTLY, character for character, from the text.
 Objects keep natural casing ("San Francisco", "golden retriever").`
 
+// predicateList tells the model the predicates of cat: single-valued,
+// several-valued and relations, each with its note.
+func predicateList(cat *lang.Catalogue) string {
+	var one, many, rel []string
+	for _, p := range cat.All() {
+		name := p.Name
+		if p.Family {
+			name += "<thing>"
+		}
+		if p.Note != "" {
+			name += " (" + p.Note + ")"
+		}
+		switch {
+		case p.Relation:
+			rel = append(rel, name)
+		case p.One:
+			one = append(one, name)
+		default:
+			many = append(many, name)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Use these predicates when they fit:\n")
+	if len(one) > 0 {
+		b.WriteString(" one value at a time: " + strings.Join(one, ", ") + ".\n")
+	}
+	if len(many) > 0 {
+		b.WriteString(" several values: " + strings.Join(many, ", ") + ".\n")
+	}
+	if len(rel) > 0 {
+		b.WriteString(" relations (subject \"user\", object the person's name): " + strings.Join(rel, ", ") + ".\n")
+	}
+	b.WriteString("Otherwise invent a short lower_snake_case predicate.")
+	return b.String()
+}
+
 // Extractor is an extract.Extractor backed by a chat model. It is safe for
 // concurrent use.
-type Extractor struct{ c *Client }
+type Extractor struct {
+	c *Client
+	// cat lists the predicates the model is told (nil: en's catalogue).
+	cat *lang.Catalogue
+}
 
 // NewExtractor returns an Extractor using c.
 func NewExtractor(c *Client) *Extractor { return &Extractor{c: c} }
+
+// WithCatalogue returns an Extractor that tells the model the predicates
+// of c, read at each call (it implements extract.Catalogued): memor.Open
+// passes its own, so the predicates an application registers are in the
+// prompt.
+func (x *Extractor) WithCatalogue(c *lang.Catalogue) extract.Extractor {
+	return &Extractor{c: x.c, cat: c}
+}
+
+// prompt is the system prompt of an extraction.
+func (x *Extractor) prompt() string {
+	cat := x.cat
+	if cat == nil {
+		cat = defaultCatalogue
+	}
+	return fmt.Sprintf(extractPrompt, predicateList(cat))
+}
+
+// defaultCatalogue is the catalogue of an Extractor not given one.
+var defaultCatalogue = en.NewCatalogue()
 
 // Extract asks the model for ops and returns them only if the whole answer
 // decodes and every quote is in text; otherwise it returns nil and an error
@@ -116,7 +172,7 @@ func (x *Extractor) ExtractInput(ctx context.Context, in extract.Input) ([]extra
 	if err != nil {
 		return nil, fmt.Errorf("llm: extract: %w", err)
 	}
-	out, err := x.c.complete(ctx, extractPrompt, string(msg), "memor_ops", opsSchema)
+	out, err := x.c.complete(ctx, x.prompt(), string(msg), "memor_ops", opsSchema)
 	if err != nil {
 		return nil, err
 	}
