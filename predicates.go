@@ -18,6 +18,9 @@ var (
 		"marital_status": {"relationship_status"},
 		"diet":           {"eats"},
 		"uses_device":    {"phone", "current_phone", "device"},
+		"name":           {"full_name", "first_name"},
+		"age":            {"years_old"},
+		"from":           {"origin", "hometown", "comes_from", "is_from"},
 	}
 	defaultMany = map[string][]string{
 		"likes":            {"enjoys"},
