@@ -193,7 +193,7 @@ func (st *state) proper(v []tok, i int) (string, int, bool) {
 func (st *state) predicate(f *frame, v []tok) {
 	if f.subj != User && len(v) >= 2 && v[0].w == "," {
 		// "my friend Carla, 58, suggested it"
-		if n, ok := ageAt(v, 1); ok && (len(v) == 2 || v[2].w == ",") {
+		if n, _, ok := ageAt(v, 1); ok && (len(v) == 2 || v[2].w == ",") {
 			st.emit(f, "age", n)
 			return
 		}
@@ -1459,23 +1459,23 @@ func plausibleAge(n string) bool {
 // clause or is followed by a comma or a conjunction, so that "I'm 34" and
 // "who's 59 and retired" are ages while "I'm 5 minutes away" and "I'm 100%
 // sure" are not. It returns the age as written.
-func ageAt(v []tok, i int) (string, bool) {
+func ageAt(v []tok, i int) (string, int, bool) {
 	if i >= len(v) || !plausibleAge(v[i].w) {
-		return "", false
+		return "", i, false
 	}
 	j := i + 1
 	switch at(v, j) {
 	case "years", "year", "yrs", "yr":
 		if at(v, j+1) != "old" {
-			return "", false
+			return "", i, false
 		}
 		j += 2
 	}
 	switch at(v, j) {
 	case "", ",", ";", "!", ")", "and", "but", "so", "now", "today", "this":
-		return v[i].w, true
+		return v[i].w, j, true
 	}
-	return "", false
+	return "", i, false
 }
 
 // titleTail reads what may follow a job title: "… from Port Talbot"
@@ -1561,8 +1561,11 @@ func (st *state) pIdentity(f *frame, v []tok) bool {
 	default:
 		return false
 	}
-	if n, ok := ageAt(v, i); ok {
+	if n, next, ok := ageAt(v, i); ok {
 		st.emit(f, "age", n)
+		if at(v, next) == "and" && (at(v, next+1) == "a" || at(v, next+1) == "an") && f.be {
+			st.pJob(f, v[next+1:]) // "who's 36 and a sound engineer"
+		}
 		return true
 	}
 	return false

@@ -346,7 +346,8 @@ func (st *state) clauses(toks []tok) [][]tok {
 		if toks[k].w == "," && likeAfter(toks, j) {
 			continue // "…, like error handling": a preposition, not a verb
 		}
-		if toks[k].w == "," && k > 0 && j < len(toks) && isRelationNoun(toks[k-1]) && isNameTok(toks[j]) {
+		if toks[k].w == "," && j < len(toks) && isNameTok(toks[j]) && (k > 0 && isRelationNoun(toks[k-1]) ||
+			k > 3 && toks[k-3].w == "of" && isRelationNoun(toks[k-4])) {
 			continue // "my mom, Wendy, …": the name belongs to the relation
 		}
 		if toks[k].w == "," && j < len(toks) && questionStarts[toks[j].w] && !toks[j].cap {
@@ -628,6 +629,7 @@ func (st *state) clause(c []tok, first bool, prev *frame, conf float64) *frame {
 	}
 
 	st.relationEdges(v, f)
+	st.appositiveAges(v, f)
 	if st.favoriteReversed(v, f) {
 		return f
 	}
@@ -664,7 +666,10 @@ func (st *state) endName(c []tok) string {
 	for b > 0 && e-b < 2 && isNameTok(c[b-1]) && !honorifics[c[b-1].w] {
 		b--
 	}
-	if b == e || (b > 0 && c[b-1].upper && c[b-1].word) {
+	if b == e && e >= 2 && c[e-2].w == "as" && c[e-1].w == "someone" {
+		return User // "as someone who's 60"
+	}
+	if b == e || (b > 0 && c[b-1].upper && c[b-1].word && !honorifics[c[b-1].w]) {
 		return ""
 	}
 	name := st.objText(c[b:e])
@@ -828,9 +833,15 @@ func (st *state) relationEdges(v []tok, f *frame) {
 			}
 		}
 		// Alex is my brother / Alex, my brother, …
-		if isNameTok(v[i]) && (i == 0 || isBoundary(v[i-1])) && i+2 < len(v) && (v[i+1].w == "is" || v[i+1].w == ",") {
+		// "… with Stephen, my partner, …", "Kimberly, a close friend"
+		comma := i+1 < len(v) && v[i+1].w == "," && (i == 0 || !v[i-1].upper)
+		if isNameTok(v[i]) && (i == 0 || isBoundary(v[i-1]) || comma) && i+2 < len(v) && (v[i+1].w == "is" || v[i+1].w == ",") {
 			ns, _ := st.nameList(v, i, false)
-			if own, j, ok := st.possessor(v, i+2); ok && len(ns) == 1 {
+			own, j, ok := st.possessor(v, i+2)
+			if !ok && comma && (v[i+2].w == "a" || v[i+2].w == "an") {
+				own, j, ok = User, i+3, true
+			}
+			if ok && len(ns) == 1 {
 				for j < len(v) && relationAdjectives[v[j].w] {
 					j++
 				}
@@ -859,9 +870,46 @@ func (st *state) relationEdges(v []tok, f *frame) {
 					for _, n := range ns {
 						edge(User, rel, n)
 					}
+				} else if ok && v[j+1].w == "," && !v[j].cap {
+					// "I've got a close friend, David, who …"
+					if ns, k := st.nameList(v, j+2, false); len(ns) == 1 && (k == len(v) || !v[k].word || isBoundary(v[k])) {
+						edge(User, rel, ns[0])
+					}
 				}
 			}
 		}
+	}
+}
+
+// appositiveAges emits the ages a clause gives beside a name: "my friend
+// Tamara, 41, …", "Greg, 23, …", "Alan, a 41-year-old cinematographer".
+func (st *state) appositiveAges(v []tok, f *frame) {
+	for i := 0; i+2 < len(v); i++ {
+		if !isNameTok(v[i]) || honorifics[v[i].w] || (i > 0 && v[i-1].upper && v[i-1].word && !honorifics[v[i-1].w]) ||
+			strings.ToUpper(st.text[v[i].s:v[i].e]) == st.text[v[i].s:v[i].e] || at(v, i-1) == "am" {
+			continue // not "7:30 PM, 21", nor the speaker's own "I'm Darryl, a 60-year-old …"
+		}
+		ns, k := st.nameList(v, i, false)
+		if len(ns) != 1 || at(v, k) != "," {
+			continue
+		}
+		age := ""
+		if n, next, ok := ageAt(v, k+1); ok && (next == len(v) || v[next].w == "," || v[next].w == "and") && at(v, next) != "years" {
+			age = n
+		} else if a := at(v, k+1); a == "a" || a == "an" {
+			age, _ = yearOld(at(v, k+2))
+		}
+		if age == "" {
+			continue
+		}
+		name := ns[0]
+		if n := st.names[strings.ToLower(name)]; n != "" {
+			name = n
+		}
+		e := *f
+		e.subj, e.kind, e.from, e.additive, e.context, e.intent = name, Assert, time.Time{}, false, "", false
+		st.emit(&e, "age", age)
+		i = k
 	}
 }
 
