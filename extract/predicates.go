@@ -125,8 +125,12 @@ func list(v []tok, i int, item func([]tok, int) (string, int, bool)) ([]string, 
 		default:
 			return finishList(out, i, afterFirst, comma, conj)
 		}
-		if _, _, ok := item(v, k); !ok {
+		_, after, ok := item(v, k)
+		if !ok {
 			break
+		}
+		if a := at(v, after); modals[a] || auxWords[a] && a != "to" && a != "about" && a != "of" {
+			break // "…, and Francis will enjoy it": a new clause's subject
 		}
 		if last {
 			conj = true
@@ -207,11 +211,19 @@ func (st *state) predicate(f *frame, v []tok) {
 	}
 	neg, negEnd := false, false
 	kept := make([]tok, 0, len(v))
+	// content: the clause's verb has been passed. A modal after it belongs
+	// to what the verb's object does or to a noun ("… to match my style
+	// needs", "I live in Paris but want to move"), not to the claim.
+	content := false
 	for k := 0; k < len(v); k++ {
 		t := v[k]
 		next := ""
 		if k+1 < len(v) {
 			next = v[k+1].w
+		}
+		if content && (modals[t.w] || intentMarkers[t.w]) && !negations[t.w] {
+			kept = append(kept, t)
+			continue
 		}
 		switch {
 		case t.w == "no" && (next == "longer" || next == "more"):
@@ -248,6 +260,9 @@ func (st *state) predicate(f *frame, v []tok) {
 			continue
 		}
 		kept = append(kept, t)
+		if !auxWords[t.w] && !intentMarkers[t.w] && !modals[t.w] {
+			content = true
+		}
 	}
 	if neg {
 		if !negEnd || f.intent {
@@ -302,6 +317,10 @@ main:
 		}
 	}
 }
+
+// auxWords come before a clause's verb without being it.
+var auxWords = set("am", "is", "are", "was", "were", "be", "been", "being", "do", "does",
+	"did", "have", "has", "had", "to", "about", "of", "get", "got")
 
 // intentAt decides whether the intent marker at v[k] makes the clause a
 // hedged intention. It returns how many tokens the marker spans, whether
@@ -1275,29 +1294,32 @@ func (st *state) pLike(f *frame, v []tok) bool {
 }
 
 func (st *state) likeObjects(f *frame, v []tok, i int, food bool) bool {
-	type item struct {
-		obj  string
-		food bool
-	}
-	var items []item
 	if titlePair(v, i) {
 		return true // "I love Pride and Prejudice": one title or two things
 	}
-	list(v, i, func(v []tok, i int) (string, int, bool) {
+	isFood := map[string]bool{}
+	objs, _ := list(v, i, func(v []tok, i int) (string, int, bool) {
 		obj, head, next, ok := st.nounPhrase(v, i)
-		if ok && !relationalHeads[head] {
-			items = append(items, item{obj, food || foods[head]})
+		if !ok {
+			return "", i, false
 		}
-		return obj, next, ok
+		if relationalHeads[head] {
+			return "", next, true // "the social aspect": a part of something unsaid
+		}
+		isFood[obj] = food || foods[head]
+		return obj, next, true
 	})
-	for _, it := range items {
+	for _, o := range objs {
+		if o == "" {
+			continue
+		}
 		pred := "likes"
-		if it.food {
+		if isFood[o] {
 			pred = "likes_food"
 		}
-		st.emit(f, pred, it.obj)
+		st.emit(f, pred, o)
 	}
-	return len(items) > 0
+	return len(objs) > 0
 }
 
 // favorite handles "my favorite THING is|are OBJECT".
