@@ -22,7 +22,7 @@ var relations = en.Relations()
 
 // relationAdjectives may stand between "my" and the relation noun.
 var relationAdjectives = set("older", "younger", "little", "big", "baby", "twin", "elder",
-	"eldest", "oldest", "youngest", "best", "close", "good", "old", "dear", "childhood",
+	"eldest", "oldest", "youngest", "best", "close", "good", "old", "dear", "childhood", "romantic",
 	"new", "step", "half", "lovely", "awesome", "former", "closest", "only")
 
 // pets lists pet kinds and breeds (singular).
@@ -132,7 +132,8 @@ var fillers = set("just", "really", "also", "recently", "finally", "actually", "
 	"truly", "still", "now", "even", "seriously", "literally", "happily", "proudly",
 	"newly", "lately", "so", "well", "oh", "hey", "btw", "anyway", "anyways", "um", "uh",
 	"yeah", "yes", "ok", "okay", "fyi", "again", "too", "originally",
-	"absolutely", "sadly", "unfortunately", "luckily", "fortunately", "somehow")
+	"absolutely", "sadly", "unfortunately", "luckily", "fortunately", "somehow", "kinda",
+	"sorta", "especially", "particularly")
 
 // hedges lower the confidence of what follows.
 var hedges = set("probably", "maybe", "perhaps", "possibly", "apparently", "supposedly")
@@ -245,3 +246,95 @@ func pluralToSingular(w string) string {
 // britishToUS normalises spellings inside favorite_ predicate names.
 var britishToUS = map[string]string{"colour": "color", "flavour": "flavor", "humour": "humor",
 	"favourite": "favorite", "programme": "program", "theatre": "theater", "jewellery": "jewelry"}
+
+// notNames are capitalised words that follow "I'm" without being the
+// speaker's name: nationalities, religions and other identities ("I'm
+// Canadian, and …").
+var notNames = set("american", "canadian", "mexican", "british", "english", "scottish",
+	"welsh", "irish", "french", "german", "italian", "spanish", "portuguese", "dutch",
+	"belgian", "swiss", "austrian", "swedish", "norwegian", "danish", "finnish", "polish",
+	"czech", "russian", "ukrainian", "greek", "turkish", "israeli", "iranian", "iraqi",
+	"egyptian", "moroccan", "nigerian", "ghanaian", "kenyan", "ethiopian", "african",
+	"indian", "pakistani", "bangladeshi", "chinese", "japanese", "korean", "vietnamese",
+	"thai", "filipino", "indonesian", "malaysian", "australian", "brazilian", "argentinian",
+	"argentine", "chilean", "colombian", "peruvian", "venezuelan", "cuban", "jamaican",
+	"haitian", "puerto", "asian", "european", "latino", "latina", "hispanic", "arab",
+	"caribbean", "muslim", "christian", "catholic", "protestant", "jewish", "hindu",
+	"buddhist", "sikh", "mormon", "atheist", "agnostic", "gay", "lesbian", "bi", "trans",
+	"queer", "ok", "okay", "sorry", "fine", "good", "great", "here", "back", "ready",
+	"done", "new", "not", "still", "always", "glad", "happy", "sure", "thankful")
+
+// membershipNouns head organisations one joins without being employed
+// there ("joined the chess club").
+var membershipNouns = set("club", "clubs", "association", "meetup", "group", "society",
+	"community", "league", "network", "forum", "class", "course", "program", "programme",
+	"choir", "band", "gym", "committee", "union", "chapter", "circle", "movement", "cohort",
+	"waitlist", "workshop", "bootcamp", "webinar", "guild", "team", "crew", "server",
+	"channel", "subreddit", "party", "council", "fellowship", "congregation", "church")
+
+// places are well-known countries, US states and cities, recognised when
+// the text does not capitalise them ("I moved to new york"); capitalised
+// places need no list.
+var places = set("afghanistan", "albania", "algeria", "argentina", "armenia", "australia",
+	"austria", "bangladesh", "belgium", "bolivia", "brazil", "bulgaria", "cambodia",
+	"cameroon", "canada", "chile", "china", "colombia", "costa rica", "croatia", "cuba",
+	"cyprus", "czechia", "denmark", "ecuador", "egypt", "england", "estonia", "ethiopia",
+	"finland", "france", "georgia", "germany", "ghana", "greece", "guatemala", "hungary",
+	"iceland", "india", "indonesia", "iran", "iraq", "ireland", "israel", "italy", "japan",
+	"jordan", "kazakhstan", "kenya", "korea", "south korea", "latvia", "lebanon",
+	"lithuania", "luxembourg", "malaysia", "mexico", "morocco", "nepal", "netherlands",
+	"new zealand", "nigeria", "norway", "pakistan", "panama", "peru", "philippines",
+	"poland", "portugal", "romania", "russia", "saudi arabia", "scotland", "senegal",
+	"serbia", "singapore", "slovakia", "slovenia", "south africa", "spain", "sri lanka",
+	"sweden", "switzerland", "taiwan", "tanzania", "thailand", "tunisia", "turkey",
+	"uganda", "ukraine", "uruguay", "usa", "uk", "united states", "united kingdom",
+	"venezuela", "vietnam", "wales", "zimbabwe",
+	"alabama", "alaska", "arizona", "arkansas", "california", "colorado", "connecticut",
+	"delaware", "florida", "hawaii", "idaho", "illinois", "indiana", "iowa", "kansas",
+	"kentucky", "louisiana", "maine", "maryland", "massachusetts", "michigan",
+	"minnesota", "mississippi", "missouri", "montana", "nebraska", "nevada",
+	"new hampshire", "new jersey", "new mexico", "north carolina", "north dakota", "ohio",
+	"oklahoma", "oregon", "pennsylvania", "rhode island", "south carolina",
+	"south dakota", "tennessee", "texas", "utah", "vermont", "virginia", "washington",
+	"west virginia", "wisconsin", "wyoming",
+	"new york", "new york city", "nyc", "los angeles", "chicago", "houston", "phoenix",
+	"philadelphia", "san antonio", "san diego", "dallas", "austin", "san francisco",
+	"seattle", "denver", "boston", "atlanta", "miami", "detroit", "portland",
+	"las vegas", "nashville", "toronto", "montreal", "vancouver", "london", "paris",
+	"berlin", "madrid", "barcelona", "rome", "milan", "amsterdam", "brussels", "vienna",
+	"prague", "warsaw", "budapest", "lisbon", "dublin", "edinburgh", "manchester",
+	"stockholm", "oslo", "copenhagen", "helsinki", "zurich", "geneva", "munich",
+	"hamburg", "moscow", "istanbul", "athens", "cairo", "lagos", "nairobi",
+	"johannesburg", "cape town", "dubai", "tokyo", "osaka", "kyoto", "seoul", "beijing",
+	"shanghai", "hong kong", "singapore", "bangkok", "manila", "jakarta", "mumbai",
+	"delhi", "new delhi", "bangalore", "bengaluru", "chennai", "hyderabad", "pune",
+	"kolkata", "karachi", "lahore", "sydney", "melbourne", "brisbane", "perth",
+	"auckland", "mexico city", "sao paulo", "rio de janeiro", "buenos aires", "lima",
+	"bogota", "santiago")
+
+// dislikeVerbs state a dislike of their object ("I hate cilantro").
+var dislikeVerbs = set("hate", "hates", "dislike", "dislikes", "detest", "detests",
+	"loathe", "loathes", "despise", "despises")
+
+// pastVerbs are common irregular past tenses, which never head an object.
+var pastVerbs = set("met", "went", "got", "made", "took", "came", "saw", "found", "gave",
+	"told", "said", "left", "felt", "knew", "thought", "brought", "bought", "ran", "began")
+
+// embedders take an embedded question ("know if", "wondering whether"),
+// which is asked, not stated, and is no condition on the rest.
+var embedders = set("know", "knows", "wonder", "wondering", "wondered", "sure", "unsure",
+	"see", "ask", "asking", "asked", "check", "checking", "decide", "deciding", "tell",
+	"curious", "figure", "out", "learn", "understand", "certain", "doubt", "question")
+
+// honorifics stand before a name without being part of it ("Instructor
+// Michele", "Dr. Patel").
+var honorifics = set("mr", "mrs", "ms", "miss", "dr", "prof", "professor", "instructor",
+	"coach", "uncle", "aunt", "auntie", "grandma", "grandpa", "sir", "madam", "captain",
+	"pastor", "reverend", "rev", "officer", "judge", "nurse", "doctor", "teacher", "mentor")
+
+// relationalHeads are nouns that name a part or a manner of something
+// else ("the social aspect", "the way"): an object headed by one is only a
+// fragment of what was liked.
+var relationalHeads = set("aspect", "aspects", "part", "parts", "way", "ways", "fact",
+	"thing", "things", "side", "concept", "notion", "sound", "look", "feel", "feeling",
+	"kind", "sort", "type", "rest", "bit", "lot", "most", "idea", "ideas", "process")

@@ -21,14 +21,17 @@ var npStop = set("because", "since", "for", "with", "at", "in", "on", "from", "w
 	"there", "lately", "more", "most", "is", "are", "was", "were", "am", "be", "been", "do",
 	"does", "did", "have", "has", "had", "named", "called", "not", "no", "i", "we", "you",
 	"he", "she", "they", "it", "about", "and", "or", "&", "'s", "by", "after", "before",
-	"like", "whenever", "where", "during", "until", "into", "over", "under", "around")
+	"like", "whenever", "where", "during", "until", "into", "over", "under", "around",
+	"me", "him", "us", "them", "without", "based", "located", "earning", "can", "could", "would", "should", "will",
+	"might", "must", "shall")
 
 // rejectObj are words that cannot open an object ("I love it").
 var rejectObj = set("it", "that", "this", "them", "you", "him", "her", "me", "us", "those",
 	"these", "everything", "anything", "something", "nothing", "one", "to", "when", "how",
 	"what", "my", "your", "his", "their", "our", "its", "being", "having", "doing", "going",
 	"there", "here", "people", "myself", "yourself", "himself", "herself", "all", "both",
-	"someone", "somebody", "anyone", "everyone", "so", "such", "where", "why", "who")
+	"someone", "somebody", "anyone", "everyone", "so", "such", "where", "why", "who",
+	"everywhere", "anywhere", "somewhere", "nowhere", "without", "ones", "idea")
 
 var determiners = set("a", "an", "the", "some", "any", "lots", "plenty")
 
@@ -45,8 +48,31 @@ func (st *state) nounPhrase(v []tok, i int) (string, string, int, bool) {
 		return "", "", i, false
 	}
 	j := i
-	for j < len(v) && j-i < 6 && v[j].word && !npStop[v[j].w] {
-		if v[j].w == "of" && (!(j+1 < len(v) && v[j+1].upper) || v[j-1].w == "fan") {
+	for j < len(v) && j-i < 6 && (v[j].word || v[j].w == "/") && !npStop[v[j].w] {
+		if v[j].w == "/" {
+			// "TV/film producer": a slash between two words, unspaced.
+			if j == i || j+1 >= len(v) || !v[j+1].word || st.gap(v[j-1], v[j]) != "" || st.gap(v[j], v[j+1]) != "" {
+				break
+			}
+			j += 2
+			continue
+		}
+		if v[j].w == "of" {
+			// "Lord of the Rings", "Bank of America": a title or name
+			// continues through "of (the)"; any other "of" ends the
+			// phrase, and then the phrase is only the head of a longer
+			// one ("the idea of a party"): not an object.
+			k := j + 1
+			if k < len(v) && (v[k].w == "the" || v[k].w == "a") {
+				k++
+			}
+			if v[i].upper && k < len(v) && v[k].upper && v[j-1].w != "fan" {
+				j = k + 1
+				continue
+			}
+			if v[j-1].w != "fan" {
+				return "", "", i, false
+			}
 			break
 		}
 		if j > i && strings.TrimSpace(st.gap(v[j-1], v[j])) != "" {
@@ -54,42 +80,73 @@ func (st *state) nounPhrase(v []tok, i int) (string, string, int, bool) {
 		}
 		j++
 	}
-	if j == i {
-		return "", "", i, false
+	if j == i || determiners[v[j-1].w] || v[j-1].w == "a" || v[j-1].w == "an" {
+		return "", "", i, false // "declining a $50,000 offer": the phrase lost its noun
+	}
+	if j-i == 1 && !v[i].upper && v[i].w != "" && (strings.HasSuffix(v[i].w, "ed") || pastVerbs[v[i].w]) {
+		return "", "", i, false // a verb, not a thing: "…, met me at …"
 	}
 	return st.objText(v[i:j]), v[j-1].w, j, true
 }
 
-// list matches item (("," | "and" | "or" | ", and") item)* at v[i].
+// list matches item (("," | "and" | "or" | ", and") item)* at v[i]. A list
+// joined by commas must end with "and" or "or" ("fantasy, sci-fi, and
+// history"); otherwise what follows a comma is another clause ("Lauren,
+// who loves sneakers, met me …") and only the first item counts.
 func list(v []tok, i int, item func([]tok, int) (string, int, bool)) ([]string, int) {
 	var out []string
+	afterFirst := i
+	comma, conj := false, false
 	for {
 		obj, next, ok := item(v, i)
 		if !ok {
-			return out, i
+			break
 		}
 		out = append(out, obj)
 		i = next
+		if len(out) == 1 {
+			afterFirst = i
+		}
 		if i >= len(v) {
-			return out, i
+			break
 		}
 		k := i
+		last := false
 		switch v[k].w {
 		case ",":
 			k++
 			if k < len(v) && (v[k].w == "and" || v[k].w == "or") {
 				k++
+				last = true
 			}
 		case "and", "or", "&", "plus":
 			k++
+			last = true
 		default:
-			return out, i
+			return finishList(out, i, afterFirst, comma, conj)
 		}
-		if _, _, ok := item(v, k); !ok {
-			return out, i
+		_, after, ok := item(v, k)
+		if !ok {
+			break
+		}
+		if a := at(v, after); modals[a] || auxWords[a] && a != "to" && a != "about" && a != "of" {
+			break // "…, and Francis will enjoy it": a new clause's subject
+		}
+		if last {
+			conj = true
+		} else {
+			comma = true
 		}
 		i = k
 	}
+	return finishList(out, i, afterFirst, comma, conj)
+}
+
+func finishList(out []string, i, afterFirst int, comma, conj bool) ([]string, int) {
+	if comma && !conj && len(out) > 1 {
+		return out[:1], afterFirst
+	}
+	return out, i
 }
 
 // proper matches a proper noun at v[i] ("Seattle", "San Francisco", "the
@@ -138,13 +195,35 @@ func (st *state) proper(v []tok, i int) (string, int, bool) {
 
 // predicate extracts from the tokens after the subject.
 func (st *state) predicate(f *frame, v []tok) {
+	if f.subj != User && len(v) >= 2 && v[0].w == "," {
+		// "my friend Carla, 58, suggested it"
+		if n, _, ok := ageAt(v, 1); ok && (len(v) == 2 || v[2].w == ",") {
+			st.emit(f, "age", n)
+			return
+		}
+	}
+	if k := dislikeAt(v); k > 0 && !endsHabit(v) {
+		// "I don't like horror movies", "I can't stand loud music"
+		if !negatedOrModal(v[k:]) {
+			st.objects(f, "dislikes", v, k)
+		}
+		return
+	}
 	neg, negEnd := false, false
 	kept := make([]tok, 0, len(v))
+	// content: the clause's verb has been passed. A modal after it belongs
+	// to what the verb's object does or to a noun ("… to match my style
+	// needs", "I live in Paris but want to move"), not to the claim.
+	content := false
 	for k := 0; k < len(v); k++ {
 		t := v[k]
 		next := ""
 		if k+1 < len(v) {
 			next = v[k+1].w
+		}
+		if content && (modals[t.w] || intentMarkers[t.w]) && !negations[t.w] {
+			kept = append(kept, t)
+			continue
 		}
 		switch {
 		case t.w == "no" && (next == "longer" || next == "more"):
@@ -181,6 +260,9 @@ func (st *state) predicate(f *frame, v []tok) {
 			continue
 		}
 		kept = append(kept, t)
+		if !auxWords[t.w] && !intentMarkers[t.w] && !modals[t.w] {
+			content = true
+		}
 	}
 	if neg {
 		if !negEnd || f.intent {
@@ -226,14 +308,19 @@ main:
 		return
 	}
 	for _, p := range []func(*frame, []tok) bool{
-		st.pLive, st.pMove, st.pWork, st.pJob, st.pStudy, st.pMarital, st.pDiet,
-		st.pDevice, st.pInstrument, st.pLanguage, st.pPet, st.pAllergy, st.pLike,
+		st.pIdentity, st.pLive, st.pMove, st.pWork, st.pJob, st.pStudy, st.pMarital, st.pDiet,
+		st.pDevice, st.pInstrument, st.pLanguage, st.pPet, st.pAllergy, st.pLike, st.pDislike,
+		st.pName,
 	} {
 		if p(f, v) {
 			return
 		}
 	}
 }
+
+// auxWords come before a clause's verb without being it.
+var auxWords = set("am", "is", "are", "was", "were", "be", "been", "being", "do", "does",
+	"did", "have", "has", "had", "to", "about", "of", "get", "got")
 
 // intentAt decides whether the intent marker at v[k] makes the clause a
 // hedged intention. It returns how many tokens the marker spans, whether
@@ -279,7 +366,7 @@ func (st *state) pLive(f *frame, v []tok) bool {
 	switch v[0].w {
 	case "live", "lives", "living", "reside", "resides", "residing":
 	case "lived", "resided":
-		if !f.perfect && f.kind != End {
+		if !f.perfect && f.kind != End && f.until.IsZero() {
 			return false // "I lived in Paris" is over, but says not when
 		}
 	case "based", "located", "settled", "situated":
@@ -299,7 +386,7 @@ func (st *state) pLive(f *frame, v []tok) bool {
 	if at(v, i) != "in" && at(v, i) != "at" {
 		return false
 	}
-	if obj, _, ok := st.proper(v, i+1); ok {
+	if obj, _, ok := st.place(v, i+1); ok {
 		st.emit(f, "lives_in", obj)
 	}
 	return true
@@ -345,7 +432,7 @@ func (st *state) pMove(f *frame, v []tok) bool {
 	if at(v, i) != "to" {
 		return false
 	}
-	if obj, _, ok := st.proper(v, i+1); ok {
+	if obj, _, ok := st.place(v, i+1); ok {
 		st.emit(f, "lives_in", obj)
 	}
 	return true
@@ -361,31 +448,44 @@ func (st *state) pWork(f *frame, v []tok) bool {
 	}
 	switch v[0].w {
 	case "work", "works", "working", "worked", "employed", "hired":
-		if v[0].w == "worked" && !f.perfect && f.kind != End {
+		if v[0].w == "worked" && !f.perfect && f.kind != End && f.until.IsZero() {
 			return false
 		}
 		if (v[0].w == "employed" || v[0].w == "hired") && !f.be {
 			return false // "employed" needs "am"/"was"; "got hired" arrives via pGot
 		}
+		// The employer and title follow the verb directly, with at most
+		// a manner word between: "work full-time at X as Y". A
+		// preposition further on belongs to something else ("working on
+		// a project for Acme"), and "with" names whom one works with.
 		matched := false
-		for i := 1; i < len(v) && i < 12; i++ {
+		i := 1
+		for i < len(v) && workManner[v[i].w] {
+			i++
+		}
+		for i < len(v) {
 			switch v[i].w {
-			case "at", "for", "with", "by":
-				if org, next, ok := st.proper(v, i+1); ok {
-					st.emit(f, "works_at", org)
-					matched = true
-					i = next - 1
-				}
-			case "as":
-				if title, _, next, ok := st.nounPhrase(v, i+1); ok && v[0].w != "employed" && v[0].w != "hired" {
-					st.emit(f, "job_title", title)
-					matched = true
-					i = next - 1
-				}
-			default:
-				if !v[i].word {
+			case "at", "for", "by":
+				if v[i].w == "by" && v[0].w != "employed" && v[0].w != "hired" {
 					return matched
 				}
+				org, next, ok := st.proper(v, i+1)
+				if !ok || st.names[strings.ToLower(org)] != "" || membership(v, next, org) {
+					return matched
+				}
+				st.emit(f, "works_at", org)
+				matched = true
+				i = next
+			case "as":
+				title, _, next, ok := st.nounPhrase(v, i+1)
+				if !ok || v[0].w == "hired" {
+					return matched
+				}
+				st.emit(f, "job_title", title)
+				matched = true
+				i = next
+			default:
+				return matched
 			}
 		}
 		return matched
@@ -393,7 +493,10 @@ func (st *state) pWork(f *frame, v []tok) bool {
 		if v[0].w != "joined" && !f.intent {
 			return false
 		}
-		if org, _, ok := st.proper(v, 1); ok && st.names[strings.ToLower(org)] == "" {
+		if org, next, ok := st.proper(v, 1); ok && st.names[strings.ToLower(org)] == "" {
+			if membership(v, next, org) {
+				return true // "joined the chess club": not an employer
+			}
 			st.emit(f, "works_at", org)
 			return true
 		}
@@ -453,6 +556,24 @@ func (st *state) pWork(f *frame, v []tok) bool {
 		return f.intent && st.pGot(f, v)
 	}
 	return false
+}
+
+// workManner may stand between "work" and its employer.
+var workManner = set("full-time", "part-time", "fulltime", "parttime", "remotely",
+	"freelance", "currently", "there", "here", "now")
+
+// membership reports whether the organisation org, ending at v[next], is
+// one that is joined rather than worked at: its last word, or the word
+// after it ("the Writers' Meetup"), is a membership noun.
+func membership(v []tok, next int, org string) bool {
+	ws := strings.Fields(strings.ToLower(org))
+	if len(ws) > 0 && membershipNouns[ws[len(ws)-1]] {
+		return true
+	}
+	for next < len(v) && (v[next].w == "'" || v[next].w == "’" || v[next].w == "'s") {
+		next++
+	}
+	return next < len(v) && membershipNouns[v[next].w]
 }
 
 // pGot: got/landed/started a (new) job|position at X (as Y); started at X;
@@ -544,10 +665,19 @@ func (st *state) pJob(f *frame, v []tok) bool {
 	default:
 		return false
 	}
+	if n, ok := yearOld(at(v, i+1)); ok && (at(v, i) == "a" || at(v, i) == "an") {
+		// "a 29-year-old nurse"
+		st.emit(f, "age", n)
+		i += 2
+		if at(v, i) == "" || !v[i].word {
+			return true
+		}
+	}
 	title, head, next, ok := st.nounPhrase(v, i)
 	if !ok {
 		return false
 	}
+	st.titleTail(f, v, next)
 	org := ""
 	if p := at(v, next); p == "at" || p == "for" || p == "with" || p == "in" {
 		org, _, _ = st.proper(v, next+1)
@@ -586,13 +716,18 @@ func (st *state) pStudy(f *frame, v []tok) bool {
 			return false
 		}
 		if strings.HasPrefix(v[0].w, "attend") {
-			if org, _, ok := st.proper(v, 1); ok {
+			if org, next, ok := st.proper(v, 1); ok && !(next < len(v) && v[next].word && !npStop[v[next].w] && !isBoundary(v[next])) {
+				// not "attending the AI ethics conference", where the
+				// name only qualifies what is attended
 				st.emit(f, "studies_at", org)
 				return true
 			}
 			return false
 		}
 		for i := 1; i < len(v) && i < 9; i++ {
+			if v[0].w == "enrolled" && i > 1 {
+				break // "enrolled in a workshop at X" is not a school
+			}
 			if v[i].w == "at" || (v[0].w == "enrolled" && v[i].w == "in") {
 				if org, _, ok := st.proper(v, i+1); ok {
 					st.emit(f, "studies_at", org)
@@ -1159,26 +1294,32 @@ func (st *state) pLike(f *frame, v []tok) bool {
 }
 
 func (st *state) likeObjects(f *frame, v []tok, i int, food bool) bool {
-	type item struct {
-		obj  string
-		food bool
+	if titlePair(v, i) {
+		return true // "I love Pride and Prejudice": one title or two things
 	}
-	var items []item
-	list(v, i, func(v []tok, i int) (string, int, bool) {
+	isFood := map[string]bool{}
+	objs, _ := list(v, i, func(v []tok, i int) (string, int, bool) {
 		obj, head, next, ok := st.nounPhrase(v, i)
-		if ok {
-			items = append(items, item{obj, food || foods[head]})
+		if !ok {
+			return "", i, false
 		}
-		return obj, next, ok
+		if relationalHeads[head] {
+			return "", next, true // "the social aspect": a part of something unsaid
+		}
+		isFood[obj] = food || foods[head]
+		return obj, next, true
 	})
-	for _, it := range items {
+	for _, o := range objs {
+		if o == "" {
+			continue
+		}
 		pred := "likes"
-		if it.food {
+		if isFood[o] {
 			pred = "likes_food"
 		}
-		st.emit(f, pred, it.obj)
+		st.emit(f, pred, o)
 	}
-	return len(items) > 0
+	return len(objs) > 0
 }
 
 // favorite handles "my favorite THING is|are OBJECT".
@@ -1243,6 +1384,20 @@ func (st *state) possessedThing(f *frame, v []tok) {
 			}
 		}
 		return
+	case "name", "full":
+		j := i + 1
+		if at(v, i) == "full" {
+			if at(v, j) != "name" {
+				return
+			}
+			j++
+		}
+		if at(v, j) == "is" || at(v, j) == "'s" {
+			if names, _ := st.nameList(v, j+1, false); len(names) > 0 && !notNames[strings.ToLower(names[0])] {
+				st.emit(f, "name", names[0])
+			}
+		}
+		return
 	case "job", "title", "position", "role":
 		j := i + 1
 		if at(v, i) == "job" && at(v, j) == "title" {
@@ -1297,4 +1452,245 @@ func (st *state) possessedThing(f *frame, v []tok) {
 	if name != "" {
 		st.emit(f, "pet_name", name)
 	}
+}
+
+// yearOld reads "29-year-old" as "29".
+func yearOld(w string) (string, bool) {
+	n, ok := strings.CutSuffix(w, "-year-old")
+	if !ok {
+		return "", false
+	}
+	return n, plausibleAge(n)
+}
+
+func plausibleAge(n string) bool {
+	if n == "" || len(n) > 3 {
+		return false
+	}
+	v := 0
+	for _, r := range n {
+		if r < '0' || r > '9' {
+			return false
+		}
+		v = v*10 + int(r-'0')
+	}
+	return v > 0 && v < 120
+}
+
+// ageAt matches an age at v[i]: a number (with "years old") that ends the
+// clause or is followed by a comma or a conjunction, so that "I'm 34" and
+// "who's 59 and retired" are ages while "I'm 5 minutes away" and "I'm 100%
+// sure" are not. It returns the age as written.
+func ageAt(v []tok, i int) (string, int, bool) {
+	if i >= len(v) || !plausibleAge(v[i].w) {
+		return "", i, false
+	}
+	j := i + 1
+	switch at(v, j) {
+	case "years", "year", "yrs", "yr":
+		if at(v, j+1) != "old" {
+			return "", i, false
+		}
+		j += 2
+	}
+	switch at(v, j) {
+	case "", ",", ";", "!", ")", "and", "but", "so", "now", "today", "this":
+		return v[i].w, j, true
+	}
+	return "", i, false
+}
+
+// titleTail reads what may follow a job title: "… from Port Talbot"
+// (origin) and "… based in Leeds" (residence).
+func (st *state) titleTail(f *frame, v []tok, i int) {
+	switch at(v, i) {
+	case "from":
+		if obj, _, ok := st.place(v, i+1); ok {
+			st.emit(f, "from", obj)
+		}
+	case "based", "living":
+		if at(v, i+1) == "in" {
+			if obj, _, ok := st.place(v, i+2); ok {
+				st.emit(f, "lives_in", obj)
+			}
+		}
+	}
+}
+
+// place matches a place at v[i]: a proper noun, or a well-known place the
+// text did not capitalise ("new york"), which is then capitalised.
+func (st *state) place(v []tok, i int) (string, int, bool) {
+	if obj, next, ok := st.proper(v, i); ok {
+		return obj, next, true
+	}
+	if at(v, i) == "the" {
+		i++
+	}
+	for n := 3; n >= 1; n-- {
+		if i+n > len(v) {
+			continue
+		}
+		ws := make([]string, n)
+		for k := range ws {
+			ws[k] = v[i+k].w
+		}
+		name := strings.Join(ws, " ")
+		if !places[name] {
+			continue
+		}
+		if e := i + n; e < len(v) && v[e].word && !npStop[v[e].w] && !isBoundary(v[e]) {
+			return "", i, false // "moved to georgia tech": not the place alone
+		}
+		for k, w := range ws {
+			if len(w) <= 3 && (w == "usa" || w == "uk" || w == "nyc") {
+				ws[k] = strings.ToUpper(w)
+				continue
+			}
+			ws[k] = strings.ToUpper(w[:1]) + w[1:]
+		}
+		return strings.Join(ws, " "), i + n, true
+	}
+	return "", i, false
+}
+
+// pIdentity: I'm from X; I come from X; I grew up in X; I'm 34 (years
+// old); I turned 40.
+func (st *state) pIdentity(f *frame, v []tok) bool {
+	if f.intent {
+		return false
+	}
+	i := -1
+	switch {
+	case f.be && v[0].w == "from":
+		i = 1
+	case (v[0].w == "come" || v[0].w == "comes") && at(v, 1) == "from" && !f.be:
+		i = 2
+	case v[0].w == "grew" && at(v, 1) == "up" && at(v, 2) == "in":
+		i = 3
+	}
+	if i > 0 {
+		if obj, _, ok := st.place(v, i); ok {
+			st.emit(f, "from", obj)
+			return true
+		}
+		return false
+	}
+	switch {
+	case f.be:
+		i = 0
+	case v[0].w == "turned" || v[0].w == "turn":
+		i = 1
+	default:
+		return false
+	}
+	if n, next, ok := ageAt(v, i); ok {
+		st.emit(f, "age", n)
+		if at(v, next) == "and" && (at(v, next+1) == "a" || at(v, next+1) == "an") && f.be {
+			st.pJob(f, v[next+1:]) // "who's 36 and a sound engineer"
+		}
+		return true
+	}
+	return false
+}
+
+// pName: I'm Sam (, …); I am Crystal Wilson and … — a capitalised word
+// that is no nationality, faith or state, ending the clause or followed by
+// a comma or "and". "My name is X" arrives via possessedThing.
+func (st *state) pName(f *frame, v []tok) bool {
+	if !f.be || f.subj != User || f.kind != Assert || f.intent || !isNameTok(v[0]) ||
+		notNames[v[0].w] || diets[v[0].w] != "" || maritalWords[v[0].w] != "" {
+		return false
+	}
+	j := 1
+	if j < len(v) && isNameTok(v[j]) && !notNames[v[j].w] && st.gap(v[0], v[j]) == " " {
+		j++
+	}
+	switch at(v, j) {
+	case "", ",", "and", "!", ";":
+	default:
+		return false
+	}
+	st.emit(f, "name", st.objText(v[:j]))
+	if at(v, j) == "," && (at(v, j+1) == "a" || at(v, j+1) == "an") {
+		// "I'm Craig, a software developer"
+		g := *f
+		g.be = true
+		st.pJob(&g, v[j+1:])
+	}
+	return true
+}
+
+// dislikeAt matches "do not like/enjoy", "can not stand" at the start of v
+// and returns the index after it, or 0.
+func dislikeAt(v []tok) int {
+	i := 0
+	switch at(v, i) {
+	case "do", "does", "can":
+		i++
+	default:
+		return 0
+	}
+	if at(v, i) != "not" {
+		return 0
+	}
+	switch w := at(v, i+1); {
+	case (w == "like" || w == "enjoy") && v[0].w != "can":
+		return i + 2
+	case w == "stand" && v[0].w == "can":
+		return i + 2
+	}
+	return 0
+}
+
+// pDislike: hate/dislike/detest/loathe/despise X (and Y).
+func (st *state) pDislike(f *frame, v []tok) bool {
+	if !dislikeVerbs[v[0].w] {
+		return false
+	}
+	return st.objects(f, "dislikes", v, 1)
+}
+
+// objects emits pred for each noun phrase of the list at v[i] ("I hate
+// cilantro and olives"). It proposes nothing for "X and Y" of two single
+// capitalised words, which may be one title ("Pride and Prejudice") or two
+// things.
+func (st *state) objects(f *frame, pred string, v []tok, i int) bool {
+	if at(v, i) == "to" || at(v, i) == "it" || at(v, i) == "when" {
+		return true // "I hate to say it", "I hate it when …"
+	}
+	if titlePair(v, i) {
+		return true
+	}
+	objs, _ := list(v, i, func(v []tok, i int) (string, int, bool) {
+		obj, head, next, ok := st.nounPhrase(v, i)
+		if relationalHeads[head] {
+			obj = ""
+		}
+		return obj, next, ok
+	})
+	for _, o := range objs {
+		if o != "" {
+			st.emit(f, pred, o)
+		}
+	}
+	return len(objs) > 0
+}
+
+// titlePair reports whether v[i:] is "Cap and Cap" and nothing more.
+func titlePair(v []tok, i int) bool {
+	if i+2 >= len(v) || !v[i].upper || v[i+1].w != "and" || !v[i+2].upper {
+		return false
+	}
+	return i+3 == len(v) || !v[i+3].word || isBoundary(v[i+3]) || npStop[v[i+3].w]
+}
+
+// endsHabit reports whether v says something stopped ("anymore", "any
+// longer"), which makes a negation an End rather than a dislike.
+func endsHabit(v []tok) bool {
+	for k, t := range v {
+		if t.w == "anymore" || t.w == "any" && (at(v, k+1) == "more" || at(v, k+1) == "longer") {
+			return true
+		}
+	}
+	return false
 }

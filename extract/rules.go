@@ -127,6 +127,12 @@ type state struct {
 	names      map[string]string // lower-case full or first name → canonical name
 	relName    map[string]string // relation predicate → the name last given for it
 	lastPerson string
+	// speaker is who says the current line when it opens with a known
+	// name and a colon ("Tim: I love sushi"); first person is then them.
+	speaker string
+	// tailName is the person the previous clause ended with, whom a
+	// following "who" is about ("I met Robert, who's 75").
+	tailName string
 }
 
 // frame is what a clause's ops share.
@@ -144,6 +150,9 @@ type frame struct {
 	// context is the clause's Op.Context ("work", "home", "weekends"),
 	// from a leading context phrase.
 	context string
+	// until is when a stated interval ended ("from 2015 to 2018"): an
+	// Assert is followed by an End at until.
+	until time.Time
 	// intent: the clause states a hedged intention or possibility; ops
 	// get hedgedIntentConfidence and only single-valued predicates are
 	// emitted.
@@ -168,7 +177,51 @@ func (st *state) emit(f *frame, pred, obj string) {
 		// contested.
 		op.Additive = f.additive && !f.intent
 	}
+	if st.speaker != "" && op.Subject == User {
+		op.Subject = st.speaker // "Tim: I live in Oslo"
+	}
 	st.ops = append(st.ops, op)
+	if f.kind == Assert && !f.until.IsZero() && !f.intent {
+		// "I lived in Paris from 2015 to 2018": held from 2015, ended 2018.
+		end := op
+		end.Kind, end.ValidFrom, end.Additive = End, f.until, false
+		st.ops = append(st.ops, end)
+	}
+}
+
+// speakerPrefix matches one or two capitalised words and a colon opening
+// a sentence ("Tim:", "Mary Ann:") and returns the tokens it spans and the
+// name.
+// Markup around the name ("- **Tim**:") is part of the prefix.
+func speakerPrefix(toks []tok) (int, string) {
+	markup := func(t tok) bool { return t.w == "-" || t.w == "*" || t.w == "_" || t.w == "•" }
+	b := 0
+	for b < len(toks) && b < 4 && markup(toks[b]) {
+		b++
+	}
+	n := b
+	for n < len(toks) && n-b < 2 && isNameTok(toks[n]) {
+		n++
+	}
+	if n == b {
+		return 0, ""
+	}
+	e := n
+	for e < len(toks) && e-n < 2 && (toks[e].w == "*" || toks[e].w == "_") {
+		e++
+	}
+	if e >= len(toks) || toks[e].w != ":" || toks[e].s != toks[e-1].e {
+		return 0, ""
+	}
+	var parts []string
+	for _, t := range toks[b:n] {
+		parts = append(parts, t.w)
+	}
+	e++
+	for e < len(toks) && (toks[e].w == "*" || toks[e].w == "_") && toks[e].s == toks[e-1].e {
+		e++ // "**Tim:**"
+	}
+	return e, strings.Join(parts, " ")
 }
 
 func isQuoteChar(w string) bool {
@@ -194,6 +247,21 @@ func (st *state) sentence(s sentence) {
 		}
 		toks = append(toks, t)
 	}
+	if len(toks) > 0 && (toks[0].nl || toks[0].s == 0) {
+		st.speaker = ""
+	}
+	if n, name := speakerPrefix(toks); n > 0 {
+		// "Tim: Harry Potter is my favorite book": a transcript line. Its
+		// first person is Tim if Tim is known; otherwise memor cannot
+		// tell a speaker from a label ("Update: …") and proposes nothing.
+		known := st.names[strings.ToLower(name)]
+		if known == "" {
+			st.speaker = ""
+			return
+		}
+		st.speaker = known
+		toks = toks[n:]
+	}
 	first := 0
 	for first < len(toks) && (!toks[first].word || fillers[toks[first].w]) {
 		first++
@@ -202,6 +270,12 @@ func (st *state) sentence(s sentence) {
 		return
 	}
 	for i, t := range toks {
+		if (t.w == "if" || t.w == "whether") && i > 0 && embedders[toks[i-1].w] {
+			// "I don't know if that's a problem": an embedded question, not
+			// a condition. What it asks is not asserted; what precedes is.
+			toks = toks[:i]
+			break
+		}
 		if conditionals[t.w] || (t.w == "in" && i+1 < len(toks) && toks[i+1].w == "case") {
 			return
 		}
@@ -253,10 +327,15 @@ func (st *state) sentence(s sentence) {
 		}
 	}
 	var prev *frame
+	st.tailName = ""
 	for ci, c := range st.clauses(toks) {
 		prev = st.clause(c, ci == 0, prev, conf)
+		st.tailName = st.endName(c)
 	}
 }
+
+// intervalTo joins the two ends of an interval ("from 2015 to 2018").
+var intervalTo = set("to", "until", "till", "through", "-", "–")
 
 // isBoundary reports whether t separates clauses.
 func isBoundary(t tok) bool {
@@ -265,7 +344,7 @@ func isBoundary(t tok) bool {
 	}
 	switch t.w {
 	case "and", "but", "so", "because", "while", "although", "though", "whereas", "plus",
-		"then", "cause", "cos", "that", "as":
+		"then", "cause", "cos", "that", "as", "since":
 		return true
 	}
 	return false
@@ -278,6 +357,12 @@ func (st *state) clauses(toks []tok) [][]tok {
 	var out [][]tok
 	start := 0
 	for k := 0; k < len(toks); k++ {
+		if toks[k].w == "considering" && k > start && k+1 < len(toks) && (toks[k+1].w == "i" || toks[k+1].w == "we") {
+			// "…, considering I'm 35": a reason, stated as a clause
+			out = append(out, toks[start:k])
+			start = k + 1
+			continue
+		}
 		if !isBoundary(toks[k]) || k == start {
 			continue
 		}
@@ -298,6 +383,21 @@ func (st *state) clauses(toks []tok) [][]tok {
 		if appositive(toks, s, k) {
 			continue // "Alex, my brother, …": the relation names Alex
 		}
+		if toks[k].w == "," && likeAfter(toks, j) {
+			continue // "…, like error handling": a preposition, not a verb
+		}
+		if toks[k].w == "," && j < len(toks) && isNameTok(toks[j]) && (k > 0 && isRelationNoun(toks[k-1]) ||
+			k > 3 && toks[k-3].w == "of" && isRelationNoun(toks[k-4])) {
+			continue // "my mom, Wendy, …": the name belongs to the relation
+		}
+		if toks[k].w == "," && j < len(toks) && questionStarts[toks[j].w] && !toks[j].cap {
+			// "I'm 60, will that be a problem": a question follows, a clause
+			// of its own.
+			out = append(out, toks[start:k])
+			start = k + 1
+			k = j - 1
+			continue
+		}
 		if j < len(toks) && st.startsClause(toks, j) {
 			out = append(out, toks[start:k])
 			start = k + 1
@@ -305,6 +405,22 @@ func (st *state) clauses(toks []tok) [][]tok {
 		}
 	}
 	return append(out, toks[start:])
+}
+
+// isRelationNoun reports whether t is a lower-case relation noun.
+func isRelationNoun(t tok) bool {
+	_, ok := relations[t.w]
+	return ok && !t.cap
+}
+
+// likeAfter reports whether toks[j:] starts, after fillers, with "like",
+// which after a comma introduces examples ("some features, like caching")
+// rather than a clause whose subject likes something.
+func likeAfter(toks []tok, j int) bool {
+	for j < len(toks) && fillers[toks[j].w] {
+		j++
+	}
+	return j < len(toks) && (toks[j].w == "like" || toks[j].w == "likes")
 }
 
 // appositive reports whether the comma at toks[k] follows a name that
@@ -512,6 +628,16 @@ func (st *state) clause(c []tok, first bool, prev *frame, conf float64) *frame {
 		if f.from.IsZero() && (w[i] != "now" && w[i] != "currently" && w[i] != "today") {
 			f.from = m.t
 		}
+		if w[i] == "from" && i+m.n+1 < len(w) && intervalTo[w[i+m.n]] {
+			// "from 2015 to 2018": the end of a past interval.
+			if e := matchCore(w[i+m.n+1:], st.at, true); e.n > 0 {
+				if e.future {
+					return nil // "from now until 2030" is a plan
+				}
+				f.until = e.t
+				m.n += 1 + e.n
+			}
+		}
 		for k := i; k < i+m.n; k++ {
 			drop[k] = true
 		}
@@ -543,6 +669,7 @@ func (st *state) clause(c []tok, first bool, prev *frame, conf float64) *frame {
 	}
 
 	st.relationEdges(v, f)
+	st.appositiveAges(v, f)
 	if st.favoriteReversed(v, f) {
 		return f
 	}
@@ -566,6 +693,33 @@ func (st *state) clause(c []tok, first bool, prev *frame, conf float64) *frame {
 		st.lastPerson = f.subj
 	}
 	return f
+}
+
+// endName returns the person's name that ends clause c ("… my friend
+// Dawn", "… met Robert"), or "".
+func (st *state) endName(c []tok) string {
+	e := len(c)
+	for e > 0 && !c[e-1].word {
+		e--
+	}
+	b := e
+	for b > 0 && e-b < 2 && isNameTok(c[b-1]) && !honorifics[c[b-1].w] {
+		b--
+	}
+	if b == e && e >= 2 && c[e-2].w == "as" && c[e-1].w == "someone" {
+		return User // "as someone who's 60"
+	}
+	if b == e || (b > 0 && c[b-1].upper && c[b-1].word && !honorifics[c[b-1].w]) {
+		return ""
+	}
+	name := st.objText(c[b:e])
+	if n := st.names[strings.ToLower(name)]; n != "" {
+		return n
+	}
+	if b > 0 && (c[b-1].w == "the" || c[b-1].w == "in" || c[b-1].w == "at" || c[b-1].w == "to" || c[b-1].w == "from") {
+		return "" // a place or an organisation, not a person
+	}
+	return name
 }
 
 // possessor matches "my", "our", "his", "her" or "Name's" at v[i] and
@@ -614,7 +768,13 @@ func (st *state) nameList(v []tok, i int, many bool) ([]string, int) {
 		if j < len(v) && isNameTok(v[j]) && !clauseVerbs[v[j].w] && st.gap(v[i], v[j]) == " " {
 			j++ // surname
 		}
-		out = append(out, st.objText(v[i:j]))
+		n := st.objText(v[i:j])
+		if j < len(v) && v[j].w == "'s" {
+			// "my friend Tanya's plans": the halves of "Tanya's" share
+			// the word's span.
+			n = strings.TrimSuffix(strings.TrimSuffix(n, "'s"), "’s")
+		}
+		out = append(out, n)
 		i = j
 		if !many || i+1 >= len(v) {
 			break
@@ -654,6 +814,11 @@ func (st *state) matchRelation(v []tok, i int) (string, []string, int, bool) {
 	}
 	plural := strings.HasSuffix(v[j].w, "s") && v[j].w != "boss"
 	j++
+	if at(v, j) == "of" && (plausibleAge(at(v, j+1)) || numberWords[at(v, j+1)] > 0) {
+		if _, _, _, ok := unitOf(at(v, j+2)); ok && at(v, j+3) == "," {
+			j += 3 // "my partner of 5 years, Joshua"
+		}
+	}
 	if j < len(v) && v[j].w == "," {
 		j++ // "my brother, Alex, …"
 	}
@@ -671,6 +836,7 @@ func (st *state) relationEdges(v []tok, f *frame) {
 	edge := func(owner, rel, name string) {
 		st.addName(name)
 		st.relName[rel] = name
+		st.lastPerson = name // "my partner David, he's 57"
 		e := *f
 		e.subj, e.kind, e.from, e.additive, e.context, e.intent = owner, Assert, time.Time{}, false, "", false
 		st.emit(&e, rel, name)
@@ -707,9 +873,15 @@ func (st *state) relationEdges(v []tok, f *frame) {
 			}
 		}
 		// Alex is my brother / Alex, my brother, …
-		if isNameTok(v[i]) && (i == 0 || isBoundary(v[i-1])) && i+2 < len(v) && (v[i+1].w == "is" || v[i+1].w == ",") {
+		// "… with Stephen, my partner, …", "Kimberly, a close friend"
+		comma := i+1 < len(v) && v[i+1].w == "," && (i == 0 || !v[i-1].upper)
+		if isNameTok(v[i]) && (i == 0 || isBoundary(v[i-1]) || comma) && i+2 < len(v) && (v[i+1].w == "is" || v[i+1].w == ",") {
 			ns, _ := st.nameList(v, i, false)
-			if own, j, ok := st.possessor(v, i+2); ok && len(ns) == 1 {
+			own, j, ok := st.possessor(v, i+2)
+			if !ok && comma && (v[i+2].w == "a" || v[i+2].w == "an") {
+				own, j, ok = User, i+3, true
+			}
+			if ok && len(ns) == 1 {
 				for j < len(v) && relationAdjectives[v[j].w] {
 					j++
 				}
@@ -738,9 +910,46 @@ func (st *state) relationEdges(v []tok, f *frame) {
 					for _, n := range ns {
 						edge(User, rel, n)
 					}
+				} else if ok && v[j+1].w == "," && !v[j].cap {
+					// "I've got a close friend, David, who …"
+					if ns, k := st.nameList(v, j+2, false); len(ns) == 1 && (k == len(v) || !v[k].word || isBoundary(v[k])) {
+						edge(User, rel, ns[0])
+					}
 				}
 			}
 		}
+	}
+}
+
+// appositiveAges emits the ages a clause gives beside a name: "my friend
+// Tamara, 41, …", "Greg, 23, …", "Alan, a 41-year-old cinematographer".
+func (st *state) appositiveAges(v []tok, f *frame) {
+	for i := 0; i+2 < len(v); i++ {
+		if !isNameTok(v[i]) || honorifics[v[i].w] || (i > 0 && v[i-1].upper && v[i-1].word && !honorifics[v[i-1].w]) ||
+			strings.ToUpper(st.text[v[i].s:v[i].e]) == st.text[v[i].s:v[i].e] || at(v, i-1) == "am" {
+			continue // not "7:30 PM, 21", nor the speaker's own "I'm Darryl, a 60-year-old …"
+		}
+		ns, k := st.nameList(v, i, false)
+		if len(ns) != 1 || at(v, k) != "," {
+			continue
+		}
+		age := ""
+		if n, next, ok := ageAt(v, k+1); ok && (next == len(v) || v[next].w == "," || v[next].w == "and") && at(v, next) != "years" {
+			age = n
+		} else if a := at(v, k+1); a == "a" || a == "an" {
+			age, _ = yearOld(at(v, k+2))
+		}
+		if age == "" {
+			continue
+		}
+		name := ns[0]
+		if n := st.names[strings.ToLower(name)]; n != "" {
+			name = n
+		}
+		e := *f
+		e.subj, e.kind, e.from, e.additive, e.context, e.intent = name, Assert, time.Time{}, false, "", false
+		st.emit(&e, "age", age)
+		i = k
 	}
 }
 
@@ -842,6 +1051,13 @@ func (st *state) subject(v []tok, first bool, prev *frame, f *frame) int {
 			return -1
 		}
 	case "who":
+		if at(v, i+1) == "are" || at(v, i+1) == "were" {
+			return -1 // "my parents, Amy and Kyle, who are 63 and 77"
+		}
+		if st.tailName != "" {
+			f.subj = st.tailName // "my friend Dawn, who's 59"
+			return i + 1
+		}
 		if prev != nil && prev.subj != "" && prev.subj != User {
 			f.subj = prev.subj
 			return i + 1

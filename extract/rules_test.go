@@ -324,7 +324,7 @@ var ruleCases = []ruleCase{
 	{"I'm a morning person.", nil},
 	{"I love vegan food.", []string{"+user likes_food vegan food"}},
 	{"I work from home.", nil},
-	{"I'm from Canada.", nil},
+	{"I'm from Canada.", []string{"+user from Canada"}},
 	{"Thanks, that helps!", nil},
 	{"What's your favorite color?", nil},
 	{"Can you recommend a restaurant in Rome?", nil},

@@ -39,3 +39,16 @@ var (
 	numberWords = en.NumberWords()
 	monthNames  = en.MonthNames()
 )
+
+// matchCore matches a time expression after a preposition already read
+// (afterPrep) or at the start of w.
+func matchCore(w []string, at time.Time, afterPrep bool) timeMatch {
+	m := en.Match(w, at)
+	if afterPrep {
+		m = en.MatchAfter(w, at)
+	}
+	return timeMatch{n: m.N, t: m.At, future: m.Future}
+}
+
+// unitOf is en.Unit.
+func unitOf(w string) (hours, days, months int, ok bool) { return en.Unit(w) }

@@ -610,3 +610,12 @@ func MonthNames() map[string]time.Month {
 	}
 	return m
 }
+
+// MatchAfter is Match for words that follow a preposition the caller has
+// already read ("2018" after "to" in "from 2015 to 2018"), where a bare
+// year is a date.
+func MatchAfter(w []string, at time.Time) Time { return matchCore(w, at, true) }
+
+// Unit reports the length of the time unit w names ("day", "weeks",
+// "year"), in hours, days and months.
+func Unit(w string) (hours, days, months int, ok bool) { return unitOf(w) }
