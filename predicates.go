@@ -50,10 +50,13 @@ type predicates struct {
 	mu    sync.RWMutex
 	card  map[string]Cardinality
 	alias map[string]string
+	// glosses: the words a registered predicate goes by besides its name
+	// (see gloss).
+	glosses map[string]string
 }
 
 func newPredicates() *predicates {
-	p := &predicates{card: map[string]Cardinality{}, alias: map[string]string{}}
+	p := &predicates{card: map[string]Cardinality{}, alias: map[string]string{}, glosses: map[string]string{}}
 	for name, al := range defaultOne {
 		p.register(name, One, al)
 	}
@@ -112,11 +115,28 @@ func (p *predicates) register(name string, c Cardinality, aliases []string) {
 	defer p.mu.Unlock()
 	p.card[name] = c
 	delete(p.alias, name)
+	g := predicateGloss[name]
 	for _, a := range aliases {
 		if a != name {
 			p.alias[a] = name
+			g += " " + strings.ReplaceAll(a, "_", " ")
 		}
 	}
+	p.glosses[name] = strings.TrimSpace(g)
+}
+
+// gloss returns the words a predicate goes by besides its name: its
+// built-in gloss and, for a registered predicate, its aliases ("adopted"
+// registered with the alias "has_pet" is found by "pet"). The query's
+// focus and the graph walk's path scores read it.
+func (p *predicates) gloss(name string) string {
+	p.mu.RLock()
+	g, ok := p.glosses[name]
+	p.mu.RUnlock()
+	if ok {
+		return g
+	}
+	return predicateGloss[name]
 }
 
 // canonical maps a predicate through normalisation and aliases.
