@@ -103,3 +103,81 @@ func TestAbstention(t *testing.T) {
 		t.Fatalf("MinSupport 0.9 answered half a question:\n%s", texts(rs))
 	}
 }
+
+// addAt adds text said at day to user u, applied before it returns.
+func addAt(t *testing.T, e *memor.Engine, day, text string) {
+	t.Helper()
+	if _, err := e.Add(context.Background(), "u", text, memor.At(at(day)), memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServeEnds: an end with nothing in force says something still true
+// ("I lost my job at Door Dash"): its episode is served, now and later.
+func TestServeEnds(t *testing.T) {
+	clock := newClock()
+	e, _ := openTest(t, memor.Options{Clock: clock.Now})
+	clock.Set(at("2026-05-01"))
+	addAt(t, e, "2026-04-20", "I also lost my job at Door Dash this month.")
+	rs, err := e.Query(context.Background(), "u", "Door Dash job", memor.QueryOptions{})
+	if err != nil || !served(rs, "Door Dash") {
+		t.Fatalf("err %v: the Door Dash episode was not served:\n%s", err, texts(rs))
+	}
+}
+
+// TestServeRestatements: a restatement that also says something else (a
+// dog-training course) is served while what it restates holds.
+func TestServeRestatements(t *testing.T) {
+	clock := newClock()
+	e, _ := openTest(t, memor.Options{Clock: clock.Now})
+	clock.Set(at("2026-05-01"))
+	addAt(t, e, "2026-02-01", "I have a dog.")
+	const course = "I have a dog, and this week I signed him up for an obedience training course at the shelter."
+	addAt(t, e, "2026-03-01", course)
+	st, err := e.State(context.Background(), "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pets := 0
+	for _, f := range st {
+		if f.Predicate == "has_pet" {
+			pets++
+		}
+	}
+	if pets != 1 {
+		t.Fatalf("want one has_pet fact (the second episode restates it), got %v", st)
+	}
+	rs, err := e.Query(context.Background(), "u", "Which training course did I sign my dog up for?", memor.QueryOptions{})
+	if err != nil || !served(rs, "obedience training course") {
+		t.Fatalf("err %v: the restating episode was not served:\n%s", err, texts(rs))
+	}
+}
+
+// TestWithholdStale: "I live in Boston" alone is withheld once Boston is
+// superseded, served as of when it held; an episode that says more than
+// its stale claim is served.
+func TestWithholdStale(t *testing.T) {
+	clock := newClock()
+	e, _ := openTest(t, memor.Options{Clock: clock.Now})
+	ctx := context.Background()
+	clock.Set(at("2026-06-01"))
+	addAt(t, e, "2026-01-10", "I live in Boston.")
+	addAt(t, e, "2026-02-10", "I live in Boston, and the harbour walks there got me into sailing and photography.")
+	addAt(t, e, "2026-05-01", "I moved to Seattle.")
+	rs, err := e.Query(ctx, "u", "Boston", memor.QueryOptions{K: 20, MinSupport: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Episode != nil && r.Episode.Text == "I live in Boston." {
+			t.Fatalf("the superseded episode was served now:\n%s", texts(rs))
+		}
+	}
+	if !served(rs, "sailing") {
+		t.Fatalf("an episode saying more than its stale claim was withheld:\n%s", texts(rs))
+	}
+	rs, err = e.Query(ctx, "u", "Boston", memor.QueryOptions{K: 20, ValidAt: at("2026-01-20"), MinSupport: -1})
+	if err != nil || !served(rs, "[2026-01-10] I live in Boston.") {
+		t.Fatalf("err %v: as of January the Boston episode is not stale:\n%s", err, texts(rs))
+	}
+}
