@@ -23,6 +23,10 @@ import (
 //     behind it ("my sister", none known) means nothing is known;
 //  3. else the user, for a first-person question;
 //  4. else anyone.
+//
+// What the question asks about is not a filter: a word no memory holds
+// ("pet", when the fact says "adopted") leaves the answer to ranking, and
+// to the abstention decision (see support).
 
 // relationWords maps words for relatives and friends to relation
 // predicates.
