@@ -158,12 +158,36 @@ func TestServeRestatements(t *testing.T) {
 // its stale claim is served.
 func TestWithholdStale(t *testing.T) {
 	clock := newClock()
-	e, _ := openTest(t, memor.Options{Clock: clock.Now})
+	e, dir := openTest(t, memor.Options{Clock: clock.Now})
 	ctx := context.Background()
 	clock.Set(at("2026-06-01"))
 	addAt(t, e, "2026-01-10", "I live in Boston.")
 	addAt(t, e, "2026-02-10", "I live in Boston, and the harbour walks there got me into sailing and photography.")
 	addAt(t, e, "2026-05-01", "I moved to Seattle.")
+	withholdStale(t, e)
+	// The rule's inputs are stored: the indexes loaded afresh, and the
+	// episodes replayed by Rebuild, decide the same.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := memor.Open(dir, memor.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	withholdStale(t, e)
+	if err := e.Rebuild(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	withholdStale(t, e)
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func withholdStale(t *testing.T, e *memor.Engine) {
+	t.Helper()
+	ctx := context.Background()
 	rs, err := e.Query(ctx, "u", "Boston", memor.QueryOptions{K: 20, MinSupport: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -179,5 +203,25 @@ func TestWithholdStale(t *testing.T) {
 	rs, err = e.Query(ctx, "u", "Boston", memor.QueryOptions{K: 20, ValidAt: at("2026-01-20"), MinSupport: -1})
 	if err != nil || !served(rs, "[2026-01-10] I live in Boston.") {
 		t.Fatalf("err %v: as of January the Boston episode is not stale:\n%s", err, texts(rs))
+	}
+}
+
+// TestWithholdStaleRestatement: a restatement stands on the fact it
+// restated: once that fact is ended, the restatement, like the first
+// telling and the end that closed it, is withheld.
+func TestWithholdStaleRestatement(t *testing.T) {
+	clock := newClock()
+	e, _ := openTest(t, memor.Options{Clock: clock.Now})
+	clock.Set(at("2026-06-01"))
+	addAt(t, e, "2026-01-10", "I have a hamster.")
+	addAt(t, e, "2026-02-10", "I have a hamster.")
+	rs, err := e.Query(context.Background(), "u", "hamster", memor.QueryOptions{K: 20})
+	if err != nil || !served(rs, "[2026-02-10] I have a hamster.") {
+		t.Fatalf("err %v: the restatement is not stale yet:\n%s", err, texts(rs))
+	}
+	addAt(t, e, "2026-05-01", "I no longer have a hamster.")
+	rs, err = e.Query(context.Background(), "u", "hamster", memor.QueryOptions{K: 20, MinSupport: -1})
+	if err != nil || served(rs, "hamster") {
+		t.Fatalf("err %v: a stale hamster was served:\n%s", err, texts(rs))
 	}
 }
