@@ -2,6 +2,7 @@ package memor_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/memor-db/memor"
@@ -223,5 +224,25 @@ func TestWithholdStaleRestatement(t *testing.T) {
 	rs, err = e.Query(context.Background(), "u", "hamster", memor.QueryOptions{K: 20, MinSupport: -1})
 	if err != nil || served(rs, "hamster") {
 		t.Fatalf("err %v: a stale hamster was served:\n%s", err, texts(rs))
+	}
+}
+
+// TestWithholdStaleReplay: the same message told twice at the same instant
+// (a replayed claim) goes stale with the first.
+func TestWithholdStaleReplay(t *testing.T) {
+	clock := newClock()
+	e, _ := openTest(t, memor.Options{Clock: clock.Now})
+	clock.Set(at("2026-06-01"))
+	addAt(t, e, "2026-01-10", "I live in Boston.")
+	addAt(t, e, "2026-01-10", "I live in Boston.")
+	addAt(t, e, "2026-05-01", "I moved to Seattle.")
+	rs, err := e.Query(context.Background(), "u", "Boston", memor.QueryOptions{K: 20, MinSupport: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Episode != nil && strings.Contains(r.Episode.Text, "Boston") {
+			t.Fatalf("a stale Boston episode was served:\n%s", texts(rs))
+		}
 	}
 }

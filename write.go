@@ -759,8 +759,12 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if known, err := t.knownClaim(suf, id); err != nil {
 			return err
 		} else if known {
-			// Replay of a known claim: first provenance kept.
+			// Replay of a known claim: first provenance kept. The episode
+			// stands on that claim's fact, as the first telling does.
 			t.decide(RuleNoop, &c, "claim already known")
+			if op.Kind == extract.Assert {
+				t.stands = append(t.stands, c.ID)
+			}
 			continue
 		}
 		w := touched[string(slot)]
