@@ -23,16 +23,10 @@ import (
 //     behind it ("my sister", none known) means nothing is known;
 //  3. else the user, for a first-person question;
 //  4. else anyone.
-
-// topicWords name kinds of facts. A question about a topic this user's
-// memories never mention ("what phone do I use?" with no device known)
-// is answered with nothing rather than with whatever else is similar.
-var topicWords = map[string]bool{
-	"phone": true, "device": true, "school": true, "university": true, "college": true,
-	"allergy": true, "allergic": true, "allergies": true, "pet": true, "pets": true, "dog": true, "cat": true,
-	"diet": true, "married": true, "job": true, "employer": true, "instrument": true, "instruments": true,
-	"language": true, "languages": true, "study": true, "studies": true, "student": true,
-}
+//
+// What the question asks about is not a filter: a word no memory holds
+// ("pet", when the fact says "adopted") leaves the answer to ranking, and
+// to the abstention decision (see support).
 
 // focus is whom a question is about.
 type focus struct {
@@ -53,6 +47,11 @@ type focus struct {
 	mention string
 	// seeds start the graph walk.
 	seeds []string
+	// named: the question names someone memor holds visible facts about,
+	// by name ("Alex", "the user") or through a relation fact ("my
+	// brother" → Alex). Such a question is answered with what is known
+	// about them, however few of its words they match (see support).
+	named bool
 }
 
 // queryFocus works out whom text is about, in the view facts.
@@ -68,30 +67,21 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 			f.context = c
 		}
 	}
-	// A topic word no visible memory mentions: nothing known.
-	for _, w := range ws {
-		if !topicWords[w] {
-			continue
-		}
-		hits, err := ui.bm.Search(ctx, w, 1, allow)
-		if err != nil {
-			return f, err
-		}
-		if len(hits) == 0 || hits[0].Score <= 0 {
-			f.nothing = true
-			return f, nil
-		}
-	}
 	for _, name := range ui.g.Entities(text) {
 		k := norm.Key(name)
-		if k == "user" {
-			continue
-		}
 		// Only someone memor holds visible facts about can be the focus:
 		// "do I still live in Seattle?" names a place, not a person.
 		about, err := hasFacts(ctx, ui, name, facts)
 		if err != nil {
 			return f, err
+		}
+		if about {
+			f.named = true
+		}
+		if k == "user" {
+			// "Where does the user live?" names the owner in the third
+			// person: known, but no narrower than anyone.
+			continue
 		}
 		if about {
 			if f.about == nil {
@@ -117,6 +107,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		for _, p := range paths {
 			if h := p.Hops[0]; h.Label == rel && !h.Inverse {
 				f.about[norm.Key(h.To)] = true
+				f.named = true
 			}
 		}
 		if len(f.about) == 0 {
@@ -270,10 +261,15 @@ func (f focus) admitsSubject(subjKey string) bool {
 }
 
 // pathScore is how many of the question's words a graph path explains, per
-// hop; a hop's label explains its gloss's words too. tokens memoises the
-// tokens of labels and entities: the paths of one query share most of them.
-func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string, gloss func(pred string) string) float64 {
-	var matched []string // a handful at most: the question's words
+// hop. tokens memoises the tokens of labels and entities: the paths of one
+// query share most of them.
+func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string, gloss func(string) string) float64 {
+	return float64(len(pathWords(p, words, tokens, gloss, nil))) / float64(len(p.Hops))
+}
+
+// pathWords appends to matched the question's words a path explains: in
+// its predicates (their names and glosses) and the entities it reaches.
+func pathWords(p graph.Path, words map[string]bool, tokens map[string][]string, gloss func(string) string, matched []string) []string {
 	tok := func(s string) []string {
 		ts, ok := tokens[s]
 		if !ok {
@@ -291,5 +287,59 @@ func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string, 
 			}
 		}
 	}
-	return float64(len(matched)) / float64(len(p.Hops))
+	return matched
+}
+
+// DefaultMinSupport is the support (see QueryOptions.MinSupport) below
+// which Query answers "nothing known". It is calibrated on questions a
+// conversation cannot answer against questions it can (see the README,
+// "What Query serves"): at this value few answerable questions are refused.
+const DefaultMinSupport = 0.3
+
+// support is how much of the question the best candidate explains: the
+// largest share of the question's distinct index terms (bm25.Tokenize: stop
+// words dropped, stemmed) that one candidate matches, in its text or along
+// the graph path that reached it. It reads the candidates the text and
+// graph signals found, not their fused scores, so it does not move with
+// the fusion weights. The terms weigh alike: weighting them by IDF, as
+// BM25 does, makes the topic of a small memory ("work" in every one of a
+// few documents) weigh nothing beside a question word no memory holds
+// ("where"). A date the question names ("on 2024-12-01") selects the
+// view, not what is asked about, and is left out. A question with no
+// other index terms has support 1: there is nothing to judge it by.
+func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate) float64 {
+	terms := map[string]bool{}
+	for _, t := range bm25.Tokenize(en.WithoutDates(text, e.now())) {
+		terms[t] = true
+	}
+	if len(terms) == 0 {
+		return 1
+	}
+	tokens := map[string][]string{}
+	best := 0
+	var matched []string
+	for _, c := range cands {
+		if c.signals.BM25 == 0 && c.signals.Entity == 0 {
+			continue
+		}
+		matched = matched[:0]
+		if c.signals.BM25 > 0 {
+			for _, te := range ui.bm.Explain(text, c.doc).Terms {
+				if te.TF > 0 && terms[te.Term] && !slices.Contains(matched, te.Term) {
+					matched = append(matched, te.Term)
+				}
+			}
+		}
+		if len(c.walk.Hops) > 0 {
+			matched = pathWords(c.walk, terms, tokens, e.preds.gloss, matched)
+		} else if c.path != "" {
+			for _, t := range bm25.Tokenize(c.path) {
+				if terms[t] && !slices.Contains(matched, t) {
+					matched = append(matched, t)
+				}
+			}
+		}
+		best = max(best, len(matched))
+	}
+	return float64(best) / float64(len(terms))
 }

@@ -24,8 +24,55 @@ import (
 // document is; part of the file format.
 const (
 	docVersion byte = 'v' // 'v' episode:8 slot vf:8 id:16 rec:8
-	docEpisode byte = 'e' // 'e' seq:8 hasClaims:1
+	docEpisode byte = 'e' // 'e' seq:8 flags:1 [stands: n × id:16]
 )
+
+// Flags of an episode's document map value. A value written before the
+// stands were recorded has flags 0 or 1 (has claims) and no stands.
+const (
+	episodeHasClaims   byte = 1 << 0
+	episodeSaysMore    byte = 1 << 1
+	episodeStandsKnown byte = 1 << 2
+)
+
+// appendEpisodeDoc appends an episode's document map value.
+func appendEpisodeDoc(dst []byte, d *episodeDoc) []byte {
+	dst = kv.AppendUint64(append(dst, docEpisode), d.seq)
+	var f byte
+	if d.hasClaims {
+		f |= episodeHasClaims
+	}
+	if d.more {
+		f |= episodeSaysMore
+	}
+	if d.standsKnown {
+		f |= episodeStandsKnown
+	}
+	dst = append(dst, f)
+	for _, id := range d.stands {
+		b, _ := hex.DecodeString(id)
+		dst = append(dst, b...)
+	}
+	return dst
+}
+
+// decodeEpisodeFlags fills in d's flags and stands from the document map
+// value v (at least 9 bytes).
+func decodeEpisodeFlags(d *episodeDoc, v []byte) error {
+	if len(v) < 10 {
+		return nil
+	}
+	f := v[9]
+	d.hasClaims, d.more, d.standsKnown = f&episodeHasClaims != 0, f&episodeSaysMore != 0, f&episodeStandsKnown != 0
+	rest := v[10:]
+	if len(rest)%idLen != 0 {
+		return fmt.Errorf("%w: episode %d: %d bytes of stands", ErrCorrupt, d.seq, len(rest))
+	}
+	for ; len(rest) > 0; rest = rest[idLen:] {
+		d.stands = append(d.stands, hex.EncodeToString(rest[:idLen]))
+	}
+	return nil
+}
 
 // userIndex is one user's retrieval indexes, loaded lazily from the store
 // and kept in step by the write path (same batch as the facts).
@@ -39,8 +86,10 @@ type userIndex struct {
 	// episodes: document → what Query needs to decide whether a raw
 	// episode may be served.
 	episodes map[uint32]*episodeDoc
-	// factsOf: episode seq → fact ID → documents of that fact's versions.
-	factsOf map[uint64]map[string]*roaring.Bitmap
+	// factsOf: episode seq → fact ID → documents of that fact's versions;
+	// versionsOf: fact ID → the same documents.
+	factsOf    map[uint64]map[string]*roaring.Bitmap
+	versionsOf map[string]*roaring.Bitmap
 	// subjectsOf and contextsOf: episode seq → normalised subjects and
 	// contexts of its facts.
 	subjectsOf, contextsOf map[uint64]map[string]bool
@@ -133,6 +182,12 @@ type episodeDoc struct {
 	seq       uint64
 	at, rec   int64
 	hasClaims bool
+	// more: the episode says more than its claims state (see txn.saysMore).
+	more bool
+	// stands: the IDs of the facts its claims stand on; standsKnown: they
+	// were recorded (not a value written before they were).
+	stands      []string
+	standsKnown bool
 }
 
 // indexSet is the engine's indexer: per-user indexes behind a cache.
@@ -318,7 +373,11 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 			if err != nil {
 				return fmt.Errorf("%w: episode %d of document %d: %v", ErrCorrupt, seq, doc, err)
 			}
-			ui.episodes[doc] = &episodeDoc{seq: seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: len(v) > 9 && v[9] == 1}
+			d := &episodeDoc{seq: seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt)}
+			if err := decodeEpisodeFlags(d, v); err != nil {
+				return err
+			}
+			ui.episodes[doc] = d
 		}
 		return nil
 	})
@@ -330,7 +389,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
 	return &userIndex{dim: vec.Dim(), bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
-		factsOf: map[uint64]map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{},
+		factsOf: map[uint64]map[string]*roaring.Bitmap{}, versionsOf: map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{},
 		contextsOf: map[uint64]map[string]bool{}}
 }
 
@@ -355,7 +414,10 @@ func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint3
 	}
 	b := fs[id]
 	if b == nil {
-		b = roaring.New()
+		if b = ui.versionsOf[id]; b == nil {
+			b = roaring.New()
+			ui.versionsOf[id] = b
+		}
 		fs[id] = b
 	}
 	b.Add(doc)
@@ -614,7 +676,7 @@ func spokenText(ep *Episode, text string) string {
 }
 
 // putEpisode indexes the text of a text episode.
-func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasClaims bool) error {
+func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, d *episodeDoc) error {
 	if imp := t.imp; imp != nil {
 		if err := bm25.WriteDoc(t.b, imp.bmPrefix, doc, spokenText(ep, text)); err != nil {
 			return err
@@ -640,7 +702,7 @@ func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, hasC
 		return err
 	}
 	ui.mu.Lock()
-	ui.episodes[doc] = &episodeDoc{seq: ep.Seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: hasClaims}
+	ui.episodes[doc] = d
 	ui.mu.Unlock()
 	return nil
 }
@@ -698,13 +760,26 @@ func (s *indexSet) check(ctx context.Context, r kv.Reader, user string) error {
 }
 
 // visibleEpisodes returns the episode documents that may be served at
-// (validAt, knownAt): said by then, and either nothing was extracted from
-// them, or every fact they produced is visible. Raw text must never smuggle
-// a superseded, ended or corrected fact back in: "My brother Alex lives in
-// Austin" is not served once Alex has moved, even though "user brother
-// Alex" still holds (that fact is served on its own). An episode whose
-// claims made no fact of their own (a restatement, a contested claim) is
-// not served either.
+// (validAt, knownAt): said by then, and not stale. Raw text must not
+// smuggle a superseded, ended, corrected or contested fact back in: "My
+// brother Alex lives in Austin" is not served once Alex has moved, even
+// though "user brother Alex" still holds (that fact is served on its
+// own). But hiding an episode hides everything it says, so one is
+// withheld only when
+//
+//   - a fact its claims stand on — one it asserted, the fact a
+//     restatement of it reinforced, the value an end of it closed — has
+//     no version visible in the view (no longer believed, no longer true,
+//     or never believed: contested), and
+//   - it says nothing else: at most half of its distinct index terms
+//     are none of the terms its claims state (see txn.saysMore).
+//
+// So a restatement is served while what it restates holds, an end with
+// nothing to close ("I also lost my job at Door Dash") is served, an
+// episode nothing was extracted from is served, and "I live in Boston"
+// alone is withheld once Boston is superseded — and served as of a time
+// when it held. An episode written before the stands were recorded keeps
+// the older rule: withheld unless every fact it produced is visible.
 func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitmap) *roaring.Bitmap {
 	out := roaring.New()
 	ui.mu.RLock()
@@ -713,12 +788,27 @@ func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitm
 		if ep.at > validAt || ep.rec > knownAt {
 			continue
 		}
-		if ep.hasClaims && !allVisible(ui.factsOf[ep.seq], facts) {
+		if !ep.standsKnown {
+			if ep.hasClaims && !allVisible(ui.factsOf[ep.seq], facts) {
+				continue
+			}
+		} else if !ep.more && ui.stale(ep.stands, facts) {
 			continue
 		}
 		out.Add(doc)
 	}
 	return out
+}
+
+// stale reports whether one of the facts ids has no version in visible
+// (ui.mu held).
+func (ui *userIndex) stale(ids []string, visible *roaring.Bitmap) bool {
+	for _, id := range ids {
+		if vs := ui.versionsOf[id]; vs == nil || !vs.Intersects(visible) {
+			return true
+		}
+	}
+	return false
 }
 
 // episodeSubjects returns the subjects of the facts an episode produced.

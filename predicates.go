@@ -91,13 +91,23 @@ func (p *predicates) lookup(pred string) (Cardinality, bool) {
 	return Many, ok
 }
 
-// gloss is the words the text indexes see for a predicate: its gloss, or
-// its name's words.
+// gloss is the words a predicate goes by, which the text indexes, the
+// graph walk's path scores and the abstention's support see: its gloss
+// (or its name's words) and its aliases' words, so "adopted" registered
+// with the alias "has_pet" is found by "pet".
 func (p *predicates) gloss(pred string) string {
-	if g := p.cat.Gloss(pred); g != "" {
-		return g
+	g := p.cat.Gloss(pred)
+	if g == "" {
+		g = strings.ReplaceAll(pred, "_", " ")
 	}
-	return strings.ReplaceAll(pred, "_", " ")
+	if d, ok := p.cat.Lookup(pred); ok && !d.Family {
+		for _, a := range d.Aliases {
+			if a != pred {
+				g += " " + strings.ReplaceAll(a, "_", " ")
+			}
+		}
+	}
+	return g
 }
 
 // factText is what the text indexes see for a fact.

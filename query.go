@@ -61,6 +61,13 @@ type QueryOptions struct {
 	// Forgetting multiplies scores by a forgetting curve R = exp(−t/S),
 	// with S growing with reinforcement (off by default).
 	Forgetting bool
+	// MinSupport is the support below which Query answers nothing known
+	// (an empty result): the share of the question's term weight that
+	// the best candidate explains (see README, "What Query serves"). A
+	// question naming someone memor holds facts about is always
+	// answered. Zero means DefaultMinSupport; a negative value turns
+	// abstention off.
+	MinSupport float64
 }
 
 // Signals is a result's score broken down by signal (after normalisation).
@@ -332,6 +339,14 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			return nil, err
 		}
 	}
+	if minSupport := opts.MinSupport; minSupport >= 0 && !foc.named {
+		if minSupport == 0 {
+			minSupport = DefaultMinSupport
+		}
+		if e.support(ui, text, cands) < minSupport {
+			return []Result{}, nil
+		}
+	}
 
 	// Fuse, then resolve documents to facts and episodes in score order.
 	// The reinforcement boost can lift a score by at most maxBoost, so
@@ -443,7 +458,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 	}
 	tokens := map[string][]string{}
 	for _, p := range paths {
-		score := pathScore(p, words, tokens, e.preds.cat.Gloss)
+		score := pathScore(p, words, tokens, e.preds.gloss)
 		if score == 0 {
 			continue
 		}

@@ -138,6 +138,9 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		}
 	}
 	slotRule := cause
+	// endedHere: an end of the episode being applied closed a value of
+	// this slot; the values it closed are what it stands on.
+	endedHere := false
 
 	for i := range claims {
 		c := &claims[i]
@@ -150,6 +153,9 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				}
 				applied[c.ID] = true
 			}
+			if fresh && o.Applied && c.Episode == t.ep.Seq {
+				endedHere = true
+			}
 			if fresh && logEnds {
 				detail := "nothing open to end"
 				if o.Applied {
@@ -159,6 +165,14 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				slotRule = pick(slotRule, RuleEnd)
 			}
 			continue
+		}
+		if fresh && c.Episode == t.ep.Seq {
+			// What this claim of the episode being applied stands on.
+			if o.Into != "" {
+				t.stands = append(t.stands, o.Into)
+			} else {
+				t.stands = append(t.stands, c.ID)
+			}
 		}
 		if fresh {
 			r := arrivalRule(o, w.judged, c.ValidFrom < latestOld && o.ValidTo != resolve.Open, coexist)
@@ -210,6 +224,9 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				}
 			}
 		default:
+			if endedHere && cur.ValidTo.IsZero() && !want.ValidTo.IsZero() {
+				t.stands = append(t.stands, c.ID)
+			}
 			want.Rule = changeRule(cur, o, slotRule)
 			if err := t.expire(w.slot, cur); err != nil {
 				return nil, err

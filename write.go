@@ -346,8 +346,13 @@ type txn struct {
 	// their valid times set before the write (AssertBatch and End check
 	// them to fail the call early), so vet need not check them again.
 	// Episodes read back from the log (Rebuild, the queue) are checked.
-	vetted  bool
-	claims  int   // ops accepted (not rejected) so far
+	vetted bool
+	claims int // ops accepted (not rejected) so far
+	// stands: the facts (IDs) the claims of the episode being applied
+	// stand on — what it asserted, the fact a restatement reinforced, the
+	// value an end closed — for the rule that withholds stale episodes
+	// (see userIndex.visibleEpisodes).
+	stands  []string
 	failure error // why the last text episode applied failed (see Retry), or nil
 	// fails: episodes whose application failed in an earlier try of this
 	// write; apply records them as failed instead (see failures).
@@ -580,6 +585,7 @@ func (t *txn) applyEpisode(ep Episode) (err error) {
 	defer t.e.recovered(&err, fmt.Sprintf("applying episode %d", ep.Seq), t.user)
 	t.ep = ep
 	t.failure = nil
+	t.stands = t.stands[:0]
 	switch ep.Kind {
 	case EpisodeText:
 		pre := t.pre
@@ -610,7 +616,7 @@ func (t *txn) applyEpisode(ep Episode) (err error) {
 		if err := t.applyOps(pre.ops, text); err != nil {
 			return err
 		}
-		return t.indexEpisode(ep, text, t.claims > claims)
+		return t.indexEpisode(ep, text, t.claims > claims, t.saysMore(text, pre.ops))
 	case EpisodeFacts:
 		return t.applyOps(ep.Ops, "")
 	case EpisodeCorrect:
@@ -791,8 +797,12 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if known, err := t.knownClaim(suf, id); err != nil {
 			return err
 		} else if known {
-			// Replay of a known claim: first provenance kept.
+			// Replay of a known claim: first provenance kept. The episode
+			// stands on that claim's fact, as the first telling does.
 			t.decide(RuleNoop, &c, "claim already known")
+			if op.Kind == extract.Assert {
+				t.stands = append(t.stands, c.ID)
+			}
 			continue
 		}
 		w := touched[string(slot)]
@@ -886,23 +896,58 @@ func (t *txn) knownClaim(suf []byte, id [idLen]byte) (bool, error) {
 }
 
 // indexEpisode gives a text episode a document in the text and vector
-// indexes, so that what no fact captured can still be recalled.
-func (t *txn) indexEpisode(ep Episode, text string, hasClaims bool) error {
+// indexes, so that what no fact captured can still be recalled. Its
+// document map value records what decides whether it may be served: if
+// it had claims, if it says more than they quote, and the facts its
+// claims stand on (t.stands).
+func (t *txn) indexEpisode(ep Episode, text string, hasClaims, more bool) error {
 	if len(bm25.Tokenize(text)) == 0 {
 		return nil // nothing a query could match
 	}
 	t.meta.Doc++
 	doc := t.meta.Doc
-	v := kv.AppendUint64([]byte{docEpisode}, ep.Seq)
-	if hasClaims {
-		v = append(v, 1)
-	} else {
-		v = append(v, 0)
-	}
-	if err := t.setDoc(doc, v); err != nil {
+	d := &episodeDoc{seq: ep.Seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: hasClaims, more: more, standsKnown: true}
+	slices.Sort(t.stands)
+	d.stands = slices.Clone(slices.Compact(t.stands))
+	if err := t.setDoc(doc, appendEpisodeDoc(nil, d)); err != nil {
 		return err
 	}
-	return t.e.idx.putEpisode(t, &ep, doc, text, hasClaims)
+	return t.e.idx.putEpisode(t, &ep, doc, text, d)
+}
+
+// saysMore reports whether text says something besides what its claims
+// state: whether more than half of its distinct index terms are none of
+// the terms of its claims' propositions (subject, predicate with its
+// gloss, object, context). An episode one of whose claims went stale is
+// withheld only if it does not (see userIndex.visibleEpisodes). The
+// propositions, not the quotes: an extractor may quote a whole sentence
+// for one clause of it. Terms, not words: stop words and inflections
+// neither say more nor less.
+func (t *txn) saysMore(text string, ops []extract.Op) bool {
+	stated := map[string]bool{}
+	for _, op := range ops {
+		if op.Quote == "" || !strings.Contains(text, op.Quote) {
+			continue // rejected: it quotes nothing of the text
+		}
+		pred := t.e.preds.canonical(op.Predicate)
+		for _, part := range [...]string{op.Subject, pred, t.e.preds.gloss(pred), op.Object, op.Context} {
+			for _, w := range bm25.Tokenize(part) {
+				stated[w] = true
+			}
+		}
+	}
+	all := map[string]bool{}
+	rest := 0
+	for _, w := range bm25.Tokenize(text) {
+		if all[w] {
+			continue
+		}
+		all[w] = true
+		if !stated[w] {
+			rest++
+		}
+	}
+	return 2*rest > len(all)
 }
 
 func (t *txn) reject(op extract.Op, why string) {

@@ -12,6 +12,7 @@ import (
 func (a *app) evalCmd() *cobra.Command {
 	var convs string
 	var limit int
+	var minSupport float64
 	cmd := &cobra.Command{
 		Use:   "eval PATH",
 		Short: "Measure retrieval on conversations with known evidence (BEAM folder or JSON Lines)",
@@ -40,7 +41,7 @@ over the raw turns and the most recent messages. --db is not used.`,
 			if cs, err = eval.Select(cs, names, limit); err != nil {
 				return usage(cmd, "%v", err)
 			}
-			r, err := eval.Run(cmd.Context(), cs, eval.Options{Progress: func(c string, done, total int) {
+			r, err := eval.Run(cmd.Context(), cs, eval.Options{MinSupport: minSupport, Progress: func(c string, done, total int) {
 				fmt.Fprintf(a.io.Err, "conversation %s done (%d/%d)\n", c, done, total)
 			}})
 			if err != nil {
@@ -54,5 +55,6 @@ over the raw turns and the most recent messages. --db is not used.`,
 	}
 	cmd.Flags().StringVar(&convs, "conversations", "", "comma-separated conversation names to run (default all)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "run only the first N conversations (0 = all)")
+	cmd.Flags().Float64Var(&minSupport, "min-support", 0, "memor's abstention threshold (QueryOptions.MinSupport; 0 = default, negative = never abstain)")
 	return cmd
 }

@@ -59,4 +59,10 @@
 // update "ranks above" the original when its best rank in the method's top
 // K is better than the original's (absent = below everything); "neither
 // retrieved" counts as a miss.
+//
+// Abstention: for questions without evidence, the share for which memor
+// returns nothing and the mean number of results it returns; for
+// questions with evidence, the share for which it wrongly returns
+// nothing. Options.MinSupport sets memor's threshold; the signal-alone
+// methods never abstain, so they measure their signal.
 package eval

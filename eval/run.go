@@ -30,6 +30,10 @@ type Options struct {
 	TempDir string
 	// Progress, if set, is told when each conversation is done.
 	Progress func(conversation string, done, total int)
+	// MinSupport is passed to memor's Query (QueryOptions.MinSupport; 0:
+	// memor's default, negative: no abstention). The signal-alone methods
+	// never abstain.
+	MinSupport float64
 }
 
 // Recall is recall at 5, 10 and 20 averaged over N questions.
@@ -76,10 +80,15 @@ type Report struct {
 	FactsInTop10 float64 `json:"facts_in_top10"`
 	// NoEvidenceAnswered is the mean number of results memor returns for
 	// questions without evidence (abstention).
-	NoEvidenceAnswered float64          `json:"no_evidence_results"`
-	PerQuestion        []QuestionResult `json:"per_question"`
-	Note               string           `json:"note"`
-	Seconds            float64          `json:"seconds"`
+	NoEvidenceAnswered float64 `json:"no_evidence_results"`
+	// Abstained is the share of questions without evidence for which
+	// memor returns nothing; FalseAbstained the share of questions with
+	// evidence for which it returns nothing.
+	Abstained      float64          `json:"abstained"`
+	FalseAbstained float64          `json:"false_abstained"`
+	PerQuestion    []QuestionResult `json:"per_question"`
+	Note           string           `json:"note"`
+	Seconds        float64          `json:"seconds"`
 }
 
 const user = "eval"
@@ -103,8 +112,9 @@ func Run(ctx context.Context, cs []Conversation, o Options) (*Report, error) {
 		UpdateAbove: map[string]Above{},
 		Note:        "user messages are the owner's (no Speaker); other roles are added with memor.Speaker(role)"}
 	var facts, top10s, noEvRes float64
+	var n abstentions
 	for i, c := range cs {
-		if err := runOne(ctx, c, o, r, &facts, &top10s, &noEvRes); err != nil {
+		if err := runOne(ctx, c, o, r, &facts, &top10s, &noEvRes, &n); err != nil {
 			return nil, fmt.Errorf("conversation %s: %w", c.Name, err)
 		}
 		r.Conversations++
@@ -155,6 +165,10 @@ func Run(ctx context.Context, cs []Conversation, o Options) (*Report, error) {
 	}
 	if r.NoEvidence > 0 {
 		r.NoEvidenceAnswered = noEvRes / float64(r.NoEvidence)
+		r.Abstained = float64(n.right) / float64(r.NoEvidence)
+	}
+	if r.Questions > 0 {
+		r.FalseAbstained = float64(n.wrong) / float64(r.Questions)
 	}
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
@@ -165,7 +179,10 @@ type discard struct{}
 func (discard) Set(_, _ []byte) error { return nil }
 func (discard) Delete([]byte) error   { return nil }
 
-func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, top10s, noEvRes *float64) (err error) {
+// abstentions counts memor's empty answers: right (no evidence) and wrong.
+type abstentions struct{ right, wrong int }
+
+func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, top10s, noEvRes *float64, n *abstentions) (err error) {
 	dir, err := os.MkdirTemp(o.TempDir, "memor-eval-")
 	if err != nil {
 		return err
@@ -232,14 +249,20 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 			continue
 		}
 		ranked := map[string][]string{}
-		rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: depth})
+		rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: depth, MinSupport: o.MinSupport})
 		if err != nil {
 			return fmt.Errorf("question %s: %w", q.ID, err)
 		}
 		if len(q.Evidence) == 0 {
 			r.NoEvidence++
 			*noEvRes += float64(len(rs))
+			if len(rs) == 0 {
+				n.right++
+			}
 			continue
+		}
+		if len(rs) == 0 {
+			n.wrong++
 		}
 		for i, x := range rs {
 			if i < 10 && x.Fact != nil {
@@ -249,7 +272,7 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 		*top10s++
 		ranked["memor"] = toIDs(rs, false)
 		for m, w := range weights {
-			rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: depth, Weights: w})
+			rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: depth, Weights: w, MinSupport: -1})
 			if err != nil {
 				return fmt.Errorf("question %s: %w", q.ID, err)
 			}
@@ -369,5 +392,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nfacts among memor's top 10: %.2f on average; results memor returns for a question without evidence: %.1f on average\n",
 		r.FactsInTop10, r.NoEvidenceAnswered)
+	fmt.Fprintf(w, "abstention: memor returns nothing for %.1f %% of the %d questions without evidence and for %.1f %% of the %d with evidence\n",
+		100*r.Abstained, r.NoEvidence, 100*r.FalseAbstained, r.Questions)
 	return nil
 }

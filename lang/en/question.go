@@ -1,6 +1,9 @@
 package en
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // InText finds the first past date a question names after a preposition
 // ("in March 2026", "on 27 March, 2022", "during 2019", "as of
@@ -11,35 +14,59 @@ import "time"
 // skipped.
 func InText(text string, now time.Time) (Time, bool) {
 	w := Fields(text)
-	for i := 0; i < len(w); i++ {
-		pre := 0
-		switch w[i] {
-		case "in", "on", "during":
-			pre = 1
-		case "as":
-			if i+1 < len(w) && w[i+1] == "of" {
-				pre = 2
-			}
-		case "back":
-			if i+1 < len(w) && w[i+1] == "in" {
-				pre = 2
-			}
-		case "at":
-			if i+3 < len(w) && w[i+1] == "the" && w[i+2] == "start" && w[i+3] == "of" {
-				pre = 4
-			}
+	for i := range w {
+		if m, ok := dateAt(w, i, now); ok {
+			return m, true
 		}
-		if pre == 0 {
-			continue
-		}
-		m := matchCore(w[i+pre:], now, true)
-		if m.N == 0 || !m.Dated || m.Future {
-			continue
-		}
-		m.N += pre
-		return m, true
 	}
 	return Time{}, false
+}
+
+// WithoutDates returns text's words (as Fields splits them) less the
+// dates InText would read, wherever they are: what a question asks about
+// once the instant it names has chosen the view.
+func WithoutDates(text string, now time.Time) string {
+	w := Fields(text)
+	out := make([]string, 0, len(w))
+	for i := 0; i < len(w); i++ {
+		if m, ok := dateAt(w, i, now); ok {
+			i += m.N - 1
+			continue
+		}
+		out = append(out, w[i])
+	}
+	return strings.Join(out, " ")
+}
+
+// dateAt matches, at w[i], a preposition and the past date with a year
+// that follows it; N counts both.
+func dateAt(w []string, i int, now time.Time) (Time, bool) {
+	pre := 0
+	switch w[i] {
+	case "in", "on", "during":
+		pre = 1
+	case "as":
+		if i+1 < len(w) && w[i+1] == "of" {
+			pre = 2
+		}
+	case "back":
+		if i+1 < len(w) && w[i+1] == "in" {
+			pre = 2
+		}
+	case "at":
+		if i+3 < len(w) && w[i+1] == "the" && w[i+2] == "start" && w[i+3] == "of" {
+			pre = 4
+		}
+	}
+	if pre == 0 {
+		return Time{}, false
+	}
+	m := matchCore(w[i+pre:], now, true)
+	if m.N == 0 || !m.Dated || m.Future {
+		return Time{}, false
+	}
+	m.N += pre
+	return m, true
 }
 
 // auxiliaries follow "when" in a question about the time of something.
