@@ -119,6 +119,8 @@ type (
 		UserID string `json:"user_id" jsonschema:"the user whose memory to search"`
 		Text   string `json:"text" jsonschema:"the question or topic"`
 		Limit  int    `json:"limit,omitempty" jsonschema:"how many results (default 10, max 100)"`
+		// Explain asks why each result ranked where it did.
+		Explain bool `json:"explain,omitempty" jsonschema:"also say why each result ranked where it did: per-signal scores, BM25 terms, graph path, focus and time"`
 	}
 	userIn struct {
 		UserID string `json:"user_id" jsonschema:"the user"`
@@ -173,6 +175,8 @@ type Result struct {
 	// date.
 	ValidFrom string `json:"valid_from,omitempty"`
 	ValidTo   string `json:"valid_to,omitempty"`
+	// Explanation says why it ranked where it did (with explain only).
+	Explanation *memor.Explanation `json:"explanation,omitempty"`
 }
 
 // Tool outputs. Slices are never nil: the schema says array.
@@ -242,7 +246,7 @@ func (t tools) query(ctx context.Context, _ *mcp.CallToolRequest, in queryIn) (*
 	if err != nil {
 		return nil, queryOut{}, err
 	}
-	rs, err := t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k})
+	rs, err := t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k, Explain: in.Explain})
 	if err != nil {
 		return nil, queryOut{}, err
 	}
@@ -259,7 +263,7 @@ func (t tools) search(ctx context.Context, user, text string, o memor.QueryOptio
 	}
 	out := make([]Result, 0, len(rs))
 	for _, r := range rs {
-		x := Result{Text: r.Text(), Score: r.Score, Path: r.Path}
+		x := Result{Text: r.Text(), Score: r.Score, Path: r.Path, Explanation: r.Explanation}
 		switch {
 		case r.Fact != nil:
 			x.FactID, x.ValidFrom, x.ValidTo = r.Fact.ID, stamp(r.Fact.ValidFrom), stamp(r.Fact.ValidTo)
@@ -422,6 +426,9 @@ func resultLines(rs []Result) string {
 		return "Nothing relevant is known.\n"
 	}
 	var b strings.Builder
+	if x := rs[0].Explanation; x != nil && x.Query != nil {
+		b.WriteString(x.Query.String())
+	}
 	for i, r := range rs {
 		fmt.Fprintf(&b, "%d. %s", i+1, r.Text)
 		if r.Path != "" {
@@ -431,6 +438,12 @@ func resultLines(rs []Result) string {
 			b.WriteString(" id=" + r.FactID)
 		}
 		b.WriteString("\n")
+		if r.Explanation != nil {
+			for _, line := range strings.SplitAfter(strings.TrimRight(r.Explanation.String(), "\n"), "\n") {
+				b.WriteString("   " + line)
+			}
+			b.WriteString("\n")
+		}
 	}
 	return b.String()
 }
