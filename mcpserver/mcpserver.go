@@ -161,7 +161,9 @@ type Fact struct {
 	Rule       string  `json:"rule" jsonschema:"the resolution rule that produced this version"`
 	Confidence float64 `json:"confidence"`
 	Reinforced int     `json:"reinforced"`
-	Quote      string  `json:"quote,omitempty"`
+	// Episodes are the sequence numbers of the episodes that support it.
+	Episodes []uint64 `json:"episodes" jsonschema:"the episodes that support the fact: where it was said and restated"`
+	Quote    string   `json:"quote,omitempty"`
 }
 
 // Result is one ranked query answer.
@@ -391,7 +393,7 @@ func toFact(f memor.Fact) Fact {
 	return Fact{ID: f.ID, Text: f.String(), Subject: f.Subject, Predicate: f.Predicate, Object: f.Object,
 		Context: f.Context, ValidFrom: stamp(f.ValidFrom), ValidTo: stamp(f.ValidTo),
 		RecordedAt: stamp(f.RecordedAt), ExpiredAt: stamp(f.ExpiredAt), Status: f.Status.String(),
-		Rule: string(f.Rule), Confidence: f.Confidence, Reinforced: f.Reinforced, Quote: f.Quote}
+		Rule: string(f.Rule), Confidence: f.Confidence, Reinforced: f.Reinforced, Episodes: f.Episodes, Quote: f.Quote}
 }
 
 // stamp renders t as RFC 3339 in UTC, or "" for the zero time.
