@@ -592,6 +592,9 @@ func (e *Engine) checkSlot(ctx context.Context, r kv.Reader, user string, slot [
 		// A store written before versions listed their support may hold
 		// fewer until Rebuild, never others.
 		want := support{folded: folded}.episodes(c, nil)
+		if want == nil {
+			want = []uint64{c.Episode}
+		}
 		if got := f.Episodes; !slices.Contains(got, c.Episode) || slices.ContainsFunc(got, func(ep uint64) bool { return !slices.Contains(want, ep) }) {
 			bad("fact %s (%s): supported by episodes %v, its claims say %v", c.ID, c.Object, got, want)
 		}

@@ -42,12 +42,14 @@ func supportOf(claims []claimRec, out *slotOutcomes) support {
 }
 
 // episodes returns the episodes supporting the fact of claim c, ascending
-// and each once. prior holds those of a fact in force whose folded claims
-// the fold did not read (the append path).
+// and each once, or nil for c's own episode alone (what a version said
+// once stores, and the common case of a write: no allocation). prior
+// holds those of a fact in force whose folded claims the fold did not
+// read (the append path).
 func (s support) episodes(c claimRec, prior []uint64) []uint64 {
 	extra := s.folded[c.ID]
 	if len(extra) == 0 && (len(prior) == 0 || (len(prior) == 1 && prior[0] == c.Episode)) {
-		return []uint64{c.Episode}
+		return nil
 	}
 	eps := make([]uint64, 0, 1+len(prior)+len(extra))
 	eps = append(append(append(eps, c.Episode), prior...), extra...)
@@ -72,4 +74,13 @@ func closer(claims []claimRec, out *slotOutcomes, o *resolve.Outcome) string {
 		}
 	}
 	return ""
+}
+
+// sameSupport reports whether two versions of a fact list the same
+// episodes (nil is the fact's own episode alone).
+func sameSupport(a, b *Fact) bool {
+	if onlyEpisode(a) && onlyEpisode(b) {
+		return a.Episode == b.Episode
+	}
+	return slices.Equal(a.Episodes, b.Episodes)
 }

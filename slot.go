@@ -235,7 +235,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[str
 				return nil, nil, err
 			}
 		case cur.ValidFrom.Equal(want.ValidFrom) && cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
-			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence || !slices.Equal(cur.Episodes, want.Episodes) {
+			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence || !sameSupport(&cur, &want) {
 				cur.Reinforced, cur.LastSeen, cur.Confidence, cur.Episodes = want.Reinforced, want.LastSeen, want.Confidence, want.Episodes
 				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), appendFact(nil, &cur)); err != nil {
 					return nil, nil, err
