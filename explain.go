@@ -109,13 +109,16 @@ type explainer struct {
 	w          Weights
 	fusion     Fusion
 	forgetting bool
+	reranked   bool
 }
 
-func newExplainer(opts QueryOptions) *explainer {
+// newExplainer returns the explainer of a query with opts (nil without
+// Explain); reranked says a reranker orders its results.
+func newExplainer(opts QueryOptions, reranked bool) *explainer {
 	if !opts.Explain {
 		return nil
 	}
-	return &explainer{fusion: opts.Fusion, forgetting: opts.Forgetting}
+	return &explainer{fusion: opts.Fusion, forgetting: opts.Forgetting, reranked: reranked}
 }
 
 // view records the instants of the view and where they came from.
@@ -250,7 +253,7 @@ func (x *explainer) explain(ui *userIndex, text string, c *candidate, r *Result)
 		b := ui.bm.Explain(text, c.doc)
 		ex.BM25 = &b
 	}
-	if c.signals.Rerank != 0 {
+	if x.reranked {
 		v := c.signals.Rerank
 		ex.Rerank = &v
 	}

@@ -85,6 +85,7 @@ func TestExplainAddsUp(t *testing.T) {
 		{Explain: true, Forgetting: true},
 		{Explain: true, Fusion: memor.RRF},
 		{Explain: true, Weights: memor.Weights{Vector: 0, BM25: 1, Entity: 0.5}},
+		{Explain: true, Reranker: &reverseReranker{}},
 	} {
 		for _, q := range []string{"What kind of dog does my brother have?", "where do I live?", "Seattle coffee weather", "Google"} {
 			rs, err := e.Query(ctx, "me", q, o)
@@ -98,6 +99,9 @@ func TestExplainAddsUp(t *testing.T) {
 				checkAddsUp(t, r)
 				if o.Forgetting && !hasMultiplier(r.Explanation, "recency") {
 					t.Errorf("%q %s: forgetting on and no recency multiplier", q, r.Text())
+				}
+				if o.Reranker != nil && (r.Explanation.Rerank == nil || *r.Explanation.Rerank != r.Signals.Rerank) {
+					t.Errorf("%q %s: rerank score %v, explanation says %v", q, r.Text(), r.Signals.Rerank, r.Explanation.Rerank)
 				}
 			}
 		}

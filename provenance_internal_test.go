@@ -115,6 +115,11 @@ func TestProvenance(t *testing.T) {
 	if !strings.Contains(string(b), `"reason":"reinforces"`) || !strings.Contains(string(b), `"reinforces":"`+sea.ID+`"`) {
 		t.Errorf("decision JSON: %s", b)
 	}
+	// The decisions a write returns are the logged ones, Closed included.
+	ds, err := e.Assert(ctx, "u", FactInput{Subject: "user", Predicate: "lives_in", Object: "Lisbon", ValidFrom: provDay(7)})
+	if err != nil || len(ds) == 0 || ds[0].Rule != RuleSupersede || ds[0].Object != "Lisbon" || !slices.Equal(ds[0].Closed, []string{sea.ID}) {
+		t.Errorf("the move to Lisbon returned %+v, want a supersede closing Seattle %s", ds, sea.ID)
+	}
 	if err := e.Check(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -242,7 +242,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	defer qv.snap.Close()
 	ui, facts, validAt := qv.ui, qv.facts, qv.validAt
-	ex := newExplainer(opts)
+	ex := newExplainer(opts, opts.Reranker != nil || e.opts.Reranker != nil)
 	ex.view(qv, opts, textAt)
 
 	// allow: what text and vector search may return. It shares facts
