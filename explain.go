@@ -131,7 +131,7 @@ func (x *explainer) view(qv *qview, opts QueryOptions, textAt time.Time) {
 	case !opts.ValidAt.IsZero():
 		x.q.ValidAtSource, x.q.ValidAtWhy = "option", "asked for by the caller"
 	case !textAt.IsZero():
-		x.q.ValidAtSource, x.q.ValidAtWhy = "text", "a past date the question names"
+		x.q.ValidAtSource, x.q.ValidAtWhy = "text", "a past date the question names, read as "+textAt.UTC().Format(time.DateOnly)
 	case opts.TimeFromText:
 		x.q.ValidAtSource, x.q.ValidAtWhy = "now", "the question names no past date"
 	default:
