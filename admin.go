@@ -565,6 +565,12 @@ func (e *Engine) checkSlot(ctx context.Context, r kv.Reader, user string, slot [
 	if err != nil {
 		return []error{err}
 	}
+	folded := map[string][]uint64{}
+	for _, c := range claims {
+		if o := out[c.ID]; resolve.Kind(c.Kind) == resolve.Assert && o.Status == resolve.None && o.Into != "" {
+			folded[o.Into] = append(folded[o.Into], c.Episode)
+		}
+	}
 	for _, c := range claims {
 		o := out[c.ID]
 		f, has := live[c.ID]
@@ -582,6 +588,15 @@ func (e *Engine) checkSlot(ctx context.Context, r kv.Reader, user string, slot [
 		if !f.ValidFrom.Equal(fromNanos(c.ValidFrom)) || nanos(f.ValidTo) != o.ValidTo || int(f.Status) != int(o.Status) || f.Reinforced != o.Reinforced {
 			bad("fact %s (%s): stored [%v, %v) %s ×%d, resolver says valid from %v to %v, status %d ×%d",
 				c.ID, c.Object, f.ValidFrom, f.ValidTo, f.Status, f.Reinforced, fromNanos(c.ValidFrom), fromNanos(o.ValidTo), o.Status, o.Reinforced)
+		}
+		// A store written before versions listed their support may hold
+		// fewer until Rebuild, never others.
+		want := support{folded: folded}.episodes(c, nil)
+		if want == nil {
+			want = []uint64{c.Episode}
+		}
+		if got := f.Episodes; !slices.Contains(got, c.Episode) || slices.ContainsFunc(got, func(ep uint64) bool { return !slices.Contains(want, ep) }) {
+			bad("fact %s (%s): supported by episodes %v, its claims say %v", c.ID, c.Object, got, want)
 		}
 	}
 	for id := range live {

@@ -68,6 +68,9 @@ type QueryOptions struct {
 	// answered. Zero means DefaultMinSupport; a negative value turns
 	// abstention off.
 	MinSupport float64
+	// Explain fills Result.Explanation: why each result ranked where it
+	// did (off by default: it costs a BM25 explanation per result).
+	Explain bool
 }
 
 // Signals is a result's score broken down by signal (after normalisation).
@@ -90,6 +93,9 @@ type Result struct {
 	// "user → brother → Alex → has_pet → golden retriever" (empty when
 	// the fact was not reached through the graph).
 	Path string `json:"path,omitempty"`
+	// Explanation says why the result ranked where it did; set only with
+	// QueryOptions.Explain.
+	Explanation *Explanation `json:"explanation,omitempty"`
 }
 
 // Text renders the result for a prompt: the fact as "subject predicate
@@ -264,6 +270,8 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	defer qv.snap.Close()
 	ui, facts, validAt := qv.ui, qv.facts, qv.validAt
+	ex := newExplainer(opts, opts.Reranker != nil || e.opts.Reranker != nil)
+	ex.view(qv, opts, textAt)
 
 	// allow: what text and vector search may return. It shares facts
 	// unless episodes or pending documents are added (copying a large
@@ -284,6 +292,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	if err != nil {
 		return nil, err
 	}
+	ex.focus(foc)
 	if foc.nothing {
 		return []Result{}, nil
 	}
@@ -362,6 +371,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		}
 		list = append(list, c)
 	}
+	ex.beforeFuse(list, w)
 	fuse(list, w, opts.Fusion)
 	sortCandidates(list)
 	want := k
@@ -419,6 +429,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	out := make([]Result, 0, min(k, len(list)))
 	for _, c := range list[:min(k, len(list))] {
 		out = append(out, c.result())
+		ex.explain(ui, text, c, &out[len(out)-1])
 	}
 	return out, nil
 }

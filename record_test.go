@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,16 +69,33 @@ func randClaim(r *rand.Rand) claimRec {
 }
 
 func randFact(r *rand.Rand) Fact {
-	return Fact{ID: randID(r), User: "u", Subject: randString(r), Predicate: randString(r), Object: randString(r),
+	f := Fact{ID: randID(r), User: "u", Subject: randString(r), Predicate: randString(r), Object: randString(r),
 		Context: randString(r), ValidFrom: randTime(r), ValidTo: randTime(r), RecordedAt: randTime(r),
 		ExpiredAt: randTime(r), Status: Status(1 + r.IntN(3)), Confidence: randConfidence(r), Reinforced: r.IntN(1 << 20),
 		LastSeen: randTime(r), Episode: r.Uint64(), Quote: randString(r), Rule: Rule(randString(r)), Doc: r.Uint32()}
+	f.Episodes = []uint64{f.Episode}
+	for range r.IntN(3) {
+		f.Episodes = append(f.Episodes, r.Uint64())
+	}
+	return f
 }
 
 func randDecision(r *rand.Rand) Decision {
 	return Decision{Seq: r.Uint64(), Rule: Rule(randString(r)), FactID: randID(r), Subject: randString(r),
 		Predicate: randString(r), Object: randString(r), Context: randString(r), Episode: r.Uint64(),
 		RecordedAt: randTime(r), Detail: randString(r)}
+}
+
+func randDecisionTyped(r *rand.Rand) Decision {
+	d := randDecision(r)
+	d.Reason = Reason(r.IntN(int(numReasons)))
+	if r.IntN(2) == 0 {
+		d.Reinforces = randID(r)
+	}
+	for range r.IntN(3) {
+		d.Closed = append(d.Closed, randID(r))
+	}
+	return d
 }
 
 func randEpisode(r *rand.Rand) Episode {
@@ -108,6 +126,9 @@ func TestRecordRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		c, f, d, ep := randClaim(r), randFact(r), randDecision(r), randEpisode(r)
+		if r.IntN(2) == 0 {
+			d = randDecisionTyped(r)
+		}
 		cases := []struct {
 			what   string
 			in     any
@@ -191,6 +212,9 @@ func TestRecordReadsFormat1(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		c, f, d, ep := randClaim(r), randFact(r), randDecision(r), randEpisode(r)
+		if r.IntN(2) == 0 {
+			d = randDecisionTyped(r)
+		}
 		if got, err := decodeClaim(mustJSON(c)); err != nil || !reflect.DeepEqual(got, c) {
 			t.Fatalf("claim: %v\n got %+v\nwant %+v", err, got, c)
 		}
@@ -438,5 +462,47 @@ func TestForgetOldRegistry(t *testing.T) {
 	}
 	if us, err := e.Users(ctx); err != nil || len(us) != 1 || us[0] != "other" {
 		t.Errorf("Users after Forget: %q, %v", us, err)
+	}
+}
+
+// TestRecordReadsOldBinary: a fact version and a decision as the binary
+// format wrote them before Fact.Episodes and the typed decision fields
+// decode, with the episode of the claim as the only support and no typed
+// reason; and a record that needs neither is still written byte for byte
+// as then.
+func TestRecordReadsOldBinary(t *testing.T) {
+	// Written by appendFact and appendDecision before the extension.
+	const oldFact = "0201c6acf8f784bcc0d12335feb9f7adb7b40475736572086c697665735f696e0753656174746c65008280c5e6c1a898c131008280c5e6c1a898c1310001000000000000f03f028280bdfbd3cdbfc131031749206a757374206d6f76656420746f2053656174746c650973757065727365646509"
+	const oldDecision = "02070364757001885a34c86e8047cf8ce5013963eda34d0475736572086c697665735f696e0753656174746c6500048280bdfbd3cdbfc1312b7265696e666f72636573206336616366386637383462636330643132333335666562396637616462376234"
+	fb, _ := hex.DecodeString(oldFact)
+	f, err := decodeFact("u", fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Object != "Seattle" || f.Episode != 3 || !slices.Equal(f.Episodes, []uint64{3}) || f.Reinforced != 2 || f.Doc != 9 {
+		t.Fatalf("old fact decoded as %+v", f)
+	}
+	if got := appendFact(nil, &f); !bytes.Equal(got, fb) {
+		t.Fatalf("a fact said in one episode is written\n %x\nnot as before\n %x", got, fb)
+	}
+	db, _ := hex.DecodeString(oldDecision)
+	d, err := decodeDecision(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rule != RuleDup || d.Detail != "reinforces c6acf8f784bcc0d12335feb9f7adb7b4" || d.Reason != ReasonNone || d.Reinforces != "" || d.Closed != nil {
+		t.Fatalf("old decision decoded as %+v", d)
+	}
+	if got := appendDecision(nil, &d); !bytes.Equal(got, db) {
+		t.Fatalf("an untyped decision is written\n %x\nnot as before\n %x", got, db)
+	}
+	// With support and typed fields the record is extended.
+	f.Episodes = []uint64{3, 4}
+	d.Reason, d.Reinforces = ReasonReinforces, "c6acf8f784bcc0d12335feb9f7adb7b4"
+	if b := appendFact(nil, &f); b[0] != recExtended {
+		t.Fatalf("fact with two episodes starts %#x", b[0])
+	}
+	if b := appendDecision(nil, &d); b[0] != recExtended {
+		t.Fatalf("typed decision starts %#x", b[0])
 	}
 }

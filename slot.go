@@ -20,7 +20,7 @@ func (t *txn) resolveSlot(w *slotWork, cause Rule) error {
 	if w.allObjects {
 		return t.resolveAllObjects(w, cause)
 	}
-	_, err := t.resolveSub(w, cause, true)
+	_, _, err := t.resolveSub(w, cause, true)
 	return err
 }
 
@@ -45,13 +45,17 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 		return err
 	}
 	applied := map[string]bool{}
+	closed := map[string][]string{}
 	for _, s := range subs {
-		got, err := t.resolveSub(&slotWork{slot: s, pred: pred, fresh: w.fresh}, cause, false)
+		got, by, err := t.resolveSub(&slotWork{slot: s, pred: pred, fresh: w.fresh}, cause, false)
 		if err != nil {
 			return err
 		}
 		for id := range got {
 			applied[id] = true
+		}
+		for id, facts := range by {
+			closed[id] = append(closed[id], facts...)
 		}
 	}
 	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends)
@@ -60,24 +64,29 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 	}
 	for _, c := range claims {
 		if w.fresh.has(c.ID) {
-			detail := "nothing open to end"
+			reason, detail := ReasonNothingToEnd, "nothing open to end"
 			if applied[c.ID] {
-				detail = "closed every open value"
+				reason, detail = ReasonClosedAll, "closed every open value"
 			}
-			t.decide(RuleEnd, &c, detail)
+			i := t.decide(RuleEnd, &c, reason, "", detail)
+			if ids := closed[c.ID]; len(ids) > 0 {
+				slices.Sort(ids)
+				t.decisions[i].Closed = slices.Compact(ids)
+				t.writeDecision(&t.decisions[i])
+			}
 		}
 	}
 	return nil
 }
 
 // resolveSub resolves one slot and returns the ends that closed something.
-// logEnds is false when the caller logs the ends itself.
-func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool, error) {
+// logEnds is false when the caller logs the ends itself: closed then holds
+// the facts each end closed.
+func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[string]bool, closed map[string][]string, err error) {
 	var claims []claimRec
 	var live map[string]Fact
 	var out slotOutcomes
 	var ap *appendedClaims
-	var err error
 	var ms *memSlot
 	if t.fresh {
 		// A slot resolves from memory once; later it has versions in the
@@ -95,7 +104,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	}
 	if !fromMem {
 		if ap, err = t.appended(w); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	switch {
@@ -109,15 +118,18 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		out.outs, out.seeded = t.fold.Fold(w.one, ap.seed, ap.seedOutcome, t.rc), true
 	default:
 		if claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		t.rc = appendResolve(t.rc[:0], claims)
 		out.outs = t.fold.Fold(w.one, nil, resolve.Outcome{}, t.rc)
 		if live, err = liveVersions(t.ctx, t.b, t.user, w.slot); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	var applied map[string]bool // made for the first end applied
+	// applied is made for the first end applied. pending: the fresh
+	// claims' decisions that may close values, completed with Closed once
+	// the versions are written.
+	var pending []pendingDecision
 
 	// What the fresh claims found on arrival (latestOld: the latest old
 	// assertion's valid time; none sorts before every instant).
@@ -134,7 +146,7 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 	coexist := false
 	if allFresh && w.fresh.len() > 0 {
 		if coexist, err = t.otherContexts(w); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	slotRule := cause
@@ -157,11 +169,14 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				endedHere = true
 			}
 			if fresh && logEnds {
-				detail := "nothing open to end"
+				reason, detail := ReasonNothingToEnd, "nothing open to end"
 				if o.Applied {
-					detail = "closed the open value"
+					reason, detail = ReasonClosedValue, "closed the open value"
 				}
-				t.decide(RuleEnd, c, detail)
+				i := t.decide(RuleEnd, c, reason, "", detail)
+				if o.Applied {
+					pending = append(pending, pendingDecision{c.ID, i})
+				}
 				slotRule = pick(slotRule, RuleEnd)
 			}
 			continue
@@ -181,16 +196,23 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 				c.Rule = r
 				suf := claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))
 				if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, c)); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
-			detail := ""
+			reason, detail := ReasonNone, ""
 			if o.Into != "" {
-				detail = "reinforces " + o.Into
+				reason, detail = ReasonReinforces, "reinforces "+o.Into
 			}
-			t.decide(r, c, detail)
+			i := t.decide(r, c, reason, o.Into, detail)
+			if r == RuleSupersede || r == RuleLate || r == RuleJudge {
+				pending = append(pending, pendingDecision{c.ID, i})
+			}
 		}
 	}
+	if len(pending) > 0 || !logEnds {
+		closed = map[string][]string{}
+	}
+	sup := supportOf(claims, &out)
 
 	for i, c := range claims {
 		if resolve.Kind(c.Kind) != resolve.Assert {
@@ -201,26 +223,36 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 		if o.Status == resolve.None { // folded into another fact
 			if has {
 				if err := t.expire(w.slot, cur); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				if !w.fresh.has(c.ID) {
-					t.decide(RuleDup, &c, "folded into "+o.Into)
+					t.decide(RuleDup, &c, ReasonFolded, o.Into, "folded into "+o.Into)
 				}
 			}
 			continue
 		}
 		want := t.version(c, o)
+		var prior []uint64
+		if out.seeded && i == 0 {
+			prior = cur.Episodes // the fact in force: its claims were not read
+		}
+		want.Episodes = sup.episodes(c, prior)
+		if closed != nil && o.Status == resolve.Active && o.ValidTo != resolve.Open && (!has || !cur.ValidTo.Equal(want.ValidTo)) {
+			if by := closer(claims, &out, o); by != "" {
+				closed[by] = append(closed[by], c.ID)
+			}
+		}
 		switch {
 		case !has:
 			want.Rule = versionRule(c, o)
 			if err := t.put(w, want); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		case cur.ValidFrom.Equal(want.ValidFrom) && cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
-			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence {
-				cur.Reinforced, cur.LastSeen, cur.Confidence = want.Reinforced, want.LastSeen, want.Confidence
+			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence || !sameSupport(&cur, &want) {
+				cur.Reinforced, cur.LastSeen, cur.Confidence, cur.Episodes = want.Reinforced, want.LastSeen, want.Confidence, want.Episodes
 				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), appendFact(nil, &cur)); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 		default:
@@ -229,17 +261,32 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (map[string]bool
 			}
 			want.Rule = changeRule(cur, o, slotRule)
 			if err := t.expire(w.slot, cur); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := t.put(w, want); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if !w.fresh.has(c.ID) {
-				t.decide(want.Rule, &c, describeChange(cur, want))
+				reason, detail := describeChange(cur, want)
+				t.decide(want.Rule, &c, reason, "", detail)
 			}
 		}
 	}
-	return applied, nil
+	for _, p := range pending {
+		if ids := closed[p.claim]; len(ids) > 0 {
+			d := &t.decisions[p.index]
+			slices.Sort(ids)
+			d.Closed = slices.Compact(ids)
+			t.writeDecision(d)
+		}
+	}
+	return applied, closed, nil
+}
+
+// pendingDecision is a logged decision of claim at t.decisions[index].
+type pendingDecision struct {
+	claim string
+	index int
 }
 
 // slotOutcomes are the fold's outcomes of a slot's claims, by position
@@ -327,14 +374,14 @@ func changeRule(cur Fact, o *resolve.Outcome, slotRule Rule) Rule {
 	return RuleLate
 }
 
-func describeChange(cur, want Fact) string {
+func describeChange(cur, want Fact) (Reason, string) {
 	switch {
 	case want.Status != cur.Status:
-		return fmt.Sprintf("status %s → %s", cur.Status, want.Status)
+		return ReasonStatusChanged, fmt.Sprintf("status %s → %s", cur.Status, want.Status)
 	case want.ValidTo.IsZero():
-		return "valid again (reopened)"
+		return ReasonReopened, "valid again (reopened)"
 	default:
-		return "valid until " + want.ValidTo.Format("2006-01-02T15:04:05Z07:00")
+		return ReasonValidUntil, "valid until " + want.ValidTo.Format("2006-01-02T15:04:05Z07:00")
 	}
 }
 

@@ -111,7 +111,11 @@ type Fact struct {
 	LastSeen   time.Time `json:"last_seen"`
 	// Episode is the sequence number of the episode the fact came from.
 	Episode uint64 `json:"episode"`
-	Quote   string `json:"quote,omitempty"`
+	// Episodes lists every episode that supports the fact, ascending:
+	// Episode and those of the restatements folded into it (rule dup).
+	// A replay of a claim already known (rule noop) adds nothing.
+	Episodes []uint64 `json:"episodes"`
+	Quote    string   `json:"quote,omitempty"`
 	// Rule is the rule that produced this version.
 	Rule Rule `json:"rule"`
 	// Doc is the per-user index document ID of this version.
@@ -238,6 +242,61 @@ type Decision struct {
 	Context    string    `json:"context,omitempty"`
 	Episode    uint64    `json:"episode"`
 	RecordedAt time.Time `json:"recorded_at"`
-	// Detail says why, e.g. "closed San Francisco at 2026-07-11".
+	// Detail says why in words, e.g. "reinforces <id>"; Reason,
+	// Reinforces and Closed say it as data.
 	Detail string `json:"detail,omitempty"`
+	Reason Reason `json:"reason,omitempty"`
+	// Reinforces is the fact a restatement was folded into (reasons
+	// reinforces and folded).
+	Reinforces string `json:"reinforces,omitempty"`
+	// Closed lists the facts whose open value the claim closed: the value
+	// a supersede replaced, the values an end closed.
+	Closed []string `json:"closed,omitempty"`
+}
+
+// Reason is why a decision came out as it did, as data; the decision's
+// Detail says it in words. Reasons are stored as a byte: do not reorder.
+type Reason uint8
+
+// The reasons. A decision whose rule says it all (add, supersede, coexist,
+// late, contest, judge) has none.
+const (
+	ReasonNone           Reason = iota
+	ReasonReinforces            // a restatement, folded into the fact Reinforces on arrival
+	ReasonFolded                // a fact folded into Reinforces when its slot was resolved again
+	ReasonNothingToEnd          // an end with no open value to close
+	ReasonClosedValue           // an end closed the open value (Closed)
+	ReasonClosedAll             // an end without object closed every open value (Closed)
+	ReasonKnown                 // a replay of a claim already known: first provenance kept
+	ReasonRetracted             // the user retracted the fact
+	ReasonStatusChanged         // a version changed status (contested, active, retracted)
+	ReasonReopened              // a closed value became open again
+	ReasonValidUntil            // a value closed by a claim that arrived later
+	ReasonInvalidOp             // a malformed op, never applied
+	ReasonQuoteNotInText        // the op's quote is not a verbatim span of the episode
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"", "reinforces", "folded", "nothing_to_end", "closed_value", "closed_all",
+	"known", "retracted", "status_changed", "reopened", "valid_until", "invalid_op", "quote_not_in_text"}
+
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// MarshalText renders the reason as its name ("reinforces") in JSON.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText parses a reason name.
+func (r *Reason) UnmarshalText(b []byte) error {
+	for i, n := range reasonNames {
+		if string(b) == n {
+			*r = Reason(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: reason %q", ErrCorrupt, b)
 }

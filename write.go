@@ -758,8 +758,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if err := t.ctx.Err(); err != nil {
 			return err
 		}
-		if why := t.vet(&op, text); why != "" {
-			t.reject(op, why)
+		if reason, why := t.vet(&op, text); why != "" {
+			t.reject(op, reason, why)
 			continue
 		}
 		t.claims++
@@ -799,7 +799,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		} else if known {
 			// Replay of a known claim: first provenance kept. The episode
 			// stands on that claim's fact, as the first telling does.
-			t.decide(RuleNoop, &c, "claim already known")
+			t.decide(RuleNoop, &c, ReasonKnown, "", "claim already known")
 			if op.Kind == extract.Assert {
 				t.stands = append(t.stands, c.ID)
 			}
@@ -950,21 +950,32 @@ func (t *txn) saysMore(text string, ops []extract.Op) bool {
 	return 2*rest > len(all)
 }
 
-func (t *txn) reject(op extract.Op, why string) {
+func (t *txn) reject(op extract.Op, reason Reason, why string) {
 	t.decisions = append(t.decisions, Decision{Rule: RuleReject, Subject: op.Subject, Predicate: op.Predicate,
-		Object: op.Object, Context: op.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: why})
+		Object: op.Object, Context: op.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: why, Reason: reason})
 	t.logDecision(&t.decisions[len(t.decisions)-1])
 }
 
-func (t *txn) decide(r Rule, c *claimRec, detail string) {
+// decide logs rule r applied to claim c and returns the decision's index
+// in t.decisions. into is the fact a restatement supports.
+func (t *txn) decide(r Rule, c *claimRec, reason Reason, into, detail string) int {
 	t.decisions = append(t.decisions, Decision{Rule: r, FactID: c.ID, Subject: c.Subject, Predicate: c.Predicate,
-		Object: c.Object, Context: c.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: detail})
+		Object: c.Object, Context: c.Context, Episode: t.ep.Seq, RecordedAt: fromNanos(t.now), Detail: detail,
+		Reason: reason, Reinforces: into})
 	t.logDecision(&t.decisions[len(t.decisions)-1])
+	return len(t.decisions) - 1
 }
 
 func (t *txn) logDecision(d *Decision) {
 	t.meta.Log++
 	d.Seq = t.meta.Log
+	t.writeDecision(d)
+}
+
+// writeDecision (re)writes a logged decision under its Seq: a decision
+// whose Closed is known only once its slot is resolved is logged first,
+// in order, and completed after.
+func (t *txn) writeDecision(d *Decision) {
 	// A failed Set surfaces at Commit (Pebble batches only fail on misuse).
 	t.vb = appendDecision(t.vb[:0], d)
 	t.sb = kv.AppendUint64(t.sb[:0], d.Seq)
@@ -974,19 +985,19 @@ func (t *txn) logDecision(d *Decision) {
 // vet defaults op's valid time to the episode's and says why the resolver
 // rejects it ("" if it does not): an invalid op, or one extracted from
 // text whose quote is not a verbatim span of it.
-func (t *txn) vet(op *extract.Op, text string) string {
+func (t *txn) vet(op *extract.Op, text string) (Reason, string) {
 	if op.ValidFrom.IsZero() {
 		op.ValidFrom = t.ep.At
 	}
 	if !t.vetted {
 		if err := validOp(*op); err != nil {
-			return err.Error()
+			return ReasonInvalidOp, err.Error()
 		}
 	}
 	if text != "" && (op.Quote == "" || !strings.Contains(text, op.Quote)) {
-		return "quote is not a verbatim span of the episode text"
+		return ReasonQuoteNotInText, "quote is not a verbatim span of the episode text"
 	}
-	return ""
+	return ReasonNone, ""
 }
 
 // errJudge marks a judge that failed to give a verdict: the episode that
@@ -997,7 +1008,7 @@ var errJudge = errors.New("memor: judge")
 // predicate of every op that applyOps would accept from text.
 func (t *txn) judgeOps(ops []extract.Op, text string) error {
 	for _, op := range ops {
-		if t.vet(&op, text) != "" {
+		if _, why := t.vet(&op, text); why != "" {
 			continue // rejected later, never resolved
 		}
 		if _, _, err := t.cardinality(t.e.preds.canonical(op.Predicate)); err != nil {
@@ -1139,7 +1150,7 @@ func (t *txn) applyCorrection(c *Correction) error {
 			w = &slotWork{slot: slot, pred: cl.Predicate, one: !many}
 		}
 		if idHex == c.FactID {
-			t.decide(RuleCorrect, &cl, "retracted by the user")
+			t.decide(RuleCorrect, &cl, ReasonRetracted, "", "retracted by the user")
 		}
 	}
 	if w == nil {

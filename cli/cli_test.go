@@ -886,3 +886,34 @@ func TestImportSkipsBlankEpisode(t *testing.T) {
 		t.Errorf("state after import = %s, want Oslo", got)
 	}
 }
+
+// TestQueryExplain: memor query --explain prints why each result ranked
+// where it did, and --json carries it.
+func TestQueryExplain(t *testing.T) {
+	e := newEnv(t)
+	e.ok("add", "My brother Alex adopted a golden retriever named Buddy last month.", "--at", "2026-03-02")
+	out := e.ok("query", "What kind of dog does my brother have?", "--explain")
+	for _, want := range []string{"focus: relation, about alex (through relation brother)", "view: valid at", "bm25    raw", "normalised", "terms   \"dog\"", "path    user → brother → Alex → has_pet → golden retriever"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("query --explain lacks %q:\n%s", want, out)
+		}
+	}
+	var rs []struct {
+		Score       float64 `json:"score"`
+		Explanation *struct {
+			Score float64 `json:"score"`
+			Fused float64 `json:"fused"`
+		} `json:"explanation"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("query", "What kind of dog does my brother have?", "--explain", "--json")), &rs); err != nil || len(rs) == 0 {
+		t.Fatalf("query --explain --json: %v %+v", err, rs)
+	}
+	for _, r := range rs {
+		if r.Explanation == nil || r.Explanation.Score != r.Score || r.Explanation.Fused <= 0 {
+			t.Errorf("explanation %+v for score %v", r.Explanation, r.Score)
+		}
+	}
+	if out := e.ok("query", "What kind of dog does my brother have?"); strings.Contains(out, "normalised") {
+		t.Errorf("query without --explain explains:\n%s", out)
+	}
+}

@@ -89,15 +89,17 @@ func learnedFrom(cmd *cobra.Command, e *memor.Engine, user string, seq uint64) (
 func (a *app) queryCmd() *cobra.Command {
 	var k int
 	var valid, known string
+	var explain bool
 	cmd := &cobra.Command{
 		Use:   "query QUESTION...",
 		Short: "Ask the memory: ranked facts and episodes, with graph paths",
 		Example: `  memor query "What kind of dog does my brother have?"
-  memor query "Where do I live?" --valid 2026-02-01`,
+  memor query "Where do I live?" --valid 2026-02-01
+  memor query "What kind of dog does my brother have?" --explain`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			o := memor.QueryOptions{K: k}
+			o := memor.QueryOptions{K: k, Explain: explain}
 			if o.ValidAt, err = parseTime(cmd, "valid", valid, time.Time{}); err != nil {
 				return err
 			}
@@ -121,13 +123,21 @@ func (a *app) queryCmd() *cobra.Command {
 				if len(rs) == 0 {
 					fmt.Fprintln(a.io.Out, "nothing relevant is known")
 				}
+				if explain && len(rs) > 0 && rs[0].Explanation != nil {
+					fmt.Fprint(a.io.Out, rs[0].Explanation.Query.String())
+				}
 				for i, r := range rs {
 					fmt.Fprintf(a.io.Out, "%2d. %-50s %.3f", i+1, r.Text(), r.Score)
 					if r.Fact != nil {
 						fmt.Fprintf(a.io.Out, "  %s", span(r.Fact.ValidFrom, r.Fact.ValidTo))
 					}
 					fmt.Fprintln(a.io.Out)
-					if r.Path != "" {
+					if r.Explanation != nil {
+						for _, line := range strings.SplitAfter(strings.TrimRight(r.Explanation.String(), "\n"), "\n") {
+							fmt.Fprint(a.io.Out, "    "+line)
+						}
+						fmt.Fprintln(a.io.Out)
+					} else if r.Path != "" {
 						fmt.Fprintf(a.io.Out, "    path: %s\n", r.Path)
 					}
 				}
@@ -138,6 +148,7 @@ func (a *app) queryCmd() *cobra.Command {
 	cmd.Flags().IntVarP(&k, "k", "k", 10, "how many results")
 	cmd.Flags().StringVar(&valid, "valid", "", "true at this time (default now)")
 	cmd.Flags().StringVar(&known, "known", "", "as memor knew it at this time (default now)")
+	cmd.Flags().BoolVar(&explain, "explain", false, "say why each result ranked where it did")
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,14 +24,14 @@ func (a *app) printJSON(v any) error {
 func (a *app) printFacts(fs []memor.Fact, belief bool) {
 	tw := tabwriter.NewWriter(a.io.Out, 0, 0, 2, ' ', 0)
 	if belief {
-		fmt.Fprintln(tw, "FACT\tVALID\tBELIEVED\tSTATUS\tRULE\tID")
+		fmt.Fprintln(tw, "FACT\tVALID\tBELIEVED\tSTATUS\tRULE\tEPISODES\tID")
 	} else {
 		fmt.Fprintln(tw, "FACT\tVALID\tID")
 	}
 	for _, f := range fs {
 		if belief {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f, span(f.ValidFrom, f.ValidTo),
-				instantSpan(f.RecordedAt, f.ExpiredAt), f.Status, f.Rule, f.ID)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f, span(f.ValidFrom, f.ValidTo),
+				instantSpan(f.RecordedAt, f.ExpiredAt), f.Status, f.Rule, episodeList(f), f.ID)
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", f, span(f.ValidFrom, f.ValidTo), f.ID)
 		}
@@ -127,4 +128,17 @@ func (b *bar) finish() {
 	}
 	b.draw()
 	fmt.Fprintln(b.w)
+}
+
+// episodeList renders the episodes that support a fact: "2,3".
+func episodeList(f memor.Fact) string {
+	eps := f.Episodes
+	if len(eps) == 0 {
+		eps = []uint64{f.Episode}
+	}
+	parts := make([]string, len(eps))
+	for i, ep := range eps {
+		parts[i] = strconv.FormatUint(ep, 10)
+	}
+	return strings.Join(parts, ",")
 }

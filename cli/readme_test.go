@@ -216,13 +216,15 @@ func TestREADMECLI(t *testing.T) {
 	// What some README commands must print; every key must be a command of
 	// the section.
 	expect := map[string]struct{ has, hasNot string }{
-		`memor state`:                           {"user lives_in Seattle", "San Francisco"},
-		`memor asof --valid 2026-02-01`:         {"user lives_in San Francisco", "Seattle"},
-		`memor history lives_in`:                {"supersede", ""},
-		`memor query "Where do I live?"`:        {"Seattle", "San Francisco"},
-		`memor correct <fact-id>`:               {"retracted", ""},
-		`memor export -o backup.jsonl`:          {"exported 3 episodes of 1 user(s) to backup.jsonl", ""},
-		`memor --db ./copy import backup.jsonl`: {"imported 3 episodes of 1 user(s); 0 skipped", ""},
+		`memor state`:                                                {"user lives_in Seattle", "San Francisco"},
+		`memor asof --valid 2026-02-01`:                              {"user lives_in San Francisco", "Seattle"},
+		`memor history lives_in`:                                     {"supersede", ""},
+		`memor query "Where do I live?"`:                             {"Seattle", "San Francisco"},
+		`memor correct <fact-id>`:                                    {"retracted", ""},
+		`memor export -o backup.jsonl`:                               {"exported 3 episodes of 1 user(s) to backup.jsonl", ""},
+		`memor --db ./copy import backup.jsonl`:                      {"imported 3 episodes of 1 user(s); 0 skipped", ""},
+		`memor query "Where do I live?" --explain`:                   {"focus: first person, about user", ""},
+		`memor add "I still live in San Francisco." --at 2026-08-01`: {"episode 4", ""},
 	}
 	seen := map[string]bool{}
 	for _, b := range blocks {

@@ -122,6 +122,8 @@ type (
 		UserID string `json:"user_id" jsonschema:"the user whose memory to search"`
 		Text   string `json:"text" jsonschema:"the question or topic"`
 		Limit  int    `json:"limit,omitempty" jsonschema:"how many results (default 10, max 100)"`
+		// Explain asks why each result ranked where it did.
+		Explain bool `json:"explain,omitempty" jsonschema:"also say why each result ranked where it did: per-signal scores, BM25 terms, graph path, focus and time"`
 	}
 	userIn struct {
 		UserID string `json:"user_id" jsonschema:"the user"`
@@ -162,7 +164,9 @@ type Fact struct {
 	Rule       string  `json:"rule" jsonschema:"the resolution rule that produced this version"`
 	Confidence float64 `json:"confidence"`
 	Reinforced int     `json:"reinforced"`
-	Quote      string  `json:"quote,omitempty"`
+	// Episodes are the sequence numbers of the episodes that support it.
+	Episodes []uint64 `json:"episodes" jsonschema:"the episodes that support the fact: where it was said and restated"`
+	Quote    string   `json:"quote,omitempty"`
 }
 
 // Result is one ranked query answer.
@@ -176,6 +180,8 @@ type Result struct {
 	// date.
 	ValidFrom string `json:"valid_from,omitempty"`
 	ValidTo   string `json:"valid_to,omitempty"`
+	// Explanation says why it ranked where it did (with explain only).
+	Explanation *memor.Explanation `json:"explanation,omitempty"`
 }
 
 // Tool outputs. Slices are never nil: the schema says array.
@@ -248,7 +254,7 @@ func (t tools) query(ctx context.Context, _ *mcp.CallToolRequest, in queryIn) (*
 	if err != nil {
 		return nil, queryOut{}, err
 	}
-	rs, err := t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k})
+	rs, err := t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k, Explain: in.Explain})
 	if err != nil {
 		return nil, queryOut{}, err
 	}
@@ -265,7 +271,7 @@ func (t tools) search(ctx context.Context, user, text string, o memor.QueryOptio
 	}
 	out := make([]Result, 0, len(rs))
 	for _, r := range rs {
-		x := Result{Text: r.Text(), Score: r.Score, Path: r.Path}
+		x := Result{Text: r.Text(), Score: r.Score, Path: r.Path, Explanation: r.Explanation}
 		switch {
 		case r.Fact != nil:
 			x.FactID, x.ValidFrom, x.ValidTo = r.Fact.ID, stamp(r.Fact.ValidFrom), stamp(r.Fact.ValidTo)
@@ -395,7 +401,7 @@ func toFact(f memor.Fact) Fact {
 	return Fact{ID: f.ID, Text: f.String(), Subject: f.Subject, Predicate: f.Predicate, Object: f.Object,
 		Context: f.Context, ValidFrom: stamp(f.ValidFrom), ValidTo: stamp(f.ValidTo),
 		RecordedAt: stamp(f.RecordedAt), ExpiredAt: stamp(f.ExpiredAt), Status: f.Status.String(),
-		Rule: string(f.Rule), Confidence: f.Confidence, Reinforced: f.Reinforced, Quote: f.Quote}
+		Rule: string(f.Rule), Confidence: f.Confidence, Reinforced: f.Reinforced, Episodes: f.Episodes, Quote: f.Quote}
 }
 
 // stamp renders t as RFC 3339 in UTC, or "" for the zero time.
@@ -430,6 +436,9 @@ func resultLines(rs []Result) string {
 		return "Nothing relevant is known.\n"
 	}
 	var b strings.Builder
+	if x := rs[0].Explanation; x != nil && x.Query != nil {
+		b.WriteString(x.Query.String())
+	}
 	for i, r := range rs {
 		fmt.Fprintf(&b, "%d. %s", i+1, r.Text)
 		if r.Path != "" {
@@ -439,6 +448,12 @@ func resultLines(rs []Result) string {
 			b.WriteString(" id=" + r.FactID)
 		}
 		b.WriteString("\n")
+		if r.Explanation != nil {
+			for _, line := range strings.SplitAfter(strings.TrimRight(r.Explanation.String(), "\n"), "\n") {
+				b.WriteString("   " + line)
+			}
+			b.WriteString("\n")
+		}
 	}
 	return b.String()
 }

@@ -291,3 +291,38 @@ func TestSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryExplain: query_memory's explain argument adds an explanation
+// to every result, in the structured content and in the text.
+func TestQueryExplain(t *testing.T) {
+	cs, _ := connect(t)
+	mustCall(t, cs, "add_memory", map[string]any{"user_id": "me", "text": "My brother Alex adopted a golden retriever named Buddy last month.", "at": "2026-03-02"}, nil)
+	var q queryOut
+	mustCall(t, cs, "query_memory", map[string]any{"user_id": "me", "text": "What kind of dog does my brother have?", "explain": true}, &q)
+	if len(q.Results) == 0 {
+		t.Fatal("no results")
+	}
+	for _, r := range q.Results {
+		if r.Explanation == nil || r.Explanation.Query == nil || len(r.Explanation.Signals) == 0 {
+			t.Fatalf("%s: explanation %+v", r.Text, r.Explanation)
+		}
+		if r.Explanation.Query.Focus.Relation != "brother" {
+			t.Errorf("%s: focus %+v, want through brother", r.Text, r.Explanation.Query.Focus)
+		}
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "query_memory",
+		Arguments: map[string]any{"user_id": "me", "text": "What kind of dog does my brother have?", "explain": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "focus: relation") || !strings.Contains(text, "normalised") {
+		t.Errorf("text without the explanation:\n%s", text)
+	}
+	var plain queryOut
+	mustCall(t, cs, "query_memory", map[string]any{"user_id": "me", "text": "What kind of dog does my brother have?"}, &plain)
+	for _, r := range plain.Results {
+		if r.Explanation != nil {
+			t.Errorf("%s: explanation without explain", r.Text)
+		}
+	}
+}

@@ -341,6 +341,14 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 		opts.K = k
 	}
+	if s := q.Get("explain"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			h.fail(w, r, fmt.Errorf("%w: explain must be true or false, got %q", ErrBadRequest, s))
+			return
+		}
+		opts.Explain = b
+	}
 	var err error
 	if opts.ValidAt, err = ParseTime(q.Get("valid"), time.Time{}); err != nil {
 		h.fail(w, r, err)

@@ -694,3 +694,36 @@ func TestDefaultBodyLimit(t *testing.T) {
 		t.Errorf("an oversized body reached the engine: %+v %v", f, err)
 	}
 }
+
+// TestQueryExplain: ?explain=true makes every result say why it ranked
+// where it did; without it the answer carries no explanation.
+func TestQueryExplain(t *testing.T) {
+	a := newAPI(t, Options{})
+	a.tell("me", "I live in San Francisco.", "2026-01-10")
+	a.tell("me", "I just moved to Seattle.", "2026-07-11")
+	path := "/v1/users/me/query?q=" + url.QueryEscape("Where do I live?")
+	out := a.must(200, "GET", path+"&explain=true", nil)
+	rs := out["results"].([]any)
+	if len(rs) == 0 {
+		t.Fatal("no results")
+	}
+	for _, r := range rs {
+		x, ok := r.(map[string]any)["explanation"].(map[string]any)
+		if !ok {
+			t.Fatalf("result without explanation: %v", r)
+		}
+		sigs, _ := x["signals"].([]any)
+		q, _ := x["query"].(map[string]any)
+		focus, _ := q["focus"].(map[string]any)
+		if len(sigs) != 3 || x["score"] != r.(map[string]any)["score"] || focus["by"] != "first person" || q["valid_at_source"] != "now" {
+			t.Errorf("explanation %v", x)
+		}
+	}
+	out = a.must(200, "GET", path, nil)
+	if s := fmt.Sprint(out); strings.Contains(s, "explanation") {
+		t.Errorf("explanation without explain: %s", s)
+	}
+	if st, body := a.do("GET", path+"&explain=maybe", nil); st != 400 || body["code"] != "bad_request" {
+		t.Errorf("explain=maybe: %d %v, want 400 bad_request", st, body)
+	}
+}

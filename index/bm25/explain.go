@@ -9,25 +9,26 @@ import (
 // collection statistics and, per distinct query term, the BM25 factors. Its
 // String method renders the tree the way bleve's search.Explanation does.
 type Explanation struct {
-	Doc       uint32
-	Found     bool    // the document is in the index
-	Score     float64 // sum of Terms[i].Score; equals the Search score
-	N         int     // documents in the index
-	AvgDocLen float64 // average document length, in terms
-	DocLen    int     // this document's length, in terms
-	K1, B     float64
-	Terms     []TermExplanation // in the order Search sums them
+	Doc       uint32            `json:"doc"`
+	Found     bool              `json:"found"`       // the document is in the index
+	Score     float64           `json:"score"`       // sum of Terms[i].Score; equals the Search score
+	N         int               `json:"n"`           // documents in the index
+	AvgDocLen float64           `json:"avg_doc_len"` // average document length, in terms
+	DocLen    int               `json:"doc_len"`     // this document's length, in terms
+	K1        float64           `json:"k1"`
+	B         float64           `json:"b"`
+	Terms     []TermExplanation `json:"terms"` // in the order Search sums them
 }
 
 // TermExplanation is one query term's share of a score:
 // Score = IDF · TF·(k1+1) / (TF + Norm) where Norm = k1·(1 − b + b·DocLen/AvgDocLen).
 type TermExplanation struct {
-	Term  string // the term after analysis ([Tokenize])
-	DF    int    // documents containing the term
-	IDF   float64
-	TF    int // occurrences in this document
-	Norm  float64
-	Score float64
+	Term  string  `json:"term"` // the term after analysis ([Tokenize])
+	DF    int     `json:"df"`   // documents containing the term
+	IDF   float64 `json:"idf"`
+	TF    int     `json:"tf"` // occurrences in this document
+	Norm  float64 `json:"norm"`
+	Score float64 `json:"score"`
 }
 
 // Explain breaks down the score of doc for query. Terms absent from the
