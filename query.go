@@ -57,6 +57,10 @@ type QueryOptions struct {
 	// Forgetting multiplies scores by a forgetting curve R = exp(−t/S),
 	// with S growing with reinforcement (off by default).
 	Forgetting bool
+	// sameMatter, if > 0, turns on newerWins among the served results
+	// with this similarity threshold. Off by default: on the development
+	// benchmark every threshold tried cost recall (see newerWins).
+	sameMatter float64
 }
 
 // Signals is a result's score broken down by signal (after normalisation).
@@ -67,6 +71,14 @@ type Signals struct {
 	Boost   float64 `json:"boost"`
 	Recency float64 `json:"recency,omitempty"`
 	Rerank  float64 `json:"rerank,omitempty"`
+	// Source is the score a fact gained from the episode it came from,
+	// ranked with it (see factsOverSources).
+	Source float64 `json:"source,omitempty"`
+	// Newer is the score a result gained from an earlier one that says
+	// the same matter; Stale the factor an earlier result's score was
+	// multiplied by for the later ones (see newerWins; off by default).
+	Newer float64 `json:"newer,omitempty"`
+	Stale float64 `json:"stale,omitempty"`
 }
 
 // Result is one ranked answer: a fact version or an episode.
@@ -288,7 +300,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 				get(h.Doc).signals.BM25 = h.Score
 			}
 		}
-		q, err := e.idx.embedOne(ctx, text)
+		q, err := e.queryVector(ctx, ui, text)
 		if err != nil {
 			return nil, err
 		}
@@ -355,6 +367,10 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		}
 	}
 	list = loaded
+	factsOverSources(list)
+	if opts.sameMatter > 0 {
+		newerWins(ui.bm, list[:min(k, len(list))], opts.sameMatter)
+	}
 	sortCandidates(list)
 
 	rr := opts.Reranker
