@@ -22,8 +22,10 @@ import (
 type Fusion uint8
 
 const (
-	// MinMax normalises each signal to [0, 1] over the candidates and sums
-	// them with Weights (DESIGN §5).
+	// MinMax scales each signal to [0, 1] over the candidates and sums
+	// them with Weights (DESIGN §5): BM25 as a fraction of the best
+	// candidate's, cosine above its noise floor as a fraction of the
+	// best's (see scaleText, scaleVector), the graph signal min-max.
 	MinMax Fusion = iota
 	// RRF is reciprocal rank fusion (k = 60) over the signal rankings.
 	RRF
@@ -320,6 +322,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			return nil, err
 		}
 		if err := e.outdatedCandidates(ctx, ui, text, facts, get); err != nil {
+			return nil, err
+		}
+		if err := completeSignals(ctx, ui, text, q, cands); err != nil {
 			return nil, err
 		}
 	}
@@ -699,8 +704,8 @@ func fuse(list []*candidate, w Weights, how Fusion) {
 			}
 		}
 	}
-	norm(func(c *candidate) *float64 { return &c.signals.Vector })
-	norm(func(c *candidate) *float64 { return &c.signals.BM25 })
+	scaleText(list)
+	scaleVector(list)
 	norm(func(c *candidate) *float64 { return &c.signals.Entity })
 	for _, c := range list {
 		c.score = w.Vector*c.signals.Vector + w.BM25*c.signals.BM25 + w.Entity*c.signals.Entity

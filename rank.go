@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/index/bm25"
 )
@@ -216,6 +217,86 @@ func newerWins(ix *bm25.Index, list []*candidate, sameMatter float64) {
 		if stale[i] < 1 {
 			c.signals.Stale = stale[i]
 			c.score *= stale[i]
+		}
+	}
+}
+
+// completeSignals gives every candidate the text and vector scores it
+// has, not only those of the signals that found it: a turn in BM25's top
+// 50 but not in the vector index's counted 0 for the vector (and the
+// other way round), as if it shared nothing with the question. Scoring
+// the few candidates a signal missed is one search of each index
+// restricted to them.
+func completeSignals(ctx context.Context, ui *userIndex, text string, q []float32, cands map[uint32]*candidate) error {
+	noText, noVec := roaring.New(), roaring.New()
+	for doc, c := range cands {
+		if c.signals.BM25 == 0 {
+			noText.Add(doc)
+		}
+		if c.rawVector == 0 {
+			noVec.Add(doc)
+		}
+	}
+	if n := int(noText.GetCardinality()); n > 0 {
+		hits, err := ui.bm.Search(ctx, text, n, noText)
+		if err != nil {
+			return err
+		}
+		for _, h := range hits {
+			if h.Score > 0 {
+				cands[h.Doc].signals.BM25 = h.Score
+			}
+		}
+	}
+	if n := int(noVec.GetCardinality()); n > 0 && !isZero(q) {
+		hits, err := ui.vec.Search(ctx, q, n, noVec)
+		if err != nil {
+			return err
+		}
+		for _, h := range hits {
+			if c := cands[h.ID]; c != nil && float64(h.Score) >= minVector {
+				c.signals.Vector, c.rawVector = float64(h.Score), float64(h.Score)
+			}
+		}
+	}
+	return nil
+}
+
+// scaleText puts each candidate's BM25 score on [0, 1] as a fraction of
+// the best candidate's. Min-max over the candidates made the weakest match
+// worth 0.1 and the best 1 however close they were, so a turn sharing
+// only a name with the question counted as a tenth of one sharing what is
+// asked, and as much as anything the vector signal lifted: the ratio keeps
+// how much weaker a weak match is.
+func scaleText(list []*candidate) {
+	var hi float64
+	for _, c := range list {
+		hi = max(hi, c.signals.BM25)
+	}
+	for _, c := range list {
+		if hi > 0 && c.signals.BM25 > 0 {
+			c.signals.BM25 /= hi
+		} else {
+			c.signals.BM25 = 0
+		}
+	}
+}
+
+// scaleVector puts each candidate's cosine on [0, 1] as its height above
+// the noise floor (minVector, the similarity unrelated texts reach through
+// shared hashed features) relative to the best candidate's: a hit at the
+// floor is worth nothing, whereas min-max made the weakest hit worth 0.1
+// and the best 1 however close to noise both were.
+func scaleVector(list []*candidate) {
+	hi := minVector
+	for _, c := range list {
+		hi = max(hi, c.signals.Vector)
+	}
+	for _, c := range list {
+		if v := c.signals.Vector; v > minVector && hi > minVector {
+			c.signals.Vector = (v - minVector) / (hi - minVector)
+		} else {
+			c.signals.Vector = 0
 		}
 	}
 }
