@@ -373,10 +373,11 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	list = loaded
 	factsOverSources(list)
+	sortCandidates(list)
 	if opts.sameMatter > 0 {
 		newerWins(ui.bm, list[:min(k, len(list))], opts.sameMatter)
+		sortCandidates(list)
 	}
-	sortCandidates(list)
 
 	rr := opts.Reranker
 	if rr == nil {
