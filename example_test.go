@@ -79,7 +79,7 @@ func ExampleSpeaker() {
 	for _, f := range state {
 		fmt.Println("fact:", f)
 	}
-	rs, _ := e.Query(ctx, "chat-42", "Where does Caroline live?", memor.QueryOptions{K: 2})
+	rs, _ := e.Query(ctx, "chat-42", "Where does Caroline live?", memor.QueryOptions{K: 1})
 	for i, r := range rs {
 		fmt.Printf("query %d: %s\n", i+1, r.Text())
 	}
@@ -91,5 +91,4 @@ func ExampleSpeaker() {
 	// fact: Caroline brother Alex
 	// fact: Alex lives_in Austin
 	// query 1: Caroline lives_in Boston
-	// query 2: [2024-03-15] Caroline: I live in Boston.
 }

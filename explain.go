@@ -14,7 +14,7 @@ import (
 // Explanation says why a Result ranked where it did (QueryOptions.Explain).
 // Its numbers add up to the score it explains:
 //
-//	Score = Fused × Multipliers[0].Value × Multipliers[1].Value …
+//	Score = (Fused × Π Multipliers[i].Value + Σ Lifts[i].Value) × Π Demotions[i].Value
 //	Fused = Σ Signals[i].Contribution
 //
 // where a contribution is Weight × Normalised under MinMax fusion, and
@@ -27,6 +27,14 @@ type Explanation struct {
 	Signals     []SignalExplanation `json:"signals"`
 	Fused       float64             `json:"fused"`
 	Multipliers []Multiplier        `json:"multipliers,omitempty"`
+	// Lifts are added after the multipliers: "source", what a fact gained
+	// from the episode it came from (a fact ranks at least as high as its
+	// source), and "newer", what a later statement of the same matter
+	// gained from an earlier one.
+	Lifts []Lift `json:"lifts,omitempty"`
+	// Demotions multiply last: "stale", for a result a later one says
+	// the same matter as.
+	Demotions []Multiplier `json:"demotions,omitempty"`
 	// BM25 breaks the raw BM25 score down by query term (nil when the
 	// result shares no term with the question).
 	BM25 *bm25.Explanation `json:"bm25_terms,omitempty"`
@@ -46,7 +54,10 @@ type SignalExplanation struct {
 	// per hop (1 for the value now in force of a slot the question names
 	// by an outdated value).
 	Raw float64 `json:"raw"`
-	// Normalised is Raw after min-max over the candidates (MinMax).
+	// Normalised is Raw on the fused scale (MinMax): BM25 as a fraction
+	// of the best candidate's, the cosine's height above its noise floor
+	// relative to the best's, the graph signal min-max over the
+	// candidates (see fuse).
 	Normalised float64 `json:"normalised"`
 	// Rank is the 1-based rank among the candidates with the signal (RRF;
 	// 0 without the signal).
@@ -58,6 +69,13 @@ type SignalExplanation struct {
 // Multiplier is a factor applied after fusion.
 type Multiplier struct {
 	Name  string  `json:"name"` // "boost" or "recency"
+	Value float64 `json:"value"`
+	Why   string  `json:"why"`
+}
+
+// Lift is a score added after the multipliers.
+type Lift struct {
+	Name  string  `json:"name"` // "source" or "newer"
 	Value float64 `json:"value"`
 	Why   string  `json:"why"`
 }
@@ -249,6 +267,18 @@ func (x *explainer) explain(ui *userIndex, text string, c *candidate, r *Result)
 		ex.Multipliers = append(ex.Multipliers, Multiplier{Name: "recency", Value: c.signals.Recency,
 			Why: fmt.Sprintf("forgetting curve exp(−age/S), %s %s before the view", last, roundAge(x.q.ValidAt.Sub(lastSeen(c))))})
 	}
+	if c.signals.Source > 0 {
+		ex.Lifts = append(ex.Lifts, Lift{Name: "source", Value: c.signals.Source,
+			Why: "a fact ranks at least as high as the episode it came from"})
+	}
+	if c.signals.Newer > 0 {
+		ex.Lifts = append(ex.Lifts, Lift{Name: "newer", Value: c.signals.Newer,
+			Why: "a later statement of the same matter ranks above an earlier one"})
+	}
+	if c.signals.Stale > 0 && c.signals.Stale < 1 {
+		ex.Demotions = append(ex.Demotions, Multiplier{Name: "stale", Value: c.signals.Stale,
+			Why: "a later result says the same matter"})
+	}
 	if raw.BM25 > 0 {
 		b := ui.bm.Explain(text, c.doc)
 		ex.BM25 = &b
@@ -288,6 +318,12 @@ func (x *Explanation) String() string {
 	for _, m := range x.Multipliers {
 		fmt.Fprintf(&b, " × %s %.4f", m.Name, m.Value)
 	}
+	for _, l := range x.Lifts {
+		fmt.Fprintf(&b, " + %s %.4f", l.Name, l.Value)
+	}
+	for _, m := range x.Demotions {
+		fmt.Fprintf(&b, " × %s %.4f", m.Name, m.Value)
+	}
 	fmt.Fprintf(&b, " (%s)\n", x.Fusion)
 	for _, s := range x.Signals {
 		if s.Raw == 0 && s.Contribution == 0 {
@@ -303,6 +339,12 @@ func (x *Explanation) String() string {
 		if m.Value != 1 {
 			fmt.Fprintf(&b, "  %-7s × %.4f: %s\n", m.Name, m.Value, m.Why)
 		}
+	}
+	for _, l := range x.Lifts {
+		fmt.Fprintf(&b, "  %-7s + %.4f: %s\n", l.Name, l.Value, l.Why)
+	}
+	for _, m := range x.Demotions {
+		fmt.Fprintf(&b, "  %-7s × %.4f: %s\n", m.Name, m.Value, m.Why)
 	}
 	if x.BM25 != nil {
 		var terms []string

@@ -57,6 +57,12 @@ func checkAddsUp(t *testing.T, r memor.Result) {
 	for _, m := range x.Multipliers {
 		score *= m.Value
 	}
+	for _, l := range x.Lifts {
+		score += l.Value
+	}
+	for _, m := range x.Demotions {
+		score *= m.Value
+	}
 	if math.Abs(score-r.Score) > eps || math.Abs(x.Score-r.Score) > eps {
 		t.Errorf("%s: explanation gives %v (says %v), result scores %v", r.Text(), score, x.Score, r.Score)
 	}

@@ -22,8 +22,10 @@ import (
 type Fusion uint8
 
 const (
-	// MinMax normalises each signal to [0, 1] over the candidates and sums
-	// them with Weights (DESIGN §5).
+	// MinMax scales each signal to [0, 1] over the candidates and sums
+	// them with Weights (DESIGN §5): BM25 as a fraction of the best
+	// candidate's, cosine above its noise floor as a fraction of the
+	// best's (see scaleText, scaleVector), the graph signal min-max.
 	MinMax Fusion = iota
 	// RRF is reciprocal rank fusion (k = 60) over the signal rankings.
 	RRF
@@ -71,6 +73,10 @@ type QueryOptions struct {
 	// Explain fills Result.Explanation: why each result ranked where it
 	// did (off by default: it costs a BM25 explanation per result).
 	Explain bool
+	// sameMatter, if > 0, turns on newerWins among the served results
+	// with this similarity threshold. Off by default: on the development
+	// benchmark every threshold tried cost recall (see newerWins).
+	sameMatter float64
 }
 
 // Signals is a result's score broken down by signal (after normalisation).
@@ -81,6 +87,14 @@ type Signals struct {
 	Boost   float64 `json:"boost"`
 	Recency float64 `json:"recency,omitempty"`
 	Rerank  float64 `json:"rerank,omitempty"`
+	// Source is the score a fact gained from the episode it came from,
+	// ranked with it (see factsOverSources).
+	Source float64 `json:"source,omitempty"`
+	// Newer is the score a result gained from an earlier one that says
+	// the same matter; Stale the factor an earlier result's score was
+	// multiplied by for the later ones (see newerWins; off by default).
+	Newer float64 `json:"newer,omitempty"`
+	Stale float64 `json:"stale,omitempty"`
 }
 
 // Result is one ranked answer: a fact version or an episode.
@@ -325,7 +339,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 				get(h.Doc).signals.BM25 = h.Score
 			}
 		}
-		q, err := e.idx.embedOne(ctx, text)
+		q, err := e.queryVector(ctx, ui, text)
 		if err != nil {
 			return nil, err
 		}
@@ -345,6 +359,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			return nil, err
 		}
 		if err := e.outdatedCandidates(ctx, ui, text, facts, get); err != nil {
+			return nil, err
+		}
+		if err := completeSignals(ctx, ui, text, q, cands); err != nil {
 			return nil, err
 		}
 	}
@@ -401,7 +418,12 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		}
 	}
 	list = loaded
+	factsOverSources(list)
 	sortCandidates(list)
+	if opts.sameMatter > 0 {
+		newerWins(ui.bm, list[:min(k, len(list))], opts.sameMatter)
+		sortCandidates(list)
+	}
 
 	rr := opts.Reranker
 	if rr == nil {
@@ -730,8 +752,8 @@ func fuse(list []*candidate, w Weights, how Fusion) {
 			}
 		}
 	}
-	norm(func(c *candidate) *float64 { return &c.signals.Vector })
-	norm(func(c *candidate) *float64 { return &c.signals.BM25 })
+	scaleText(list)
+	scaleVector(list)
 	norm(func(c *candidate) *float64 { return &c.signals.Entity })
 	for _, c := range list {
 		c.score = w.Vector*c.signals.Vector + w.BM25*c.signals.BM25 + w.Entity*c.signals.Entity

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -251,7 +252,7 @@ func (h *Hash) embed(text string) []float32 {
 // from decoding here is a separator), and trigrams are hashed from the
 // UTF-8 bytes of "<" word ">", which are what fnvRunes encoded.
 func (h *Hash) embedInto(out []float32, text string, sc *scratch) {
-	inv := h.accumulate(text, sc)
+	inv := h.accumulate(text, sc, nil)
 	v, touched := sc.vec, sc.touched
 	out = out[:len(v)]
 	for k, word := range touched {
@@ -270,7 +271,7 @@ func (h *Hash) embedInto(out []float32, text string, sc *scratch) {
 // the components embedInto writes, in index order. A bucket is never -0,
 // so the ones left out are those embedInto leaves +0.
 func (h *Hash) embedSparse(out *Sparse, text string, sc *scratch) {
-	inv := h.accumulate(text, sc)
+	inv := h.accumulate(text, sc, nil)
 	v, touched := sc.vec, sc.touched
 	for k, word := range touched {
 		for ; word != 0; word &= word - 1 {
@@ -289,8 +290,10 @@ func (h *Hash) embedSparse(out *Sparse, text string, sc *scratch) {
 // accumulate sums the weights of text's features into sc.vec, marks the
 // buckets it touched in sc.touched and returns the factor that
 // normalises them (0 when they cancel out: the vector stays zero). The
-// caller writes the vector out and zeroes the touched buckets.
-func (h *Hash) accumulate(text string, sc *scratch) float32 {
+// caller writes the vector out and zeroes the touched buckets. weight,
+// if not nil, scales each word's features (its unigram and trigrams; a
+// bigram by the geometric mean of its two words' weights).
+func (h *Hash) accumulate(text string, sc *scratch, weight func(word string) float32) float32 {
 	if len(sc.vec) != h.dim {
 		sc.vec = make([]float32, h.dim)
 	}
@@ -335,14 +338,23 @@ func (h *Hash) accumulate(text string, sc *scratch) float32 {
 	touched := sc.touched
 	tri, offs := sc.tri, sc.offs
 	start, prev := int32(0), ""
+	scale, prevScale := float32(1), float32(1)
 	for _, end := range ends {
 		w := unsafeString(lower[start:end])
 		start = end
-		add(v, touched, dim, fnv(kindWord, w, ""), weightWord)
-		if prev != "" {
-			add(v, touched, dim, fnv(kindBigram, prev, w), weightBigram)
+		if weight != nil {
+			prevScale, scale = scale, weight(w)
+		}
+		if scale > 0 {
+			add(v, touched, dim, fnv(kindWord, w, ""), weightWord*scale)
+		}
+		if prev != "" && scale*prevScale > 0 {
+			add(v, touched, dim, fnv(kindBigram, prev, w), weightBigram*float32(math.Sqrt(float64(scale*prevScale))))
 		}
 		prev = w
+		if scale <= 0 {
+			continue
+		}
 		tri = append(append(append(tri[:0], '<'), w...), '>')
 		offs = offs[:0]
 		for j := 0; j < len(tri); {
@@ -356,7 +368,7 @@ func (h *Hash) accumulate(text string, sc *scratch) float32 {
 		}
 		offs = append(offs, int32(len(tri)))
 		n := len(offs) - 3 // runes of w
-		wt := float32(weightTrigram / math.Sqrt(float64(n)))
+		wt := float32(weightTrigram/math.Sqrt(float64(n))) * scale
 		for j := 0; j+3 < len(offs); j++ {
 			add(v, touched, dim, fnvBytes(kindTrigram, tri[offs[j]:offs[j+3]]), wt)
 		}
@@ -378,6 +390,32 @@ func (h *Hash) accumulate(text string, sc *scratch) float32 {
 		return float32(1 / math.Sqrt(ss))
 	}
 	return 0 // every bucket cancelled: the vector stays zero
+}
+
+// EmbedWeighted returns the vector of text with each word's features
+// scaled by weight(word) (the lowercased word; a weight ≤ 0 drops the
+// word), L2-normalised. A query weighted by its words' rarity (IDF) makes
+// cosine against the unweighted stored vectors count rare shared words
+// over common ones ("what", "did"), without re-embedding what is stored.
+// A text whose words all weigh 0 embeds to the zero vector.
+func (h *Hash) EmbedWeighted(ctx context.Context, text string, weight func(word string) float32) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v := make([]float32, h.dim)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	// A copy of the words: weight may keep the strings it is given.
+	inv := h.accumulate(text, sc, func(w string) float32 { return weight(strings.Clone(w)) })
+	for k, word := range sc.touched {
+		for ; word != 0; word &= word - 1 {
+			i := k*64 + bits.TrailingZeros64(word)
+			v[i] = sc.vec[i] * inv
+			sc.vec[i] = 0
+		}
+	}
+	clear(sc.touched)
+	return v, nil
 }
 
 // unsafeString views b as a string (b is not changed while it is used).

@@ -1,0 +1,286 @@
+package memor
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func openRankTest(t *testing.T) *Engine {
+	t.Helper()
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// chatter adds n turns of everyday talk: the common words ("what", "did",
+// "how", "the") get the low IDF they have in a real conversation.
+func chatter(t *testing.T, e *Engine, user string, at time.Time, n int) time.Time {
+	t.Helper()
+	lines := []string{
+		"What did you think of the weather today?",
+		"How did the meeting go this morning?",
+		"What time did the train leave?",
+		"Did you see what happened at the office?",
+		"How was the dinner with the neighbours?",
+	}
+	for i := range n {
+		at = at.Add(time.Hour)
+		if _, err := e.Add(context.Background(), user, fmt.Sprintf("%s (%d)", lines[i%len(lines)], i), At(at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return at
+}
+
+// TestQueryVectorWeightsRareWords: the question's vector weighs its words
+// by their rarity in the user's own documents, so a short turn sharing
+// only a name and "what"/"did" with the question loses ground against a
+// turn sharing the words that say what is asked; and with the signals
+// scaled against the best candidate and the noise floor instead of min-max
+// (which tied the two here), the short turn does not push out the lexical
+// match.
+func TestQueryVectorWeightsRareWords(t *testing.T) {
+	ctx := context.Background()
+	e := openRankTest(t)
+	at := chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 30)
+	short, err := e.Add(ctx, "u", "Gina: what did you do?", At(at.Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	match, err := e.Add(ctx, "u", "Gina started a pottery class at the community centre", At(at.Add(2*time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	q := "What did Gina do in her pottery class?"
+	ui, err := e.idx.get(ctx, e.db, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qv, err := e.queryVector(ctx, ui, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := e.idx.embedOne(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := e.idx.emb.Embed(ctx, []string{short.Text, match.Text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cos := func(a, b []float32) (s float64) {
+		for i := range a {
+			s += float64(a[i] * b[i])
+		}
+		return s
+	}
+	before := cos(plain, vs[1]) - cos(plain, vs[0])
+	after := cos(qv, vs[1]) - cos(qv, vs[0])
+	if after <= before+0.05 {
+		t.Errorf("lexical match minus short turn: %.3f weighted, %.3f unweighted; want the weighted margin larger", after, before)
+	}
+	rs, err := e.Query(ctx, "u", q, QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || rs[0].Episode == nil || rs[0].Episode.Seq != match.Seq {
+		t.Errorf("first result %s, want the pottery turn", first(rs))
+		for _, r := range rs[:min(3, len(rs))] {
+			t.Logf("%+v %s", r.Signals, r.Text())
+		}
+	}
+	// A stop word keeps a weight (the first-person wording of a user's
+	// statements matters), a rare word weighs more than a common one.
+	idf := termIDF(ui.bm, q)
+	if w := wordWeight(ui.bm, idf, "what"); w != stopWordWeight {
+		t.Errorf("weight of a stop word %g, want %g", w, float64(stopWordWeight))
+	}
+	if wp, wt := wordWeight(ui.bm, idf, "pottery"), wordWeight(ui.bm, idf, "time"); wp <= wt {
+		t.Errorf("weight of pottery %g ≤ weight of time %g", wp, wt)
+	}
+}
+
+func first(rs []Result) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	return rs[0].Text()
+}
+
+// TestFactsOverSources: a fact ranks at least as high as the episode it
+// came from, ahead of it on the same score, and says what it gained.
+func TestFactsOverSources(t *testing.T) {
+	ep := &Episode{Seq: 7}
+	src := &candidate{doc: 1, episode: ep, score: 0.9}
+	fact := &candidate{doc: 2, fact: &Fact{Episode: 7}, score: 0.5}
+	other := &candidate{doc: 3, fact: &Fact{Episode: 8}, score: 0.4}
+	list := []*candidate{src, fact, other}
+	factsOverSources(list)
+	sortCandidates(list)
+	if list[0] != fact || list[1] != src {
+		t.Fatalf("order %v, want the fact before its episode", []uint32{list[0].doc, list[1].doc, list[2].doc})
+	}
+	if d := fact.signals.Source - 0.4; d > 1e-12 || d < -1e-12 {
+		t.Errorf("Signals.Source = %g, want 0.4", fact.signals.Source)
+	}
+	if other.score != 0.4 || other.signals.Source != 0 {
+		t.Errorf("a fact whose episode is no candidate changed: %+v", other)
+	}
+}
+
+// TestNewerWins: with the mechanism on, a later message restating the
+// same matter with a new value ranks above the earlier one, without any
+// fact extracted from either, and says so in its Signals; a message on
+// another matter keeps its place.
+func TestNewerWins(t *testing.T) {
+	ctx := context.Background()
+	e := openRankTest(t)
+	at := chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 20)
+	old, err := e.Add(ctx, "u", "I have uploaded 25 documents to the shared research folder so far.", At(at.Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at = chatter(t, e, "u", at.Add(2*time.Hour), 10)
+	newer, err := e.Add(ctx, "u", "Quick update: I have now uploaded 30 documents to the research folder.", At(at.Add(72*time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	q := "How many documents have I uploaded to the shared research folder?"
+	rank := func(rs []Result, seq uint64) int {
+		for i, r := range rs {
+			if r.Episode != nil && r.Episode.Seq == seq {
+				return i
+			}
+		}
+		return -1
+	}
+	plain, err := e.Query(ctx, "u", q, QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if po, pn := rank(plain, old.Seq), rank(plain, newer.Seq); po < 0 || pn < 0 || po > pn {
+		t.Fatalf("without newerWins: old at %d, newer at %d; want both, the old (closer wording) first, or the test shows nothing", po, pn)
+	}
+	rs, err := e.Query(ctx, "u", q, QueryOptions{sameMatter: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, rn := rank(rs, old.Seq), rank(rs, newer.Seq)
+	if rn < 0 || ro >= 0 && ro < rn {
+		t.Fatalf("with newerWins: old at %d, newer at %d; want the newer first", ro, rn)
+	}
+	if rs[rn].Signals.Newer <= 0 || ro >= 0 && rs[ro].Signals.Stale >= 1 {
+		t.Errorf("signals: newer %+v, old %+v", rs[rn].Signals, rs[ro].Signals)
+	}
+	for i, r := range rs {
+		if r.Episode != nil && strings.HasPrefix(r.Episode.Text, "What") && r.Signals.Newer > 0 {
+			t.Errorf("result %d %q gained from another matter", i, r.Episode.Text)
+		}
+	}
+}
+
+// TestScaleTextKeepsRatios: BM25 is scaled as a fraction of the best
+// candidate's score, so a match a third as strong is worth a third, not
+// the 0.1 min-max gave the weakest whatever the gap.
+func TestScaleTextKeepsRatios(t *testing.T) {
+	a, b, c := &candidate{}, &candidate{}, &candidate{}
+	a.signals.BM25, b.signals.BM25 = 6, 2
+	scaleText([]*candidate{a, b, c})
+	if a.signals.BM25 != 1 || math.Abs(b.signals.BM25-1.0/3) > 1e-12 || c.signals.BM25 != 0 {
+		t.Errorf("scaled %g %g %g, want 1 1/3 0", a.signals.BM25, b.signals.BM25, c.signals.BM25)
+	}
+}
+
+// TestScaleVectorFloor: cosine counts by its height above the noise floor
+// relative to the best candidate's: a hit at the floor is worth nothing,
+// and two hits both barely above it are not stretched to 0.1 and 1.
+func TestScaleVectorFloor(t *testing.T) {
+	best, mid, floor := &candidate{}, &candidate{}, &candidate{}
+	best.signals.Vector = minVector + 0.4
+	mid.signals.Vector = minVector + 0.1
+	floor.signals.Vector = minVector
+	scaleVector([]*candidate{best, mid, floor})
+	if best.signals.Vector != 1 || math.Abs(mid.signals.Vector-0.25) > 1e-9 || floor.signals.Vector != 0 {
+		t.Errorf("scaled %g %g %g, want 1 0.25 0", best.signals.Vector, mid.signals.Vector, floor.signals.Vector)
+	}
+}
+
+// TestCompleteSignals: a candidate one signal found gets the other
+// signal's score too (it shares words with the question and its vector is
+// close), instead of counting 0 there; one that shares no word gets no
+// BM25 score.
+func TestCompleteSignals(t *testing.T) {
+	ctx := context.Background()
+	e := openRankTest(t)
+	chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 10)
+	if _, err := e.Add(ctx, "u", "Gina started a pottery class at the community centre", At(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	ui, err := e.idx.get(ctx, e.db, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := "Gina's pottery class"
+	hits, err := ui.bm.Search(ctx, q, 5, nil)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("search: %v, %v", hits, err)
+	}
+	qv, err := e.queryVector(ctx, ui, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pottery turn as if only the vector found it, a chatter turn as
+	// if only BM25 had.
+	pottery := &candidate{doc: hits[0].Doc, rawVector: 0.5}
+	pottery.signals.Vector = 0.5
+	other, err := ui.bm.Search(ctx, "weather today", 1, nil)
+	if err != nil || len(other) == 0 {
+		t.Fatalf("search: %v, %v", other, err)
+	}
+	chat := &candidate{doc: other[0].Doc}
+	chat.signals.BM25 = other[0].Score
+	cands := map[uint32]*candidate{pottery.doc: pottery, chat.doc: chat}
+	if err := completeSignals(ctx, ui, q, qv, cands); err != nil {
+		t.Fatal(err)
+	}
+	if d := pottery.signals.BM25 - hits[0].Score; d > 1e-9 || d < -1e-9 {
+		t.Errorf("pottery turn BM25 %g, want its score %g", pottery.signals.BM25, hits[0].Score)
+	}
+	if pottery.rawVector != 0.5 {
+		t.Errorf("a signal the candidate had was changed: %g", pottery.rawVector)
+	}
+	if chat.signals.BM25 != other[0].Score {
+		t.Errorf("a BM25 score the candidate had was changed")
+	}
+	// The other way round: the pottery turn as if only BM25 found it.
+	byText := &candidate{doc: hits[0].Doc}
+	byText.signals.BM25 = hits[0].Score
+	if err := completeSignals(ctx, ui, q, qv, map[uint32]*candidate{byText.doc: byText}); err != nil {
+		t.Fatal(err)
+	}
+	if byText.rawVector < minVector || byText.signals.Vector != byText.rawVector {
+		t.Errorf("pottery turn found by BM25: vector %g / %g, want its cosine", byText.signals.Vector, byText.rawVector)
+	}
+	// The chatter turn shares no word with the question: its vector,
+	// if filled in at all, is at most noise-level.
+	if chat.rawVector != 0 && chat.rawVector < minVector {
+		t.Errorf("vector filled in below the noise floor: %g", chat.rawVector)
+	}
+}
