@@ -410,3 +410,44 @@ func TestReembedAfterKill(t *testing.T) {
 		t.Errorf("the old embedder after reembed: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestREADMEConfiguration: the README's config file is one memor accepts
+// as written, and its table names every setting's variable and flag.
+func TestREADMEConfiguration(t *testing.T) {
+	sec := readmeSection(t, "Configuration")
+	var file string
+	for _, b := range codeBlocks(sec) {
+		if b.lang == "toml" {
+			file = b.body
+		}
+	}
+	if file == "" {
+		t.Fatal("README Configuration: no toml block")
+	}
+	xdg := t.TempDir()
+	os.MkdirAll(filepath.Join(xdg, "memor"), 0o700)
+	os.WriteFile(filepath.Join(xdg, "memor", "config.toml"), []byte(file), 0o600)
+	e := newEnv(t).with("XDG_CONFIG_HOME=" + xdg)
+	var got struct {
+		File      string
+		Settings  []struct{ Key, Value, Source, Env, Flag string }
+		Effective map[string]string
+	}
+	if err := json.Unmarshal([]byte(e.ok("--json", "config")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.File == "" || got.Effective["extractor"] != "llm" || got.Effective["embedder"] != "http" {
+		t.Errorf("the README's file was not read as written: %+v", got)
+	}
+	for _, s := range got.Settings {
+		names := []string{s.Env, s.Flag}
+		if !strings.HasPrefix(s.Key, "judge.") && !strings.HasPrefix(s.Key, "reranker.") || strings.HasSuffix(s.Key, ".kind") {
+			names = append(names, s.Key) // the judge's and reranker's endpoint keys share a row
+		}
+		for _, name := range names {
+			if name != "" && !strings.Contains(sec, "`"+name+"`") {
+				t.Errorf("README Configuration does not name %s", name)
+			}
+		}
+	}
+}
