@@ -40,7 +40,7 @@ type EmbedderMismatchError struct {
 }
 
 func (e *EmbedderMismatchError) Error() string {
-	return fmt.Sprintf("memor: open %s: store vectors were built by embedder %s, not %s (open it with that embedder, or run reembed to move it)",
+	return fmt.Sprintf("memor: open %s: the store's vectors were built by embedder %s, not %s",
 		e.Dir, e.Stored, e.Current)
 }
 
@@ -83,7 +83,7 @@ func (e *Engine) checkEmbedder(dir string) error {
 	if _, unfinished, err := e.storedFingerprint(reembedKey); err != nil {
 		return err
 	} else if unfinished && !e.opts.reembed {
-		return fmt.Errorf("%w: open %s: run reembed again with the new embedder", ErrReembedUnfinished, dir)
+		return fmt.Errorf("%w: open %s: the store holds vectors of two embedders", ErrReembedUnfinished, dir)
 	}
 	stored, ok, err := e.storedFingerprint(embedderKey)
 	if err != nil {

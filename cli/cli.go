@@ -138,8 +138,10 @@ func hint(err error, ue usageError) string {
 		return "; list fact IDs with 'memor state' or 'memor history'"
 	case errors.Is(err, memor.ErrFormatTooNew):
 		return "; this store was written by a newer memor: upgrade memor"
-	case errors.Is(err, memor.ErrEmbedderMismatch), errors.Is(err, memor.ErrReembedUnfinished):
-		return "; configure the store's embedder (see 'memor config'), or move the store with 'memor reembed'"
+	case errors.Is(err, memor.ErrEmbedderMismatch):
+		return "; configure the store's embedder (see 'memor config'), or move the store to this one with 'memor reembed'"
+	case errors.Is(err, memor.ErrReembedUnfinished):
+		return "; run 'memor reembed' again with the new embedder configured: it resumes"
 	case errors.Is(err, memor.ErrCheck):
 		return "; run 'memor rebuild --all' to recompute facts and indexes from the episode log"
 	case errors.Is(err, fs.ErrNotExist):

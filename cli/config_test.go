@@ -269,6 +269,12 @@ func TestConfigUnreachable(t *testing.T) {
 		strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Fatalf("unreachable LLM: exit %d, stderr %q", r.code, r.stderr)
 	}
+	if r := e.run("", "config", "--check"); r.code != 2 || !strings.Contains(r.stderr, "unreachable") {
+		t.Errorf("config --check with an unreachable LLM: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := e.run("", "config"); r.code != 0 {
+		t.Errorf("config without --check contacts the endpoint: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = e.with("MEMOR_FALLBACK=true").run("", "add", "I live in Lisbon.")
 	if r.code != 0 || !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "rules extractor") {
 		t.Fatalf("fallback: exit %d, stderr %q", r.code, r.stderr)
@@ -406,7 +412,7 @@ func TestReembedAfterKill(t *testing.T) {
 	if f.embedCalls.Load() == before {
 		t.Error("query did not embed through the configured embedder")
 	}
-	if r := e.run("", "state"); r.code != 1 || !strings.Contains(r.stderr, "built by embedder http fake-embed") {
+	if r := e.run("", "state"); r.code != 1 || !strings.Contains(r.stderr, "built by embedder http fake-embed (8 dimensions), not hash") {
 		t.Errorf("the old embedder after reembed: exit %d, %q", r.code, r.stderr)
 	}
 }
