@@ -114,6 +114,9 @@ type Options struct {
 	QueueSize int
 	// RebuildProgress, if set, is called after each episode Rebuild replays.
 	RebuildProgress func(user string, done, total int)
+	// reembed: opened by Reembed, which moves the store to Embedder
+	// (see checkEmbedder).
+	reembed bool
 	// fs is the file system the store writes through (nil: the
 	// operating system's); tests inject storage failures with it.
 	fs vfs.FS
@@ -228,6 +231,11 @@ func Open(dir string, o Options) (*Engine, error) {
 	}
 	e.idx = newIndexSet(e, emb, max(o.IndexCacheBytes, 0)) // negative: no bound
 	e.ing = newIngester(e, o.Workers, o.QueueSize)
+	// Before any episode is applied: its vectors must be the store's kind.
+	if err := e.checkEmbedder(dir); err != nil {
+		e.Close()
+		return nil, err
+	}
 	if err := e.finishForgets(context.Background()); err != nil {
 		e.Close()
 		return nil, err

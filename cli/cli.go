@@ -76,6 +76,11 @@ type app struct {
 	user string
 	json bool
 	root *cobra.Command
+	// The configuration (config.go): --config, the settings' flags, and
+	// what loadConfig resolved.
+	configPath string
+	flagVals   map[string]*string
+	cfg        *config
 }
 
 // Run executes the command line args (without the program name) and
@@ -113,7 +118,7 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 // isInputError reports engine errors caused by what the caller typed.
 func isInputError(err error) bool {
 	for _, s := range []error{memor.ErrInvalidUser, memor.ErrInvalidText, memor.ErrInvalidTime,
-		memor.ErrInvalidFact, memor.ErrInvalidSpeaker, memor.ErrTooLarge} {
+		memor.ErrInvalidFact, memor.ErrInvalidSpeaker, memor.ErrTooLarge, errConfig} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -133,6 +138,10 @@ func hint(err error, ue usageError) string {
 		return "; list fact IDs with 'memor state' or 'memor history'"
 	case errors.Is(err, memor.ErrFormatTooNew):
 		return "; this store was written by a newer memor: upgrade memor"
+	case errors.Is(err, memor.ErrEmbedderMismatch):
+		return "; configure the store's embedder (see 'memor config'), or move the store to this one with 'memor reembed'"
+	case errors.Is(err, memor.ErrReembedUnfinished):
+		return "; run 'memor reembed' again with the new embedder configured: it resumes"
 	case errors.Is(err, memor.ErrCheck):
 		return "; run 'memor rebuild --all' to recompute facts and indexes from the episode log"
 	case errors.Is(err, fs.ErrNotExist):
@@ -183,6 +192,7 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 	pf.StringVar(&a.db, "db", "", "store folder (default $MEMOR_DB, else the user data folder)")
 	pf.StringVar(&a.user, "user", "", "user ID (default $MEMOR_USER, else \""+DefaultUser+"\")")
 	pf.BoolVar(&a.json, "json", false, "machine-readable JSON output")
+	a.configFlags(pf)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if !cmd.Flags().Changed("user") {
 			a.user = a.io.Getenv("MEMOR_USER")
@@ -190,11 +200,14 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 				a.user = DefaultUser
 			}
 		}
-		return nil
+		// A bad configuration fails every command before it starts.
+		_, err := a.loadConfig()
+		return err
 	}
 	root.AddCommand(a.addCmd(), a.queryCmd(), a.stateCmd(), a.historyCmd(), a.asOfCmd(), a.conflictsCmd(),
 		a.correctCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
-		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd())
+		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd(),
+		a.configCmd(), a.reembedCmd())
 	return root
 }
 
@@ -241,6 +254,13 @@ func (a *app) dbPath() (string, error) {
 	if a.db != "" {
 		return a.db, nil
 	}
+	if a.io.Getenv("MEMOR_DB") == "" {
+		if c, err := a.loadConfig(); err != nil {
+			return "", err
+		} else if v := c.get("db"); v != "" {
+			return v, nil
+		}
+	}
 	return DefaultDB(a.io.Getenv)
 }
 
@@ -248,6 +268,9 @@ func (a *app) dbPath() (string, error) {
 func (a *app) open(o memor.Options) (*memor.Engine, error) {
 	dir, err := a.dbPath()
 	if err != nil {
+		return nil, err
+	}
+	if o, err = a.engineOptions(a.root.Context(), o); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
