@@ -97,7 +97,9 @@ func TestHTTPTwoClients(t *testing.T) {
 		cs   *mcp.ClientSession
 		text string
 	}{{a, "I live in Lisbon."}, {b, "I work at Globex."}} {
-		wg.Go(func() { mustCall(t, m.cs, "add_memory", map[string]any{"user_id": "me", "text": m.text, "at": "2026-03-01"}, &added[i]) })
+		wg.Go(func() {
+			mustCall(t, m.cs, "add_memory", map[string]any{"user_id": "me", "text": m.text, "at": "2026-03-01"}, &added[i])
+		})
 	}
 	wg.Wait()
 	if added[0].Seq == added[1].Seq || len(added[0].Learned) != 1 || len(added[1].Learned) != 1 {
