@@ -26,45 +26,47 @@ const tsSDKVersion = "1.32.2"
 var memorTools = []string{"add_memory", "correct_memory", "forget_memory", "get_history", "get_user_profile",
 	"list_conflicts", "query_as_of", "query_memory"}
 
-// tsSDK returns a folder whose node_modules holds the TypeScript MCP SDK,
+// tsSDK returns a folder whose node_modules holds the TypeScript MCP SDK.
+func tsSDK(t *testing.T) string {
+	t.Helper()
+	return npmInstall(t, "@modelcontextprotocol/sdk", tsSDKVersion)
+}
+
+// npmInstall returns a folder whose node_modules holds pkg@version,
 // installing it with npm on first use into the user's cache folder
 // ($MEMOR_NPM_DIR overrides it), where later runs find it. Without node or
 // npm the test is skipped, unless MEMOR_REQUIRE_NODE is set (.ci/run sets
 // it): then it fails.
-func tsSDK(t *testing.T) string {
+func npmInstall(t *testing.T, pkg, version string) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("MEMOR_REQUIRE_NODE") != "" {
-				t.Fatalf("MEMOR_REQUIRE_NODE is set and %s is not in PATH (apt-get install nodejs npm)", tool)
-			}
-			t.Skipf("no %s in PATH: this test drives memor serve with the TypeScript MCP SDK (install Node.js 18+ with npm); TestHTTPTwoClients in mcpserver/ covers the Go SDK client", tool)
-		}
+	if missing := noNode(t); missing != "" {
+		t.Skipf("no %s in PATH: this test needs Node.js 18+ with npm for %s; TestHTTPTwoClients in mcpserver/ covers the Go SDK client", missing, pkg)
 	}
-	dir := os.Getenv("MEMOR_NPM_DIR")
-	if dir == "" {
+	root := os.Getenv("MEMOR_NPM_DIR")
+	if root == "" {
 		cache, err := os.UserCacheDir()
 		if err != nil {
 			cache = os.TempDir()
 		}
-		dir = filepath.Join(cache, "memor-test", "mcp-sdk-"+tsSDKVersion)
+		root = filepath.Join(cache, "memor-test", "npm")
 	}
-	marker := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+	dir := filepath.Join(root, strings.ReplaceAll(strings.TrimPrefix(pkg, "@"), "/", "-")+"@"+version)
+	marker := filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json")
 	if _, err := os.Stat(marker); err == nil {
 		return dir
 	}
 	// Install beside dir and rename into place, so that two test runs
 	// never see a half-installed folder.
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
+	tmp, err := os.MkdirTemp(root, ".install-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	pkg := `{"private": true, "dependencies": {"@modelcontextprotocol/sdk": "` + tsSDKVersion + `"}}`
-	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(pkg), 0o644); err != nil {
+	manifest, _ := json.Marshal(map[string]any{"private": true, "dependencies": map[string]string{pkg: version}})
+	if err := os.WriteFile(filepath.Join(tmp, "package.json"), manifest, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -72,15 +74,83 @@ func tsSDK(t *testing.T) string {
 	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--loglevel=error")
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install @modelcontextprotocol/sdk@%s: %v\n%s", tsSDKVersion, err, out)
+		t.Fatalf("npm install %s@%s: %v\n%s", pkg, version, err, out)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another run installed it meanwhile.
 		if _, serr := os.Stat(marker); serr != nil {
-			t.Fatalf("installing the SDK into %s: %v", dir, err)
+			t.Fatalf("installing %s into %s: %v", pkg, dir, err)
 		}
 	}
 	return dir
+}
+
+// noNode returns "node" or "npm" if that is not in PATH, or "". When one
+// is missing and MEMOR_REQUIRE_NODE is set (.ci/run sets it), the test
+// fails instead.
+func noNode(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("MEMOR_REQUIRE_NODE") != "" {
+				t.Fatalf("MEMOR_REQUIRE_NODE is set and %s is not in PATH (apt-get install nodejs npm)", tool)
+			}
+			return tool
+		}
+	}
+	return ""
+}
+
+// mcpConfig is an entry of an MCP host's mcpServers.
+type mcpConfig struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// readmeMCPURL is the address the README's HTTP configs name: memor
+// serve's default.
+const readmeMCPURL = "http://127.0.0.1:7420/mcp"
+
+// readmeHTTPTools starts memor serve on a store of its own and connects
+// to its /mcp as the README's HTTP config srv says: directly (Cursor's
+// url) or by running the mcp-remote bridge it names (Claude Desktop's
+// npx), installed with npm. It returns the tools listed, or nil when the
+// bridge needs Node.js and there is none.
+func readmeHTTPTools(t *testing.T, srv mcpConfig) map[string]toolArgs {
+	t.Helper()
+	e := newEnv(t)
+	s := serveLogged(t, e, "--addr", "127.0.0.1:0")
+	defer s.stop(syscall.SIGTERM)
+	live := s.base + "/mcp"
+	if srv.URL != "" {
+		if srv.URL != readmeMCPURL {
+			t.Errorf("README HTTP config names %s, want memor serve's default %s", srv.URL, readmeMCPURL)
+		}
+		tr := &mcp.StreamableClientTransport{Endpoint: live, MaxRetries: -1}
+		return toolsOver(t, tr, func() string { return "README url config, memor serve:\n" + s.stderr() })
+	}
+	args := srv.Args
+	if len(args) < 3 || args[0] != "-y" || !strings.HasPrefix(args[1], "mcp-remote@") {
+		t.Fatalf("README npx config: want args -y mcp-remote@VERSION URL ...: %v", args)
+	}
+	if missing := noNode(t); missing != "" {
+		t.Logf("no %s in PATH: the README's mcp-remote config is not run", missing)
+		return nil
+	}
+	dir := npmInstall(t, "mcp-remote", strings.TrimPrefix(args[1], "mcp-remote@"))
+	rest := slices.Clone(args[2:])
+	if rest[0] != readmeMCPURL {
+		t.Errorf("README mcp-remote config names %s, want memor serve's default %s", rest[0], readmeMCPURL)
+	}
+	rest[0] = live
+	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "mcp-remote"), rest...)
+	for k, v := range srv.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return mcpTools(t, e, cmd)
 }
 
 // runNode runs a script of testdata in a fresh folder under sdk (so that

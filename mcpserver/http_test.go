@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -93,15 +94,30 @@ func TestHTTPTwoClients(t *testing.T) {
 	// Both add at once: the engine orders them, neither is lost.
 	var wg sync.WaitGroup
 	added := make([]addOut, 2)
+	errs := make([]error, 2)
 	for i, m := range []struct {
 		cs   *mcp.ClientSession
 		text string
 	}{{a, "I live in Lisbon."}, {b, "I work at Globex."}} {
 		wg.Go(func() {
-			mustCall(t, m.cs, "add_memory", map[string]any{"user_id": "me", "text": m.text, "at": "2026-03-01"}, &added[i])
+			res, err := m.cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_memory",
+				Arguments: map[string]any{"user_id": "me", "text": m.text, "at": "2026-03-01"}})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error: %v", res.Content)
+			}
+			if err == nil {
+				var data []byte
+				if data, err = json.Marshal(res.StructuredContent); err == nil {
+					err = json.Unmarshal(data, &added[i])
+				}
+			}
+			errs[i] = err
 		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("add_memory from two clients at once: %v", err)
+	}
 	if added[0].Seq == added[1].Seq || len(added[0].Learned) != 1 || len(added[1].Learned) != 1 {
 		t.Fatalf("add_memory from two clients: %+v", added)
 	}
