@@ -318,10 +318,20 @@ func TestMCPHTTPGoClient(t *testing.T) {
 	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "Globex") {
 		t.Errorf("query_memory for what /v1 added: %v %+v", err, res)
 	}
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("serve exit %d:\n%s", code, s.stderr())
+	}
+	// The transport is stateless: a session outlives the server. Restarted
+	// on the same address, it answers the old session's next call.
+	s = serveLogged(t, e, "--addr", strings.TrimPrefix(s.base, "http://"))
+	res, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "get_user_profile", Arguments: map[string]any{"user_id": "me"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "Globex") {
+		t.Errorf("get_user_profile after serve restarted: %v %+v", err, res)
+	}
 	a.Close()
 	b.Close()
 	if code := s.stop(syscall.SIGTERM); code != 0 {
-		t.Errorf("serve exit %d:\n%s", code, s.stderr())
+		t.Errorf("restarted serve exit %d:\n%s", code, s.stderr())
 	}
 	if _, err := os.Stat(e.db); errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("no store after serve")
