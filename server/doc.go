@@ -15,6 +15,7 @@
 //	GET    /v1/health
 //	POST   /conformance/{add,query,reset}         memortest's HTTP contract (Options.Conformance only)
 //	GET    /conformance/status                    users in and outside memortest.UserPrefix
+//	POST   /mcp                                   MCP over streamable HTTP (Options.MCP only)
 //
 // {user} is one path segment, percent-escaped by the client ("a%2Fb" is the
 // user "a/b"). Times are RFC 3339 or a bare date YYYY-MM-DD (midnight UTC);

@@ -79,7 +79,15 @@ type Options struct {
 	// under memortest.UserPrefix, so that the suite cannot touch a real
 	// user. Off by default: nothing is mounted.
 	Conformance bool
+	// MCP, if set, is served at MCPPath (mcpserver.NewHTTPHandler: the MCP
+	// tools over the streamable HTTP transport) behind the same checks as
+	// every other route: Host, Origin and Sec-Fetch-Site, bearer token,
+	// body size and Content-Type. Nil: nothing is mounted there.
+	MCP http.Handler
 }
+
+// MCPPath is the route of Options.MCP.
+const MCPPath = "/mcp"
 
 // Handler serves the HTTP API over an engine. Safe for concurrent use.
 type Handler struct {
@@ -123,6 +131,9 @@ func New(e *memor.Engine, o Options) *Handler {
 	if o.Conformance {
 		m.Handle("/conformance/", http.StripPrefix("/conformance", memortest.HTTPHandler(Backend(e))))
 		m.HandleFunc("GET /conformance/status", h.conformanceStatus)
+	}
+	if o.MCP != nil {
+		m.Handle(MCPPath, o.MCP)
 	}
 	// A pattern without a method is less specific than the same path with
 	// one, so these catch only the wrong methods and answer them in JSON
