@@ -76,6 +76,7 @@ type app struct {
 	user string
 	json bool
 	root *cobra.Command
+	cmd  string // the command running, for the store rule (createsStore)
 }
 
 // Run executes the command line args (without the program name) and
@@ -104,9 +105,7 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	if errors.As(err, &ue) || isInputError(err) {
 		code = ExitUsage
 	}
-	// Engine errors already start with "memor: ".
-	msg := strings.TrimPrefix(err.Error(), "memor: ")
-	fmt.Fprintln(stdio.Err, oneLine("memor: "+msg+hint(err, ue)))
+	fmt.Fprintln(stdio.Err, oneLine(errorLine(err)+hint(err, ue)))
 	return code
 }
 
@@ -184,10 +183,18 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 	pf.StringVar(&a.user, "user", "", "user ID (default $MEMOR_USER, else \""+DefaultUser+"\")")
 	pf.BoolVar(&a.json, "json", false, "machine-readable JSON output")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		a.cmd = cmd.Name()
 		if !cmd.Flags().Changed("user") {
 			a.user = a.io.Getenv("MEMOR_USER")
 			if a.user == "" {
 				a.user = DefaultUser
+			}
+		}
+		// Before the store is opened: a bad --user is a usage mistake,
+		// whether or not the store exists.
+		if usesUser(a.cmd) {
+			if err := memor.ValidUser(a.user); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -250,6 +257,9 @@ func (a *app) open(o memor.Options) (*memor.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStore(dir, createsStore(a.cmd)); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cli: create store folder: %w", err)
 	}
@@ -275,7 +285,7 @@ func (a *app) withEngine(o memor.Options, f func(*memor.Engine) error) (err erro
 func parseTime(cmd *cobra.Command, flag, s string, def time.Time) (time.Time, error) {
 	t, err := server.ParseTime(s, def)
 	if err != nil {
-		return t, usageError{cmd.CommandPath(), fmt.Errorf("--%s: %w", flag, err)}
+		return t, usageError{cmd.CommandPath(), timeFlagError{flag, err}}
 	}
 	return t, nil
 }

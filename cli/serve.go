@@ -62,15 +62,21 @@ applies every queued episode.`,
 				origins[i] = n
 			}
 			logger := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			// Listen first: a store is created only for a server that
+			// could start.
+			ln, err := (&net.ListenConfig{}).Listen(cmd.Context(), "tcp", addr)
+			if err != nil {
+				return fmt.Errorf("cannot listen on %s: %w", addr, err)
+			}
 			e, err := a.open(memor.Options{Logger: logger})
 			if err != nil {
+				ln.Close()
 				return err
 			}
 			dir, _ := a.dbPath()
-			serr := server.ListenAndServe(cmd.Context(), e, server.ServeOptions{
+			serr := server.Serve(cmd.Context(), e, ln, server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
 					AllowOrigins: origins, Conformance: conformance},
-				Addr: addr,
 				OnListen: func(ad net.Addr) {
 					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
 				},
