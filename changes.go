@@ -60,3 +60,31 @@ func Summarize(ds []Decision) Changes {
 	c.Nothing = len(ds) == 0
 	return c
 }
+
+// Change says in one word what the decision did to the memory: "added",
+// "superseded" (a value in force closed by a newer one), "ended",
+// "contested" (held for review), "reinforced", "rejected", "revised" (a
+// stored version's status or interval changed) or "unchanged".
+func (d Decision) Change() string {
+	switch d.Reason {
+	case ReasonValidUntil:
+		return "superseded"
+	case ReasonStatusChanged, ReasonReopened, ReasonFolded:
+		return "revised"
+	case ReasonNothingToEnd:
+		return "unchanged"
+	}
+	switch d.Rule {
+	case RuleAdd, RuleCoexist, RuleLate, RuleJudge, RuleSupersede:
+		return "added"
+	case RuleEnd:
+		return "ended"
+	case RuleContest:
+		return "contested"
+	case RuleDup, RuleNoop:
+		return "reinforced"
+	case RuleReject:
+		return "rejected"
+	}
+	return string(d.Rule)
+}

@@ -34,7 +34,7 @@ func printAdd(w io.Writer, user string, ep memor.Episode, ds []memor.Decision) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, d := range ds {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", decisionVerb(d), claim(d), decisionNote(d))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Change(), claim(d), decisionNote(d))
 	}
 	tw.Flush()
 	if memor.Summarize(ds).Contested > 0 {
@@ -51,31 +51,6 @@ func claim(d memor.Decision) string {
 		s += " (" + d.Context + ")"
 	}
 	return s
-}
-
-// decisionVerb says in one word what a decision did to the memory.
-func decisionVerb(d memor.Decision) string {
-	switch d.Reason {
-	case memor.ReasonValidUntil:
-		return "superseded"
-	case memor.ReasonStatusChanged, memor.ReasonReopened, memor.ReasonFolded:
-		return "revised"
-	case memor.ReasonNothingToEnd:
-		return "unchanged"
-	}
-	switch d.Rule {
-	case memor.RuleAdd, memor.RuleCoexist, memor.RuleLate, memor.RuleJudge, memor.RuleSupersede:
-		return "added"
-	case memor.RuleEnd:
-		return "ended"
-	case memor.RuleContest:
-		return "contested"
-	case memor.RuleDup, memor.RuleNoop:
-		return "reinforced"
-	case memor.RuleReject:
-		return "rejected"
-	}
-	return string(d.Rule)
 }
 
 // decisionNote names the rule, and the detail when there is one.

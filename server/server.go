@@ -111,6 +111,7 @@ func New(e *memor.Engine, o Options) *Handler {
 	}
 	m := h.mux
 	m.HandleFunc("GET /v1/health", h.health)
+	m.HandleFunc("GET /v1/users", h.users)
 	m.HandleFunc("POST /v1/users/{user}/episodes", h.addEpisode)
 	m.HandleFunc("GET /v1/users/{user}/state", h.state)
 	m.HandleFunc("GET /v1/users/{user}/history", h.history)
@@ -129,6 +130,7 @@ func New(e *memor.Engine, o Options) *Handler {
 	// (the mux's own 405 is plain text).
 	for path, allow := range map[string]string{
 		"/v1/health":                          "GET",
+		"/v1/users":                           "GET",
 		"/v1/users/{user}/episodes":           "POST",
 		"/v1/users/{user}/state":              "GET",
 		"/v1/users/{user}/history":            "GET",
@@ -206,6 +208,10 @@ type (
 	episodeResponse struct {
 		Episode memor.Episode `json:"episode"`
 		Applied bool          `json:"applied"`
+		// Changes and Decisions say what an applied episode changed
+		// (201 only).
+		Changes   *memor.Changes   `json:"changes,omitempty"`
+		Decisions []memor.Decision `json:"decisions,omitempty"`
 	}
 )
 
@@ -246,6 +252,11 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = wait || b
 	}
+	var ds []memor.Decision
+	if wait {
+		// Applied before Add returns, with what it changed.
+		opts = append(opts, memor.Decisions(&ds))
+	}
 	ep, err := h.e.Add(r.Context(), user, req.Text, opts...)
 	if err != nil {
 		h.fail(w, r, err)
@@ -255,11 +266,11 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, episodeResponse{Episode: ep})
 		return
 	}
-	if err := h.e.WaitFor(r.Context(), user, ep.Seq); err != nil {
-		h.fail(w, r, err)
-		return
+	ch := memor.Summarize(ds)
+	if ds == nil {
+		ds = []memor.Decision{}
 	}
-	writeJSON(w, http.StatusCreated, episodeResponse{Episode: ep, Applied: true})
+	writeJSON(w, http.StatusCreated, episodeResponse{Episode: ep, Applied: true, Changes: &ch, Decisions: ds})
 }
 
 // stampFreshness labels a read with how fresh it is: the user's episode
