@@ -22,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -91,6 +90,13 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	}
 	a := &app{io: stdio}
 	root := a.rootCmd()
+	return a.execute(ctx, root, args)
+}
+
+// execute runs root as the command line of a binary: exit code, and the
+// error as one line on stderr.
+func (a *app) execute(ctx context.Context, root *cobra.Command, args []string) int {
+	stdio := a.io
 	a.root = root
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
@@ -169,12 +175,26 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					return usage(cmd, "unknown command %q: did you mean %q?", args[0], s[0])
+				}
 				return usage(cmd, "unknown command %q", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// `memor completion bash|zsh|fish|powershell` prints a completion script.
+	root.CompletionOptions.HiddenDefaultCmd = false
+	a.globalFlags(root)
+	root.AddCommand(a.addCmd(), a.queryCmd(), a.stateCmd(), a.historyCmd(), a.asOfCmd(), a.conflictsCmd(),
+		a.correctCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
+		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd(), a.usersCmd())
+	return root
+}
+
+// globalFlags gives root --db, --user and --json, and the checks every
+// command runs first.
+func (a *app) globalFlags(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{cmd.CommandPath(), err}
 	})
@@ -199,10 +219,6 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 		}
 		return nil
 	}
-	root.AddCommand(a.addCmd(), a.queryCmd(), a.stateCmd(), a.historyCmd(), a.asOfCmd(), a.conflictsCmd(),
-		a.correctCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
-		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd())
-	return root
 }
 
 // args wraps a cobra argument check so that its failure is a usage error.
@@ -288,14 +304,4 @@ func parseTime(cmd *cobra.Command, flag, s string, def time.Time) (time.Time, er
 		return t, usageError{cmd.CommandPath(), timeFlagError{flag, err}}
 	}
 	return t, nil
-}
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

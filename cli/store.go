@@ -23,7 +23,7 @@ var (
 // command needs the store to exist.
 func createsStore(cmd string) bool {
 	switch cmd {
-	case "add", "import", "serve", "mcp", "demo":
+	case "add", "import", "serve", "mcp", "memor-server", "demo":
 		return true
 	}
 	return false
@@ -64,7 +64,7 @@ func checkStore(dir string, create bool) error {
 // usesUser reports the commands that read or write one user (--user).
 func usesUser(cmd string) bool {
 	switch cmd {
-	case "serve", "mcp", "conformance", "eval", "demo", "users", "completion", "help", "prune", "check", "import", "export":
+	case "serve", "mcp", "memor-server", "conformance", "eval", "demo", "users", "completion", "help", "prune", "check", "import", "export":
 		return false
 	}
 	return true

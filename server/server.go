@@ -52,8 +52,9 @@ type Options struct {
 	Token string
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
-	// Logger receives request failures (500s) with their detail; nil
-	// discards them.
+	// Logger receives request failures (500s) with their detail and, at
+	// info level, one line per request (method, route pattern, status,
+	// duration, UserHash; never a body, path or query); nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /v1/health.
 	Version string
@@ -154,6 +155,15 @@ func New(e *memor.Engine, o Options) *Handler {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	w = sw
+	defer func() {
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		h.logRequest(r, sw.status, time.Since(start))
+	}()
 	defer func() {
 		// A panic below is a bug of ours; the client gets a plain 500, the
 		// log gets the detail, the server keeps serving.
