@@ -301,7 +301,7 @@ func (a *app) withEngine(o memor.Options, f func(*memor.Engine) error) (err erro
 func parseTime(cmd *cobra.Command, flag, s string, def time.Time) (time.Time, error) {
 	t, err := server.ParseTime(s, def)
 	if err != nil {
-		return t, usageError{cmd.CommandPath(), timeFlagError{flag, err}}
+		return t, usageError{cmd.CommandPath(), fmt.Errorf("--%s: %w", flag, err)}
 	}
 	return t, nil
 }

@@ -27,21 +27,3 @@ func errorLine(err error) string {
 	}
 	return "memor: " + strings.Join(out, ": ")
 }
-
-// timeFlagError is a time flag that does not parse: the flag, the value
-// and the forms accepted, in one sentence; it wraps the parse error
-// (memor.ErrInvalidTime).
-type timeFlagError struct {
-	flag string
-	err  error
-}
-
-func (t timeFlagError) Error() string {
-	msg := t.err.Error()
-	if i := strings.LastIndex(msg, "invalid time: "); i >= 0 {
-		msg = msg[i+len("invalid time: "):]
-	}
-	return "--" + t.flag + ": " + msg
-}
-
-func (t timeFlagError) Unwrap() error { return t.err }
