@@ -11,6 +11,10 @@
 //     or input value). Errors go to stderr as one line that says what to do.
 //   - Data goes to stdout, progress and diagnostics to stderr; progress
 //     bars are drawn only when stderr is a terminal.
+//   - Only commands that write what a user says (add, import, serve once
+//     listening, mcp, demo) create a store; every other command on a
+//     missing one fails with [ErrNoStore], and a folder of other files is
+//     refused with [ErrNotStore] (see createsStore).
 package cli
 
 import (
