@@ -212,6 +212,9 @@ func TestAsOfAxes(t *testing.T) {
 	if !strings.Contains(out, "as memor knew it at 2026-07-01 00:00:00 UTC (known time)") || !strings.Contains(out, "nothing known: memor first heard from me at ") {
 		t.Errorf("asof --known before the first add:\n%s", out)
 	}
+	if out := e.ok("query", "Where do I live?", "--valid", "2026-02-01"); !strings.HasPrefix(out, "true at 2026-02-01 (valid time), as memor knew it at now (known time)\n") {
+		t.Errorf("query --valid:\n%s", out)
+	}
 	if r := e.run("", "asof", "--known-after", "9"); r.code != 2 || !strings.Contains(r.stderr, "no episode 9") {
 		t.Errorf("asof --known-after 9: %+v", r)
 	}

@@ -98,6 +98,17 @@ func (a *app) queryCmd() *cobra.Command {
 					}
 					return a.printJSON(rs)
 				}
+				if !o.ValidAt.IsZero() || !o.KnownAt.IsZero() {
+					// Say which instant each axis was, as asof does.
+					v, k := "now", "now"
+					if !o.ValidAt.IsZero() {
+						v = when(o.ValidAt)
+					}
+					if !o.KnownAt.IsZero() {
+						k = instant(o.KnownAt)
+					}
+					fmt.Fprintf(a.io.Out, "true at %s (valid time), as memor knew it at %s (known time)\n", v, k)
+				}
 				if len(rs) == 0 {
 					fmt.Fprintln(a.io.Out, "nothing relevant is known")
 				}
