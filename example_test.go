@@ -92,3 +92,32 @@ func ExampleSpeaker() {
 	// fact: Alex lives_in Austin
 	// query 1: Caroline lives_in Boston
 }
+
+// Context renders what the memory knows about a question as one fenced
+// block for a model's prompt: what bears on it, with valid times and
+// graph paths. The fence keeps a reply built from it from being
+// remembered again as if the user had said it.
+func ExampleEngine_Context() {
+	dir, _ := os.MkdirTemp("", "memor-example")
+	defer os.RemoveAll(dir)
+	now := time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
+	e, err := memor.Open(dir, memor.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	e.Add(ctx, "alice", "I live in San Francisco.", memor.At(time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)), memor.Sync())
+	e.Add(ctx, "alice", "I just moved to Seattle.", memor.At(time.Date(2026, 7, 11, 0, 0, 0, 0, time.UTC)), memor.Sync())
+
+	block, err := e.Context(ctx, "alice", "where do I live?")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(block)
+	// Output:
+	// <memor-recall>
+	// Relevant memories (current as of 2026-08-01):
+	// - user lives_in Seattle (since 2026-07-11) via user → lives_in → Seattle
+	// </memor-recall>
+}

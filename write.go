@@ -27,9 +27,10 @@ const AdditionalContext = "additional"
 type AddOption func(*addConfig)
 
 type addConfig struct {
-	at      time.Time
-	sync    bool
-	speaker *string
+	at        time.Time
+	sync      bool
+	speaker   *string
+	decisions *[]Decision
 }
 
 // At sets when the episode was said (default: now). Relative times in the
@@ -97,11 +98,14 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 		}
 		ep.Speaker = *cfg.speaker
 	}
-	if cfg.sync {
+	if cfg.sync || cfg.decisions != nil {
 		ep.User = user
 		pre := e.extractEpisode(ctx, nil, ep)
 		pre.rec = 0 // the episode gets its transaction time when committed
-		_, err = e.write(ctx, user, &ep, pre, false)
+		d, err := e.write(ctx, user, &ep, pre, false)
+		if cfg.decisions != nil {
+			*cfg.decisions = d
+		}
 		return ep, err
 	}
 	if err := e.ing.acquire(ctx); err != nil {

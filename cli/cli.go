@@ -11,6 +11,10 @@
 //     or input value). Errors go to stderr as one line that says what to do.
 //   - Data goes to stdout, progress and diagnostics to stderr; progress
 //     bars are drawn only when stderr is a terminal.
+//   - Only commands that write what a user says (add, import, serve once
+//     listening, mcp, demo) create a store; every other command on a
+//     missing one fails with [ErrNoStore], and a folder of other files is
+//     refused with [ErrNotStore] (see createsStore).
 package cli
 
 import (
@@ -22,7 +26,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -81,6 +84,7 @@ type app struct {
 	configPath string
 	flagVals   map[string]*string
 	cfg        *config
+	cmd        string // the command running, for the store rule (createsStore)
 }
 
 // Run executes the command line args (without the program name) and
@@ -95,6 +99,13 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	}
 	a := &app{io: stdio}
 	root := a.rootCmd()
+	return a.execute(ctx, root, args)
+}
+
+// execute runs root as the command line of a binary: exit code, and the
+// error as one line on stderr.
+func (a *app) execute(ctx context.Context, root *cobra.Command, args []string) int {
+	stdio := a.io
 	a.root = root
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
@@ -109,9 +120,7 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	if errors.As(err, &ue) || isInputError(err) {
 		code = ExitUsage
 	}
-	// Engine errors already start with "memor: ".
-	msg := strings.TrimPrefix(err.Error(), "memor: ")
-	fmt.Fprintln(stdio.Err, oneLine("memor: "+msg+hint(err, ue)))
+	fmt.Fprintln(stdio.Err, oneLine(errorLine(err)+hint(err, ue)))
 	return code
 }
 
@@ -179,12 +188,27 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					return usage(cmd, "unknown command %q: did you mean %q?", args[0], s[0])
+				}
 				return usage(cmd, "unknown command %q", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// `memor completion bash|zsh|fish|powershell` prints a completion script.
+	root.CompletionOptions.HiddenDefaultCmd = false
+	a.globalFlags(root)
+	root.AddCommand(a.addCmd(), a.queryCmd(), a.stateCmd(), a.historyCmd(), a.asOfCmd(), a.conflictsCmd(),
+		a.correctCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
+		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd(), a.usersCmd(),
+		a.configCmd(), a.reembedCmd())
+	return root
+}
+
+// globalFlags gives root --db, --user and --json, and the checks every
+// command runs first.
+func (a *app) globalFlags(root *cobra.Command) {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{cmd.CommandPath(), err}
 	})
@@ -194,21 +218,24 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 	pf.BoolVar(&a.json, "json", false, "machine-readable JSON output")
 	a.configFlags(pf)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		a.cmd = cmd.Name()
 		if !cmd.Flags().Changed("user") {
 			a.user = a.io.Getenv("MEMOR_USER")
 			if a.user == "" {
 				a.user = DefaultUser
 			}
 		}
+		// Before the store is opened: a bad --user is a usage mistake,
+		// whether or not the store exists.
+		if usesUser(a.cmd) {
+			if err := memor.ValidUser(a.user); err != nil {
+				return err
+			}
+		}
 		// A bad configuration fails every command before it starts.
 		_, err := a.loadConfig()
 		return err
 	}
-	root.AddCommand(a.addCmd(), a.queryCmd(), a.stateCmd(), a.historyCmd(), a.asOfCmd(), a.conflictsCmd(),
-		a.correctCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
-		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd(),
-		a.configCmd(), a.reembedCmd())
-	return root
 }
 
 // args wraps a cobra argument check so that its failure is a usage error.
@@ -270,6 +297,9 @@ func (a *app) open(o memor.Options) (*memor.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStore(dir, createsStore(a.cmd)); err != nil {
+		return nil, err
+	}
 	if o, err = a.engineOptions(a.root.Context(), o); err != nil {
 		return nil, err
 	}
@@ -301,14 +331,4 @@ func parseTime(cmd *cobra.Command, flag, s string, def time.Time) (time.Time, er
 		return t, usageError{cmd.CommandPath(), fmt.Errorf("--%s: %w", flag, err)}
 	}
 	return t, nil
-}
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

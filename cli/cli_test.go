@@ -310,7 +310,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"serve", "--addr", "0.0.0.0:0"}, 2, "MEMOR_TOKEN"},
 		{[]string{"conformance"}, 2, "--url"},
 		{[]string{"conformance", "--url", "ftp://x"}, 2, "--url"},
-		{[]string{"correct", "00000000000000000000000000000000"}, 1, "memor state"},
+		{[]string{"correct", "00000000000000000000000000000000"}, 1, "no memor store"}, // reads and corrections need a store
 		{[]string{"import", "/no/such/file"}, 1, "no such file or directory; check the path"},
 	} {
 		r := e.run("", c.args...)

@@ -38,7 +38,8 @@ func (a *app) addCmd() *cobra.Command {
 			if text == "" {
 				return usage(cmd, "nothing to add: pass the text as arguments or on stdin")
 			}
-			opts := []memor.AddOption{memor.Sync()}
+			var ds []memor.Decision
+			opts := []memor.AddOption{memor.Decisions(&ds)}
 			if !when.IsZero() {
 				opts = append(opts, memor.At(when))
 			}
@@ -51,17 +52,9 @@ func (a *app) addCmd() *cobra.Command {
 					return err
 				}
 				if a.json {
-					return a.printJSON(ep)
+					return a.printJSON(newAddReport(ep, ds))
 				}
-				learned, err := learnedFrom(cmd, e, a.user, ep.Seq)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Out, "remembered episode %d (%s) for %s\n", ep.Seq, day(ep.At), a.user)
-				if len(learned) > 0 {
-					fmt.Fprintln(a.io.Out, "now true:")
-					a.printFacts(learned, false)
-				}
+				printAdd(a.io.Out, a.user, ep, ds)
 				return nil
 			})
 		},
@@ -69,21 +62,6 @@ func (a *app) addCmd() *cobra.Command {
 	cmd.Flags().StringVar(&at, "at", "", "when it was said (default now)")
 	cmd.Flags().StringVar(&speaker, "speaker", "", "who said it, in a conversation of several people: their first person is about NAME, not the user (default: the user)")
 	return cmd
-}
-
-// learnedFrom lists the current facts that came from episode seq.
-func learnedFrom(cmd *cobra.Command, e *memor.Engine, user string, seq uint64) ([]memor.Fact, error) {
-	st, err := e.State(cmd.Context(), user)
-	if err != nil {
-		return nil, err
-	}
-	var out []memor.Fact
-	for _, f := range st {
-		if f.Episode == seq {
-			out = append(out, f)
-		}
-	}
-	return out, nil
 }
 
 func (a *app) queryCmd() *cobra.Command {
@@ -119,6 +97,17 @@ func (a *app) queryCmd() *cobra.Command {
 						rs = []memor.Result{}
 					}
 					return a.printJSON(rs)
+				}
+				if !o.ValidAt.IsZero() || !o.KnownAt.IsZero() {
+					// Say which instant each axis was, as asof does.
+					v, k := "now", "now"
+					if !o.ValidAt.IsZero() {
+						v = when(o.ValidAt)
+					}
+					if !o.KnownAt.IsZero() {
+						k = instant(o.KnownAt)
+					}
+					fmt.Fprintf(a.io.Out, "true at %s (valid time), as memor knew it at %s (known time)\n", v, k)
 				}
 				if len(rs) == 0 {
 					fmt.Fprintln(a.io.Out, "nothing relevant is known")
@@ -183,32 +172,6 @@ believed it (believed), and the resolution rule that produced the version.`,
 			}, true)
 		},
 	}
-}
-
-func (a *app) asOfCmd() *cobra.Command {
-	var valid, known string
-	cmd := &cobra.Command{
-		Use:   "asof",
-		Short: "Time travel and audit: what was true at --valid, as known at --known",
-		Example: `  memor asof --valid 2026-02-01                       # where did I live then?
-  memor asof --valid 2026-08-01 --known 2026-07-01    # what did we believe on July 1st?`,
-		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			now := time.Now().UTC()
-			v, err := parseTime(cmd, "valid", valid, now)
-			if err != nil {
-				return err
-			}
-			k, err := parseTime(cmd, "known", known, now)
-			if err != nil {
-				return err
-			}
-			return a.facts(func(e *memor.Engine) ([]memor.Fact, error) { return e.AsOf(cmd.Context(), a.user, v, k) }, false)
-		},
-	}
-	cmd.Flags().StringVar(&valid, "valid", "", "the moment in the world (default now)")
-	cmd.Flags().StringVar(&known, "known", "", "what memor knew at this moment (default now)")
-	return cmd
 }
 
 func (a *app) conflictsCmd() *cobra.Command {

@@ -40,16 +40,17 @@ func (a *app) printFacts(fs []memor.Fact, belief bool) {
 }
 
 // when renders a valid-time instant: a bare date at midnight UTC, else
-// minutes.
+// minutes with the zone (UTC).
 func when(t time.Time) string {
 	t = t.UTC()
 	if t.Equal(t.Truncate(24 * time.Hour)) {
 		return t.Format(time.DateOnly)
 	}
-	return t.Format("2006-01-02 15:04")
+	return t.Format("2006-01-02 15:04 MST")
 }
 
-func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+// instant renders a transaction-time instant to the second, with the zone.
+func instant(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") }
 
 // span renders a valid-time interval; an open end is "now".
 func span(from, to time.Time) string {
@@ -61,11 +62,10 @@ func span(from, to time.Time) string {
 
 // instantSpan renders a transaction-time interval to the second.
 func instantSpan(from, to time.Time) string {
-	const layout = "2006-01-02 15:04:05"
 	if to.IsZero() {
-		return "since " + from.UTC().Format(layout)
+		return "since " + instant(from)
 	}
-	return from.UTC().Format(layout) + " → " + to.UTC().Format(layout)
+	return instant(from) + " → " + instant(to)
 }
 
 // isTerminal reports whether w is a character device (a terminal, or

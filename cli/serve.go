@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -63,17 +62,26 @@ applies every queued episode.`,
 				}
 				origins[i] = n
 			}
-			logger := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			e, err := a.open(memor.Options{Logger: logger})
+			logger, err := a.logger(cmd)
 			if err != nil {
 				return err
 			}
+			// Listen first: a store is created only for a server that
+			// could start.
+			ln, err := (&net.ListenConfig{}).Listen(cmd.Context(), "tcp", addr)
+			if err != nil {
+				return fmt.Errorf("cannot listen on %s: %w", addr, err)
+			}
+			e, err := a.open(memor.Options{Logger: logger})
+			if err != nil {
+				ln.Close()
+				return err
+			}
 			dir, _ := a.dbPath()
-			serr := server.ListenAndServe(cmd.Context(), e, server.ServeOptions{
+			serr := server.Serve(cmd.Context(), e, ln, server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
 					AllowOrigins: origins, Conformance: conformance,
 					MCP: mcpserver.NewHTTPHandler(e, mcpserver.Options{Version: version(), Logger: logger})},
-				Addr: addr,
 				OnListen: func(ad net.Addr) {
 					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
 				},
@@ -83,6 +91,9 @@ applies every queued episode.`,
 			// keep the process alive after SIGTERM.
 			if cerr := closeWithin(e, closeTimeout); serr == nil {
 				serr = cerr
+			}
+			if serr == nil {
+				fmt.Fprintf(a.io.Err, "memor: stopped serving http://%s; every queued episode applied, store %s closed\n", ln.Addr(), dir)
 			}
 			return serr
 		},
@@ -124,11 +135,10 @@ get_user_profile, get_history, query_as_of, correct_memory, list_conflicts,
 forget_memory.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := slog.LevelWarn
-			if err := level.UnmarshalText([]byte(a.io.Getenv("MEMOR_LOG"))); err != nil {
-				level = slog.LevelWarn
+			logger, err := a.logger(cmd)
+			if err != nil {
+				return err
 			}
-			logger := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: level}))
 			return a.withEngine(memor.Options{Logger: logger}, func(e *memor.Engine) error {
 				s := mcpserver.New(e, mcpserver.Options{Version: version(), Logger: logger})
 				// mcpserver.Transport answers a malformed line with a
@@ -176,6 +186,9 @@ with --strict if any case fails.`,
 			if tok := a.io.Getenv("MEMOR_TOKEN"); tok != "" {
 				client.Transport = bearer{token: tok, next: http.DefaultTransport}
 			}
+			if err := preflight(cmd.Context(), client, base); err != nil {
+				return err
+			}
 			a.warnOtherUsers(cmd.Context(), client, base)
 			b := memortest.HTTPBackend(base, client)
 			t, err := memortest.Report(cmd.Context(), map[string]memortest.Backend{name: b})
@@ -203,6 +216,9 @@ with --strict if any case fails.`,
 						}
 					}
 				}
+			}
+			if row.Errors > 0 {
+				return fmt.Errorf("conformance: the server failed to answer %d of %d cases (see the first backend error above)", row.Errors, row.Cases)
 			}
 			if strict && row.Passed < row.Cases {
 				return fmt.Errorf("conformance: %d of %d cases failed", row.Cases-row.Passed, row.Cases)

@@ -189,9 +189,20 @@ type Result struct {
 // Tool outputs. Slices are never nil: the schema says array.
 type (
 	addOut struct {
-		Seq     uint64 `json:"seq" jsonschema:"the episode's sequence number"`
-		At      string `json:"at"`
-		Learned []Fact `json:"learned" jsonschema:"current facts that came from this memory"`
+		Seq     uint64        `json:"seq" jsonschema:"the episode's sequence number"`
+		At      string        `json:"at"`
+		Learned []Fact        `json:"learned" jsonschema:"current facts that came from this memory"`
+		Changes memor.Changes `json:"changes" jsonschema:"what the memory changed: facts added, superseded, ended, contested, reinforced, rejected, or nothing extracted"`
+		Changed []change      `json:"changed" jsonschema:"one entry per rule decision the memory took for this episode"`
+	}
+	change struct {
+		Change    string `json:"change" jsonschema:"added, superseded, ended, contested, reinforced, rejected, revised or unchanged"`
+		Rule      string `json:"rule"`
+		FactID    string `json:"fact_id"`
+		Subject   string `json:"subject"`
+		Predicate string `json:"predicate"`
+		Object    string `json:"object,omitempty"`
+		Detail    string `json:"detail,omitempty"`
 	}
 	queryOut struct {
 		Results []Result `json:"results"`
@@ -225,28 +236,36 @@ func (t tools) add(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.
 	if in.Speaker != "" {
 		opts = append(opts, memor.Speaker(in.Speaker))
 	}
-	ep, err := t.e.Add(ctx, in.UserID, in.Text, opts...)
+	var ds []memor.Decision
+	ep, err := t.e.Add(ctx, in.UserID, in.Text, append(opts, memor.Decisions(&ds))...)
 	if err != nil {
-		return nil, addOut{}, explain(err)
-	}
-	if err := t.e.WaitFor(ctx, in.UserID, ep.Seq); err != nil {
 		return nil, addOut{}, explain(err)
 	}
 	st, err := t.e.State(ctx, in.UserID)
 	if err != nil {
 		return nil, addOut{}, explain(err)
 	}
-	out := addOut{Seq: ep.Seq, At: stamp(ep.At), Learned: []Fact{}}
+	out := addOut{Seq: ep.Seq, At: stamp(ep.At), Learned: []Fact{}, Changes: memor.Summarize(ds), Changed: []change{}}
 	for _, f := range st {
 		if f.Episode == ep.Seq {
 			out.Learned = append(out.Learned, toFact(f))
 		}
 	}
-	text := fmt.Sprintf("Remembered (episode %d, %s).", ep.Seq, ep.At.Format(time.DateOnly))
+	text := fmt.Sprintf("Remembered (episode %d, said %s, recorded %s).", ep.Seq, stamp(ep.At), stamp(ep.RecordedAt))
+	for _, d := range ds {
+		c := change{Change: d.Change(), Rule: string(d.Rule), FactID: d.FactID, Subject: d.Subject,
+			Predicate: d.Predicate, Object: d.Object, Detail: d.Detail}
+		out.Changed = append(out.Changed, c)
+		text += fmt.Sprintf("\n%s: %s %s %s (rule %s)", c.Change, c.Subject, c.Predicate, c.Object, c.Rule)
+	}
+	if out.Changes.Contested > 0 {
+		text += "\nContested claims are held for review (list_conflicts), not served as facts."
+	}
 	if len(out.Learned) > 0 {
-		text += " Now true:\n" + factLines(out.Learned)
-	} else {
-		text += " No new fact extracted; the text is kept and searchable."
+		text += "\nNow true:\n" + factLines(out.Learned)
+	}
+	if out.Changes.Nothing {
+		text += " Nothing extracted; the text is kept and searchable."
 	}
 	return textResult(text), out, nil
 }

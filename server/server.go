@@ -52,8 +52,9 @@ type Options struct {
 	Token string
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
-	// Logger receives request failures (500s) with their detail; nil
-	// discards them.
+	// Logger receives request failures (500s) with their detail and, at
+	// info level, one line per request (method, route pattern, status,
+	// duration, UserHash; never a body, path or query); nil discards them.
 	Logger *slog.Logger
 	// Version is reported by /v1/health.
 	Version string
@@ -119,6 +120,7 @@ func New(e *memor.Engine, o Options) *Handler {
 	}
 	m := h.mux
 	m.HandleFunc("GET /v1/health", h.health)
+	m.HandleFunc("GET /v1/users", h.users)
 	m.HandleFunc("POST /v1/users/{user}/episodes", h.addEpisode)
 	m.HandleFunc("GET /v1/users/{user}/state", h.state)
 	m.HandleFunc("GET /v1/users/{user}/history", h.history)
@@ -140,6 +142,7 @@ func New(e *memor.Engine, o Options) *Handler {
 	// (the mux's own 405 is plain text).
 	for path, allow := range map[string]string{
 		"/v1/health":                          "GET",
+		"/v1/users":                           "GET",
 		"/v1/users/{user}/episodes":           "POST",
 		"/v1/users/{user}/state":              "GET",
 		"/v1/users/{user}/history":            "GET",
@@ -163,6 +166,15 @@ func New(e *memor.Engine, o Options) *Handler {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	w = sw
+	defer func() {
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		h.logRequest(r, sw.status, time.Since(start))
+	}()
 	defer func() {
 		// A panic below is a bug of ours; the client gets a plain 500, the
 		// log gets the detail, the server keeps serving.
@@ -217,6 +229,10 @@ type (
 	episodeResponse struct {
 		Episode memor.Episode `json:"episode"`
 		Applied bool          `json:"applied"`
+		// Changes and Decisions say what an applied episode changed
+		// (201 only).
+		Changes   *memor.Changes   `json:"changes,omitempty"`
+		Decisions []memor.Decision `json:"decisions,omitempty"`
 	}
 )
 
@@ -257,6 +273,11 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = wait || b
 	}
+	var ds []memor.Decision
+	if wait {
+		// Applied before Add returns, with what it changed.
+		opts = append(opts, memor.Decisions(&ds))
+	}
 	ep, err := h.e.Add(r.Context(), user, req.Text, opts...)
 	if err != nil {
 		h.fail(w, r, err)
@@ -266,11 +287,11 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, episodeResponse{Episode: ep})
 		return
 	}
-	if err := h.e.WaitFor(r.Context(), user, ep.Seq); err != nil {
-		h.fail(w, r, err)
-		return
+	ch := memor.Summarize(ds)
+	if ds == nil {
+		ds = []memor.Decision{}
 	}
-	writeJSON(w, http.StatusCreated, episodeResponse{Episode: ep, Applied: true})
+	writeJSON(w, http.StatusCreated, episodeResponse{Episode: ep, Applied: true, Changes: &ch, Decisions: ds})
 }
 
 // stampFreshness labels a read with how fresh it is: the user's episode

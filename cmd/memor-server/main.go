@@ -1,6 +1,6 @@
 // Command memor-server is memor's MCP server over stdio, for agent hosts
-// such as Claude Desktop and Cursor. It is `memor mcp`: the same flags
-// (--db) and environment (MEMOR_DB, MEMOR_LOG) apply.
+// such as Claude Desktop and Cursor. It is `memor mcp` under its own name:
+// the same flags (--db) and environment (MEMOR_DB, MEMOR_LOG) apply.
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, append([]string{"mcp"}, os.Args[1:]...), cli.StdIO())
+	code := cli.RunServer(ctx, os.Args[1:], cli.StdIO())
 	stop()
 	os.Exit(code)
 }
