@@ -79,6 +79,11 @@ type Options struct {
 	// under memortest.UserPrefix, so that the suite cannot touch a real
 	// user. Off by default: nothing is mounted.
 	Conformance bool
+	// Metrics, if set, are served at GET /metrics (token and origin
+	// checks as for every route) and count every request; nil serves no
+	// /metrics. See Metrics, and ServeOptions.ExposeMetrics beyond
+	// loopback.
+	Metrics *Metrics
 }
 
 // Handler serves the HTTP API over an engine. Safe for concurrent use.
@@ -120,6 +125,14 @@ func New(e *memor.Engine, o Options) *Handler {
 	m.HandleFunc("GET /v1/users/{user}/freshness", h.freshness)
 	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
 	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
+	if o.Metrics != nil {
+		o.Metrics.watch(e)
+		m.Handle("GET /metrics", o.Metrics.handler())
+		m.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", "GET")
+			writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" /metrics is not allowed; use GET")
+		})
+	}
 	if o.Conformance {
 		m.Handle("/conformance/", http.StripPrefix("/conformance", memortest.HTTPHandler(Backend(e))))
 		m.HandleFunc("GET /conformance/status", h.conformanceStatus)
@@ -152,6 +165,12 @@ func New(e *memor.Engine, o Options) *Handler {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m := h.o.Metrics; m != nil {
+		// Deferred first, so it runs last: after a panic's 500 is written.
+		start, sw := time.Now(), &statusWriter{ResponseWriter: w}
+		defer func() { m.observe(r.Pattern, sw.code, time.Since(start)) }()
+		w = sw
+	}
 	defer func() {
 		// A panic below is a bug of ours; the client gets a plain 500, the
 		// log gets the detail, the server keeps serving.
