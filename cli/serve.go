@@ -23,7 +23,7 @@ import (
 func (a *app) serveCmd() *cobra.Command {
 	var addr string
 	var origins []string
-	var conformance bool
+	var conformance, exposeMetrics bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API (loopback only unless MEMOR_TOKEN is set)",
@@ -39,6 +39,10 @@ is not localhost, 127.0.0.1 or [::1] is refused (DNS rebinding).
 
 --conformance also serves memortest's contract under /conformance/ for
 'memor conformance', for suite users (memortest/...) only.
+
+GET /metrics answers in the Prometheus text format (requests per route,
+episodes, fsyncs, index cache, query latency per signal), behind the same
+token and origin checks; beyond loopback only with --metrics.
 
 On SIGINT or SIGTERM it stops accepting, finishes requests in flight and
 applies every queued episode.`,
@@ -62,15 +66,20 @@ applies every queued episode.`,
 				origins[i] = n
 			}
 			logger := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			e, err := a.open(memor.Options{Logger: logger})
+			metrics := serveMetrics(addr, exposeMetrics)
+			eo := memor.Options{Logger: logger}
+			if metrics != nil {
+				eo.Observer = metrics
+			}
+			e, err := a.open(eo)
 			if err != nil {
 				return err
 			}
 			dir, _ := a.dbPath()
 			serr := server.ListenAndServe(cmd.Context(), e, server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
-					AllowOrigins: origins, Conformance: conformance},
-				Addr: addr,
+					AllowOrigins: origins, Conformance: conformance, Metrics: metrics},
+				Addr: addr, ExposeMetrics: exposeMetrics,
 				OnListen: func(ad net.Addr) {
 					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
 				},
@@ -86,6 +95,7 @@ applies every queued episode.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", server.DefaultAddr, "listen address host:port")
 	cmd.Flags().StringArrayVar(&origins, "allow-origin", nil, "let web pages of this origin (scheme://host[:port]) call the API (repeatable)")
+	cmd.Flags().BoolVar(&exposeMetrics, "metrics", false, "serve GET /metrics beyond loopback too (on loopback it is always served)")
 	cmd.Flags().BoolVar(&conformance, "conformance", false, "also serve memortest's contract under /conformance/ (suite users memortest/... only)")
 	return cmd
 }
