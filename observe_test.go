@@ -194,3 +194,37 @@ func TestWithProgress(t *testing.T) {
 		t.Errorf("a context without progress reported %v (err %v)", got, err)
 	}
 }
+
+type noopObserver struct{}
+
+func (noopObserver) ObserveQueryStage(memor.QueryStage, time.Duration) {}
+func (noopObserver) ObserveQuery(time.Duration, error)                 {}
+
+// BenchmarkQueryObserver: what timing Query's stages costs, against no
+// observer (which reads no clock).
+func BenchmarkQueryObserver(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		obs  memor.Observer
+	}{{"observer=none", nil}, {"observer=noop", noopObserver{}}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			e, err := memor.Open(b.TempDir(), memor.Options{NoSync: true, Observer: c.obs})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			for i := range 50 {
+				if _, err := e.Add(ctx, "u", fmt.Sprintf("I visited City%d and met Person%d.", i, i), memor.Sync()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Query(ctx, "u", "where did I meet Person7", memor.QueryOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
