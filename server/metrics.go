@@ -36,8 +36,8 @@ import (
 //
 // The route label is the pattern that served the request ("GET
 // /v1/users/{user}/query"), never the path: user IDs do not become label
-// values. A request refused before routing (host, origin, token) has the
-// route "refused". Go runtime and process metrics (go_*, process_*) are
+// values. A request answered before routing (refused by the host, origin
+// or token checks, or a CORS preflight) has the route "unrouted". Go runtime and process metrics (go_*, process_*) are
 // included.
 type Metrics struct {
 	reg      *prometheus.Registry
@@ -132,7 +132,7 @@ func (m *Metrics) handler() http.Handler {
 // observe counts one request served by the pattern route.
 func (m *Metrics) observe(route string, code int, d time.Duration) {
 	if route == "" {
-		route = "refused"
+		route = "unrouted"
 	}
 	if code == 0 {
 		code = http.StatusOK // nothing written: net/http sends 200

@@ -174,7 +174,7 @@ func TestMetricsGuarded(t *testing.T) {
 		t.Errorf("POST /metrics: %d, want 405", st)
 	}
 	fams := scrape(t, a.srv.URL+"/metrics", tok)
-	if got, _ := metricValue(fams, "memor_http_requests_total", map[string]string{"route": "refused", "code": "401"}); got != 1 {
+	if got, _ := metricValue(fams, "memor_http_requests_total", map[string]string{"route": "unrouted", "code": "401"}); got != 1 {
 		t.Errorf("refused requests counted %v, want 1 (401)", got)
 	}
 	b := newAPI(t, Options{})
@@ -184,7 +184,7 @@ func TestMetricsGuarded(t *testing.T) {
 	// Two servers, two registries: neither sees the other's requests.
 	c := newAPI(t, Options{Metrics: NewMetrics()})
 	fams = scrape(t, c.srv.URL+"/metrics", "")
-	if _, ok := metricValue(fams, "memor_http_requests_total", map[string]string{"route": "refused"}); ok {
+	if _, ok := metricValue(fams, "memor_http_requests_total", map[string]string{"route": "unrouted"}); ok {
 		t.Errorf("a second server's metrics count the first's requests")
 	}
 }
