@@ -48,12 +48,9 @@ type bar struct {
 	}
 }
 
-// progress returns the progress of the command label ("rebuild"),
-// counting episodes, users or other items.
-func (a *app) progress(label string) *bar { return a.progressIn(label, "items") }
-
-// progressIn is progress counting unit ("episodes", "users", "bytes"):
-// a bar on a terminal, periodic lines elsewhere, nil if lines are off.
+// progressIn returns the progress of the command label ("rebuild")
+// counting unit ("episodes", "users", "bytes"): a bar on a terminal,
+// periodic lines elsewhere, nil if lines are off.
 func (a *app) progressIn(label, unit string) *bar {
 	b := &bar{w: a.io.Err, label: label, unit: unit}
 	if isTerminal(a.io.Err) {
