@@ -272,7 +272,9 @@ func (e *Engine) pruneBatch(ctx context.Context, user string, olderThan time.Tim
 // deterministic extractor the result is byte-identical: each episode's
 // facts carry the episode's own transaction time. An episode whose
 // replay fails is recorded as failed (see Retry) and the replay starts
-// over without it, so RebuildProgress may count from 1 again.
+// over without it, so RebuildProgress may count from 1 again. A ctx from
+// WithProgress is told each episode replayed (Op "rebuild", Unit
+// "episodes").
 func (e *Engine) Rebuild(ctx context.Context, user string) error {
 	release, err := e.admit(ctx, user)
 	if err != nil {
@@ -322,6 +324,7 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 	t.ui, t.indexed = ui, true
 	wasApplied := t.meta.Applied
 	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
+	prog := progressFrom(ctx, "rebuild", user, "episodes")
 	for i, ep := range eps {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -334,7 +337,10 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 		if e.opts.RebuildProgress != nil {
 			e.opts.RebuildProgress(user, i+1, len(eps))
 		}
+		prog.report(i+1, len(eps))
 	}
+	// A replay applies nothing new: the counters count first applications.
+	t.outcomes = episodeOutcomes{}
 	if err := t.commit(); err != nil {
 		return err
 	}
@@ -353,7 +359,8 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 // claims; every version's key holds its own ValidFrom and RecordedAt; and
 // no slot (a One predicate's, or one object of a Many predicate) has two
 // versions visible at one (valid, known) instant, past beliefs included.
-// It returns ErrCheck joined with every finding.
+// It returns ErrCheck joined with every finding. A ctx from WithProgress
+// is told each user checked (Op "check", Unit "users").
 func (e *Engine) Check(ctx context.Context) error {
 	release, err := e.enter(ctx)
 	if err != nil {
@@ -365,11 +372,13 @@ func (e *Engine) Check(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	for _, u := range users {
+	prog := progressFrom(ctx, "check", "", "users")
+	for i, u := range users {
 		errs = append(errs, e.checkLocked(ctx, u)...)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		prog.report(i+1, len(users))
 	}
 	if len(errs) == 0 {
 		return nil

@@ -117,6 +117,9 @@ type Options struct {
 	// reembed: opened by Reembed, which moves the store to Embedder
 	// (see checkEmbedder).
 	reembed bool
+	// Observer, if set, receives the time each Query and each of its
+	// stages took (see Observer); nil reads no clock for it.
+	Observer Observer
 	// fs is the file system the store writes through (nil: the
 	// operating system's); tests inject storage failures with it.
 	fs vfs.FS
@@ -170,7 +173,8 @@ type Engine struct {
 	// each try made without the user's lock.
 	hookQueryView func(try int)
 
-	ing *ingester
+	ing      *ingester
+	counters engineCounters
 
 	// gate is held shared by every operation and exclusively by Close.
 	gate      sync.RWMutex
@@ -389,6 +393,14 @@ type Stats struct {
 	// import) that committed as a sorted table ingested straight into the
 	// store's bottom level, skipping the log, memtable and compactions.
 	IngestedTables uint64
+	// IndexEvictions counts the users whose indexes were dropped from
+	// the cache to keep it within Options.IndexCacheBytes.
+	IndexEvictions uint64
+	// EpisodesQueued counts the episodes Add queued (without Sync);
+	// EpisodesApplied the episodes whose facts were applied, queued or
+	// inline (a Rebuild's replay is not counted again); EpisodesFailed
+	// the episodes recorded as failed (see Failed and Retry).
+	EpisodesQueued, EpisodesApplied, EpisodesFailed uint64
 }
 
 // Stats returns the engine's counters.
@@ -401,7 +413,9 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	s := e.db.Syncs()
 	users, bytes := e.idx.size()
 	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other, IndexedUsers: users, IndexBytes: bytes,
-		IngestedTables: e.db.IngestedTables()}, nil
+		IngestedTables: e.db.IngestedTables(), IndexEvictions: e.idx.evictions.Load(),
+		EpisodesQueued: e.counters.queued.Load(), EpisodesApplied: e.counters.applied.Load(),
+		EpisodesFailed: e.counters.failed.Load()}, nil
 }
 
 // Sync makes every acknowledged write durable (for NoSync stores).

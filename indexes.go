@@ -216,6 +216,8 @@ type indexSet struct {
 	// whenever it is used (cached, put): the total lags by at most the
 	// last write of each user, and no operation sums every user.
 	total int64
+	// evictions counts the entries put dropped to fit the budget.
+	evictions atomic.Uint64
 }
 
 type cachedIndex struct {
@@ -267,6 +269,7 @@ func (s *indexSet) put(user string, ui *userIndex) {
 		prev := el.Prev()
 		if el != keep {
 			s.removeLocked(el)
+			s.evictions.Add(1)
 		}
 		el = prev
 	}

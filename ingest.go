@@ -489,6 +489,9 @@ func (t *txn) apply(ep Episode) error {
 		return t.fail(ep, cause)
 	}
 	err := t.applyEpisode(ep)
+	if err == nil && t.failure == nil {
+		t.outcomes.applied++
+	}
 	if err == nil || t.ctx.Err() != nil {
 		return err
 	}
@@ -502,6 +505,7 @@ func (t *txn) apply(ep Episode) error {
 func (t *txn) fail(ep Episode, cause error) error {
 	t.e.log.Warn("memor: episode failed", "user", t.user, "episode", ep.Seq, "err", cause)
 	t.failure = cause
+	t.outcomes.failed++
 	return t.b.Set(seqKey(t.user, kv.SubEpState, ep.Seq), mustJSON(epState{Error: cause.Error(), Failed: t.now}))
 }
 

@@ -240,6 +240,12 @@ type candidate struct {
 // versions it changes out of the graph walk (text and vector search
 // still find them) and hold back the episodes whose facts it changes.
 func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions) (_ []Result, err error) {
+	clock := newStageClock(e.opts.Observer)
+	if clock.o != nil {
+		// Deferred before recovered, so it runs after it and reports a
+		// recovered panic's error too.
+		defer func() { clock.done(err) }()
+	}
 	defer e.recovered(&err, "query", user)
 	if err := e.validUser(user); err != nil {
 		return nil, err
@@ -302,10 +308,12 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		allow = roaring.Or(allow, qv.pending)
 	}
 
+	clock.skip()
 	foc, err := e.queryFocus(ctx, ui, text, facts, allow)
 	if err != nil {
 		return nil, err
 	}
+	clock.lap(StageFocus)
 	ex.focus(foc)
 	if foc.nothing {
 		return []Result{}, nil
@@ -330,6 +338,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		return c
 	}
 	if !allow.IsEmpty() {
+		clock.skip()
 		hits, err := ui.bm.Search(ctx, text, candidatesPerSignal, allow)
 		if err != nil {
 			return nil, err
@@ -339,10 +348,12 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 				get(h.Doc).signals.BM25 = h.Score
 			}
 		}
+		clock.lap(StageBM25)
 		q, err := e.queryVector(ctx, ui, text)
 		if err != nil {
 			return nil, err
 		}
+		clock.lap(StageEmbed)
 		if !isZero(q) {
 			vhits, err := ui.vec.Search(ctx, q, candidatesPerSignal, allow)
 			if err != nil {
@@ -354,13 +365,16 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 					c.signals.Vector, c.rawVector = float64(h.Score), float64(h.Score)
 				}
 			}
+			clock.lap(StageVector)
 		}
 		if err := e.entityCandidates(ctx, ui, text, foc.seeds, depth, facts, get); err != nil {
 			return nil, err
 		}
+		clock.lap(StageEntity)
 		if err := e.outdatedCandidates(ctx, ui, text, facts, get); err != nil {
 			return nil, err
 		}
+		clock.lap(StageOutdated)
 		if err := completeSignals(ctx, ui, text, q, cands); err != nil {
 			return nil, err
 		}
@@ -379,6 +393,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	// loading stops once the next candidate cannot reach the k-th score
 	// (or the reranker's window). A document whose version is not (yet)
 	// committed is skipped.
+	clock.skip()
 	list := make([]*candidate, 0, len(cands))
 	for _, c := range cands {
 		// Similarity alone, and weak, is noise: a candidate needs a word
@@ -424,6 +439,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		newerWins(ui.bm, list[:min(k, len(list))], opts.sameMatter)
 		sortCandidates(list)
 	}
+	clock.lap(StageLoad)
 
 	rr := opts.Reranker
 	if rr == nil {
@@ -446,6 +462,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			c.signals.Rerank = scores[i]
 		}
 		sort.SliceStable(top, func(i, j int) bool { return top[i].signals.Rerank > top[j].signals.Rerank })
+		clock.lap(StageRerank)
 	}
 
 	out := make([]Result, 0, min(k, len(list)))

@@ -123,6 +123,7 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 		return Episode{}, err
 	}
 	e.ing.schedule(user)
+	e.counters.queued.Add(1)
 	return ep, nil
 }
 
@@ -365,6 +366,9 @@ type txn struct {
 	ends     map[string][]claimRec        // see slotClaims
 	contexts map[ctxGroup]map[string]bool // subject, predicate → context → other contexts exist
 	caught   int                          // queued episodes applied by catchUp
+	// outcomes counts the episodes applied and failed in this write,
+	// added to the engine's counters once it commits.
+	outcomes episodeOutcomes
 	// ui: the user's indexes, once this write needs them. indexed: the
 	// write changed them, so they must be dropped from the cache unless
 	// it commits.
@@ -571,6 +575,7 @@ func (t *txn) commit() error {
 		return err
 	}
 	t.committed = true
+	t.e.counters.settle(t.outcomes)
 	if t.ui != nil {
 		t.ui.settle()
 	}

@@ -280,12 +280,12 @@ func (a *app) rebuildCmd() *cobra.Command {
 		Short: "Replay the episode log and recompute facts and indexes (the user, or --all)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bar := a.progress("rebuild")
-			o := memor.Options{}
+			bar := a.progressIn("rebuild", "episodes")
+			ctx := cmd.Context()
 			if bar != nil {
-				o.RebuildProgress = func(user string, done, total int) { bar.set(user, done, total) }
+				ctx = memor.WithProgress(ctx, bar.report)
 			}
-			return a.withEngine(o, func(e *memor.Engine) error {
+			return a.withEngine(memor.Options{}, func(e *memor.Engine) error {
 				users := []string{a.user}
 				if all {
 					var err error
@@ -294,7 +294,8 @@ func (a *app) rebuildCmd() *cobra.Command {
 					}
 				}
 				for _, u := range users {
-					if err := e.Rebuild(cmd.Context(), u); err != nil {
+					if err := e.Rebuild(ctx, u); err != nil {
+						bar.finish()
 						return fmt.Errorf("rebuild %q: %w", u, err)
 					}
 				}
@@ -313,8 +314,14 @@ func (a *app) checkCmd() *cobra.Command {
 		Short: "Verify every index and fact against the episode log (exit 1 on a finding)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			bar := a.progressIn("check", "users")
+			ctx := cmd.Context()
+			if bar != nil {
+				ctx = memor.WithProgress(ctx, bar.report)
+			}
 			return a.withEngine(memor.Options{}, func(e *memor.Engine) error {
-				err := e.Check(cmd.Context())
+				err := e.Check(ctx)
+				bar.finish()
 				if err != nil && !errors.Is(err, memor.ErrCheck) {
 					return err
 				}

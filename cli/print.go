@@ -79,57 +79,6 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// bar is a one-line progress bar on stderr. A nil *bar draws nothing, so
-// callers need not check whether stderr is a terminal.
-type bar struct {
-	w           io.Writer
-	label, note string
-	done, total int
-	last        time.Time
-	drawn       bool
-}
-
-// progress returns a bar on stderr if it is a terminal, else nil.
-func (a *app) progress(label string) *bar {
-	if !isTerminal(a.io.Err) {
-		return nil
-	}
-	return &bar{w: a.io.Err, label: label}
-}
-
-// set records done/total and redraws at most 10 times a second.
-func (b *bar) set(note string, done, total int) {
-	if b == nil || total <= 0 {
-		return
-	}
-	b.note, b.done, b.total = note, done, total
-	if now := time.Now(); now.Sub(b.last) >= 100*time.Millisecond {
-		b.last = now
-		b.draw()
-	}
-}
-
-func (b *bar) draw() {
-	const width = 30
-	n := min(width, b.done*width/b.total)
-	note := b.note
-	if len(note) > 24 {
-		note = note[:23] + "…"
-	}
-	fmt.Fprintf(b.w, "\r%s [%s%s] %3d%% %s\033[K", b.label, strings.Repeat("=", n), strings.Repeat(" ", width-n),
-		b.done*100/b.total, note)
-	b.drawn = true
-}
-
-// finish draws the final state and ends the bar's line.
-func (b *bar) finish() {
-	if b == nil || b.total == 0 {
-		return
-	}
-	b.draw()
-	fmt.Fprintln(b.w)
-}
-
 // episodeList renders the episodes that support a fact: "2,3".
 func episodeList(f memor.Fact) string {
 	eps := f.Episodes

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -65,21 +66,28 @@ func runOnTTY(t *testing.T, e *env, args ...string) (stdout, screen string) {
 	return out.String(), scr.String()
 }
 
-// TestProgressOnTerminal: import, export and rebuild draw a progress bar
-// when stderr is a terminal (the tests elsewhere check that they are quiet
-// when it is not).
+// TestProgressOnTerminal: import, export, rebuild and check draw a
+// progress bar with the count, the rate and the elapsed and remaining
+// time when stderr is a terminal, never on stdout (the tests elsewhere
+// check that they are quiet when it is not).
 func TestProgressOnTerminal(t *testing.T) {
 	a := newEnv(t)
 	for i := range 6 {
 		a.ok("add", fmt.Sprintf("I live in City%d.", i), "--at", fmt.Sprintf("2025-01-%02dT00:00:00Z", i%28+1), "--user", fmt.Sprint("u", i%3))
 	}
+	// "export u2 100% [====…====] (3/3, 40 users/s) [0s]", in bytes
+	// "(822/822 B, 5.3 MB/s)".
+	drawn := func(cmd, rate string) *regexp.Regexp {
+		return regexp.MustCompile(`\r` + cmd + `[^\r]* 100% \[={30}\] \(\d+/\d+[^,]*, [\d.]+ ` + rate + `/(s|min|hr)\)`)
+	}
+	eta := regexp.MustCompile(`\[\d+s:\d+s\]`)
 	file := filepath.Join(t.TempDir(), "dump.jsonl")
 	out, screen := runOnTTY(t, a, "export", "-o", file)
 	if !strings.Contains(out, "exported 6 episodes of 3 user(s)") {
 		t.Errorf("export: %s", out)
 	}
-	if !strings.Contains(screen, "\rexport [") || !strings.Contains(screen, "100%") {
-		t.Errorf("export on a terminal drew no progress bar: %q", screen)
+	if !drawn("export", "users").MatchString(screen) {
+		t.Errorf("export on a terminal drew no complete progress bar with a rate: %q", screen)
 	}
 
 	b := newEnv(t)
@@ -87,15 +95,26 @@ func TestProgressOnTerminal(t *testing.T) {
 	if !strings.Contains(out, "imported 6 episodes of 3 user(s)") {
 		t.Errorf("import: %s", out)
 	}
-	if !strings.Contains(screen, "\rimport [") || !strings.Contains(screen, "[==============================] 100%") {
-		t.Errorf("import on a terminal drew no complete progress bar: %q", screen)
+	if !drawn("import", "[kMG]?B").MatchString(screen) || !strings.Contains(screen, "B/s") {
+		t.Errorf("import on a terminal drew no complete progress bar in bytes: %q", screen)
 	}
 	if strings.Contains(out, "\r") || strings.Contains(out, "[=") {
 		t.Errorf("progress went to stdout: %q", out)
 	}
 
 	_, screen = runOnTTY(t, b, "rebuild", "--all")
-	if !strings.Contains(screen, "\rrebuild [") || !strings.Contains(screen, "100%") {
-		t.Errorf("rebuild on a terminal drew no progress bar: %q", screen)
+	if !drawn("rebuild", "episodes").MatchString(screen) {
+		t.Errorf("rebuild on a terminal drew no complete progress bar: %q", screen)
+	}
+	// One bar per user, each ending its line.
+	if n := strings.Count(screen, "100% ["); n != 3 {
+		t.Errorf("rebuild --all of 3 users drew %d complete bars, want 3: %q", n, screen)
+	}
+	if !eta.MatchString(screen) {
+		t.Errorf("no elapsed:remaining time in the bars: %q", screen)
+	}
+	out, screen = runOnTTY(t, b, "check")
+	if !strings.Contains(out, "ok:") || !drawn("check", "users").MatchString(screen) {
+		t.Errorf("check on a terminal: %q, screen %q", out, screen)
 	}
 }

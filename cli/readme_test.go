@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/memor-db/memor/server"
 )
@@ -520,6 +522,14 @@ func TestREADMEHTTP(t *testing.T) {
 					t.Fatalf("README: %q before any loopback memor serve", c.line)
 				}
 				status, body := curl(t, plain.base, c.args[1:])
+				if strings.Contains(c.line, "/metrics") {
+					p := expfmt.NewTextParser(model.UTF8Validation)
+					fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+					if status != 200 || err != nil || fams["memor_episodes_queued_total"] == nil {
+						t.Errorf("README: %s: status %d, %v: %.300s", c.line, status, err, body)
+					}
+					continue
+				}
 				if status/100 != 2 || !json.Valid(body) {
 					t.Errorf("README: %s: status %d: %s", c.line, status, body)
 				}

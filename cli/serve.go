@@ -22,7 +22,7 @@ import (
 func (a *app) serveCmd() *cobra.Command {
 	var addr string
 	var origins []string
-	var conformance bool
+	var conformance, exposeMetrics bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API and MCP over HTTP (loopback only unless MEMOR_TOKEN is set)",
@@ -40,6 +40,10 @@ is not localhost, 127.0.0.1 or [::1] is refused (DNS rebinding).
 
 --conformance also serves memortest's contract under /conformance/ for
 'memor conformance', for suite users (memortest/...) only.
+
+GET /metrics answers in the Prometheus text format (requests per route,
+episodes, fsyncs, index cache, query latency per signal), behind the same
+token and origin checks; beyond loopback only with --metrics.
 
 On SIGINT or SIGTERM it stops accepting, finishes requests in flight and
 applies every queued episode.`,
@@ -66,13 +70,18 @@ applies every queued episode.`,
 			if err != nil {
 				return err
 			}
+			metrics := serveMetrics(addr, exposeMetrics)
+			eo := memor.Options{Logger: logger}
+			if metrics != nil {
+				eo.Observer = metrics
+			}
 			// Listen first: a store is created only for a server that
 			// could start.
 			ln, err := (&net.ListenConfig{}).Listen(cmd.Context(), "tcp", addr)
 			if err != nil {
 				return fmt.Errorf("cannot listen on %s: %w", addr, err)
 			}
-			e, err := a.open(memor.Options{Logger: logger})
+			e, err := a.open(eo)
 			if err != nil {
 				ln.Close()
 				return err
@@ -80,8 +89,9 @@ applies every queued episode.`,
 			dir, _ := a.dbPath()
 			serr := server.Serve(cmd.Context(), e, ln, server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
-					AllowOrigins: origins, Conformance: conformance,
+					AllowOrigins: origins, Conformance: conformance, Metrics: metrics,
 					MCP: mcpserver.NewHTTPHandler(e, mcpserver.Options{Version: version(), Logger: logger})},
+				ExposeMetrics: exposeMetrics,
 				OnListen: func(ad net.Addr) {
 					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
 				},
@@ -100,6 +110,7 @@ applies every queued episode.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", server.DefaultAddr, "listen address host:port")
 	cmd.Flags().StringArrayVar(&origins, "allow-origin", nil, "let web pages of this origin (scheme://host[:port]) call the API (repeatable)")
+	cmd.Flags().BoolVar(&exposeMetrics, "metrics", false, "serve GET /metrics beyond loopback too (on loopback it is always served)")
 	cmd.Flags().BoolVar(&conformance, "conformance", false, "also serve memortest's contract under /conformance/ (suite users memortest/... only)")
 	return cmd
 }

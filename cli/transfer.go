@@ -54,7 +54,7 @@ func (a *app) exportCmd() *cobra.Command {
 						return err
 					}
 				}
-				bar := a.progress("export")
+				bar := a.progressIn("export", "users")
 				for i, u := range list {
 					eps, err := e.Episodes(cmd.Context(), u)
 					if err != nil {
@@ -113,7 +113,7 @@ imported; import again into a fresh store.`,
 				return err
 			}
 			defer cleanup()
-			bar := a.progress("import")
+			bar := a.progressIn("import", "bytes")
 			var st importStats
 			// Bulk import: acknowledge without fsync, sync once at the end.
 			err = a.withEngine(memor.Options{NoSync: true}, func(e *memor.Engine) error {
@@ -142,14 +142,14 @@ imported; import again into a fresh store.`,
 					}
 					touched[ep.User] = true
 					if size > 0 && bar != nil {
-						bar.set(fmt.Sprintf("%d episodes", st.episodes), int(offset*1000/size), 1000)
+						bar.set(fmt.Sprintf("%d episodes", st.episodes), int(offset), int(size))
 					}
 					return nil
 				})
 				if err != nil {
 					return err
 				}
-				bar.set(fmt.Sprintf("%d episodes", st.episodes), 1, 1) // the whole input is read
+				bar.set(fmt.Sprintf("%d episodes", st.episodes), int(size), int(size)) // the whole input is read
 				users := make([]string, 0, len(touched))
 				for u := range touched {
 					users = append(users, u)

@@ -13,6 +13,7 @@
 //	POST   /v1/users/{user}/facts/{id}/correct    the fact was never true
 //	DELETE /v1/users/{user}                       hard delete (GDPR)
 //	GET    /v1/health
+//	GET    /metrics                               Prometheus text format (Options.Metrics only; see Metrics)
 //	POST   /conformance/{add,query,reset}         memortest's HTTP contract (Options.Conformance only)
 //	GET    /conformance/status                    users in and outside memortest.UserPrefix
 //	POST   /mcp                                   MCP over streamable HTTP (Options.MCP only)

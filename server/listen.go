@@ -39,6 +39,10 @@ type ServeOptions struct {
 	// OnListen, if set, is called with the bound address once the server
 	// accepts connections (useful with port 0).
 	OnListen func(net.Addr)
+	// ExposeMetrics serves Options.Metrics on a listener beyond loopback
+	// too. Without it /metrics is served on loopback only: what a store
+	// holds shows in its counts, so exposing them is a choice.
+	ExposeMetrics bool
 }
 
 // Loopback reports whether addr's host only accepts local connections:
@@ -105,6 +109,9 @@ func Serve(ctx context.Context, e *memor.Engine, ln net.Listener, o ServeOptions
 		}
 		// Clients name such a server as they please; the token guards it.
 		o.AnyHost = true
+		if !o.ExposeMetrics {
+			o.Metrics = nil
+		}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {

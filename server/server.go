@@ -85,6 +85,11 @@ type Options struct {
 	// every other route: Host, Origin and Sec-Fetch-Site, bearer token,
 	// body size and Content-Type. Nil: nothing is mounted there.
 	MCP http.Handler
+	// Metrics, if set, are served at GET /metrics (token and origin
+	// checks as for every route) and count every request; nil serves no
+	// /metrics. See Metrics, and ServeOptions.ExposeMetrics beyond
+	// loopback.
+	Metrics *Metrics
 }
 
 // MCPPath is the route of Options.MCP.
@@ -130,6 +135,14 @@ func New(e *memor.Engine, o Options) *Handler {
 	m.HandleFunc("GET /v1/users/{user}/freshness", h.freshness)
 	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
 	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
+	if o.Metrics != nil {
+		o.Metrics.watch(e)
+		m.Handle("GET /metrics", o.Metrics.handler())
+		m.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", "GET")
+			writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" /metrics is not allowed; use GET")
+		})
+	}
 	if o.Conformance {
 		m.Handle("/conformance/", http.StripPrefix("/conformance", memortest.HTTPHandler(Backend(e))))
 		m.HandleFunc("GET /conformance/status", h.conformanceStatus)
@@ -169,11 +182,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	w = sw
+	// Deferred first, so it runs last: after a panic's 500 is written.
 	defer func() {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		h.logRequest(r, sw.status, time.Since(start))
+		d := time.Since(start)
+		h.logRequest(r, sw.status, d)
+		if m := h.o.Metrics; m != nil {
+			m.observe(r.Pattern, sw.status, d)
+		}
 	}()
 	defer func() {
 		// A panic below is a bug of ours; the client gets a plain 500, the

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/memor-db/memor"
+)
+
+// Metrics holds the measurements of one server and its engine in a
+// Prometheus registry of its own (never the process-wide default, so two
+// servers in one process do not mix their counts), served by a Handler
+// at GET /metrics in the Prometheus text format. It is also the engine's
+// memor.Observer: pass it in memor.Options.Observer when opening the
+// engine to get query latencies per signal. Safe for concurrent use.
+//
+// # Metrics
+//
+//	memor_http_requests_total{route,code}          requests by route pattern and status
+//	memor_http_request_duration_seconds{route}     request latency by route pattern
+//	memor_query_duration_seconds{outcome}          Engine.Query latency (ok, error)
+//	memor_query_stage_duration_seconds{stage}      Query per signal and stage (bm25, embed, vector, entity, ...)
+//	memor_episodes_queued_total                    episodes queued by Add
+//	memor_episodes_applied_total                   episodes applied (queued or inline)
+//	memor_episodes_failed_total                    episodes recorded as failed
+//	memor_wal_syncs_total, memor_file_syncs_total  fsyncs of the log and of other files
+//	memor_index_cache_bytes, memor_index_cache_users  loaded retrieval indexes
+//	memor_index_cache_evictions_total              users evicted to fit the budget
+//	memor_ingested_tables_total                    bulk first writes ingested as tables
+//
+// The route label is the pattern that served the request ("GET
+// /v1/users/{user}/query"), never the path: user IDs do not become label
+// values. A request answered before routing (refused by the host, origin
+// or token checks, or a CORS preflight) has the route "unrouted". Go runtime and process metrics (go_*, process_*) are
+// included.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	queries  [2]prometheus.Observer // ok, error
+	stages   [memor.NumQueryStages]prometheus.Observer
+
+	mu      sync.Mutex
+	engines map[*memor.Engine]bool
+}
+
+// latencyBuckets span 50µs to 13s by factors of 4: a stage of a small
+// user's query takes tens of microseconds, a request to an LLM seconds.
+var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 4, 10)
+
+// NewMetrics returns empty metrics with a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), engines: map[*memor.Engine]bool{}}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memor_http_requests_total",
+		Help: "HTTP requests served, by route pattern and status code.",
+	}, []string{"route", "code"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "memor_http_request_duration_seconds",
+		Help:    "HTTP request latency by route pattern.",
+		Buckets: latencyBuckets,
+	}, []string{"route"})
+	queries := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "memor_query_duration_seconds",
+		Help:    "Engine.Query latency, by outcome.",
+		Buckets: latencyBuckets,
+	}, []string{"outcome"})
+	stages := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "memor_query_stage_duration_seconds",
+		Help:    "Time of each stage of Engine.Query: each signal's candidate generation (bm25, vector, entity, outdated), the question's embedding, focus, loading and reranking.",
+		Buckets: latencyBuckets,
+	}, []string{"stage"})
+	// Children made up front: observing one is then a lookup-free add.
+	m.queries[0] = queries.WithLabelValues("ok")
+	m.queries[1] = queries.WithLabelValues("error")
+	for s := range memor.NumQueryStages {
+		m.stages[s] = stages.WithLabelValues(s.String())
+	}
+	m.reg.MustRegister(m.requests, m.duration, queries, stages,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry returns the metrics' registry, for adding collectors of one's
+// own to what /metrics serves.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// ObserveQueryStage implements memor.Observer.
+func (m *Metrics) ObserveQueryStage(s memor.QueryStage, d time.Duration) {
+	if s >= 0 && s < memor.NumQueryStages {
+		m.stages[s].Observe(d.Seconds())
+	}
+}
+
+// ObserveQuery implements memor.Observer.
+func (m *Metrics) ObserveQuery(d time.Duration, err error) {
+	i := 0
+	if err != nil {
+		i = 1
+	}
+	m.queries[i].Observe(d.Seconds())
+}
+
+// watch adds e's counters (read from Engine.Stats when scraped) once.
+func (m *Metrics) watch(e *memor.Engine) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.engines[e] {
+		return
+	}
+	if len(m.engines) > 0 {
+		// One registry, one engine: a second would collide on every
+		// name. The first stays.
+		return
+	}
+	m.engines[e] = true
+	m.reg.MustRegister(engineCollector{e})
+}
+
+// handler serves the registry in the text format (or what the scraper
+// negotiates).
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// observe counts one request served by the pattern route.
+func (m *Metrics) observe(route string, code int, d time.Duration) {
+	if route == "" {
+		route = "unrouted"
+	}
+	if code == 0 {
+		code = http.StatusOK // nothing written: net/http sends 200
+	}
+	m.requests.WithLabelValues(route, codeLabel(code)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func codeLabel(code int) string {
+	if code < 100 || code > 999 {
+		return "unknown"
+	}
+	b := [3]byte{byte('0' + code/100), byte('0' + code/10%10), byte('0' + code%10)}
+	return string(b[:])
+}
+
+// engineCollector reads an engine's Stats when scraped.
+type engineCollector struct{ e *memor.Engine }
+
+var (
+	descQueued    = prometheus.NewDesc("memor_episodes_queued_total", "Episodes queued by Add (without Sync).", nil, nil)
+	descApplied   = prometheus.NewDesc("memor_episodes_applied_total", "Episodes whose facts were applied, queued or inline.", nil, nil)
+	descFailed    = prometheus.NewDesc("memor_episodes_failed_total", "Episodes recorded as failed (see Engine.Failed and Retry).", nil, nil)
+	descWALSyncs  = prometheus.NewDesc("memor_wal_syncs_total", "Syncs (fsync) of the write-ahead log: what durable writes wait for.", nil, nil)
+	descFileSyncs = prometheus.NewDesc("memor_file_syncs_total", "Syncs (fsync) of the store's other files: flushes, compactions, the manifest.", nil, nil)
+	descIdxBytes  = prometheus.NewDesc("memor_index_cache_bytes", "Estimated memory of the loaded per-user retrieval indexes.", nil, nil)
+	descIdxUsers  = prometheus.NewDesc("memor_index_cache_users", "Users whose retrieval indexes are loaded.", nil, nil)
+	descEvictions = prometheus.NewDesc("memor_index_cache_evictions_total", "Users whose indexes were evicted to keep the cache within its budget.", nil, nil)
+	descIngested  = prometheus.NewDesc("memor_ingested_tables_total", "Large first writes of new users committed as ingested tables.", nil, nil)
+)
+
+func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descQueued, descApplied, descFailed, descWALSyncs, descFileSyncs,
+		descIdxBytes, descIdxUsers, descEvictions, descIngested} {
+		ch <- d
+	}
+}
+
+func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := c.e.Stats(ctx)
+	if err != nil {
+		// A closed engine (shutting down) has nothing to report; the
+		// scrape still gets the request metrics.
+		return
+	}
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	counter(descQueued, s.EpisodesQueued)
+	counter(descApplied, s.EpisodesApplied)
+	counter(descFailed, s.EpisodesFailed)
+	counter(descWALSyncs, s.WALSyncs)
+	counter(descFileSyncs, s.FileSyncs)
+	gauge(descIdxBytes, float64(s.IndexBytes))
+	gauge(descIdxUsers, float64(s.IndexedUsers))
+	counter(descEvictions, s.IndexEvictions)
+	counter(descIngested, s.IngestedTables)
+}
