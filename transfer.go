@@ -301,6 +301,7 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 	br := bufio.NewReaderSize(r, 1<<16)
 	var read int64
 	first := true
+	blank := 0
 	for line := 1; ; line++ {
 		if err := ctx.Err(); err != nil {
 			return sum, nil, nil, err
@@ -333,7 +334,7 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 			return sum, nil, nil, err
 		}
 		if ep.Kind == EpisodeText && strings.TrimSpace(ep.Text) == "" {
-			sum.Skipped++ // an older store accepted blank episodes; Add refuses them
+			blank++ // an older store accepted blank episodes; Add refuses them
 			continue
 		}
 		if cfg.as != nil {
@@ -358,6 +359,10 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 		if cfg.progress != nil {
 			cfg.progress(ImportProgress{Stage: "read", Done: line, Bytes: read})
 		}
+	}
+	if blank > 0 {
+		sum.Skipped += blank
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("skipped %d blank text episode(s), which this memor refuses", blank))
 	}
 	return sum, byUser, order, nil
 }

@@ -193,7 +193,7 @@ func TestUserIDRefusedByCLI(t *testing.T) {
 		}
 	}
 	e.ok("add", "I live in Oslo.")
-	if out := e.ok("export"); strings.Count(out, "\n") != 1 || !strings.Contains(out, `"user":"me"`) {
+	if out := e.ok("export"); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"user":"me"`) {
 		t.Errorf("export after refused IDs: %s", out)
 	}
 }
@@ -208,7 +208,9 @@ func TestImportAllOrNothing(t *testing.T) {
 	src.ok("add", "I work at Acme.", "--at", "2026-02-01", "--user", "bob")
 	src.ok("add", "I live in Quito.", "--at", "2026-01-10", "--user", "carol")
 	src.ok("add", "I have a dog named Rex.", "--at", "2026-03-01", "--user", "carol")
-	good := strings.SplitAfter(strings.TrimSpace(src.ok("export")), "\n")
+	// Line 1 of an export is its header.
+	header, episodes, _ := strings.Cut(src.ok("export"), "\n")
+	good := strings.SplitAfter(strings.TrimSpace(episodes), "\n")
 	if len(good) != 4 {
 		t.Fatalf("export: %q", good)
 	}
@@ -227,7 +229,9 @@ func TestImportAllOrNothing(t *testing.T) {
 	}
 	dst := newEnv(t)
 	dst.ok("add", "I live in Oslo.", "--at", "2025-01-01")
-	before := dst.ok("export")
+	// The header says when the export was made: compare the episodes.
+	export := func() string { _, eps, _ := strings.Cut(dst.ok("export"), "\n"); return eps }
+	before := export()
 	for name, bad := range map[string]string{
 		"not JSON":                `{"user":"bob","kind":"text",`,
 		"two values":              good[1][:len(good[1])-1] + good[1],
@@ -243,7 +247,7 @@ func TestImportAllOrNothing(t *testing.T) {
 		"correction without fact": `{"user":"bob","kind":"correct","at":"2026-01-01T00:00:00Z","text":"x"}`,
 	} {
 		bad = strings.TrimSuffix(bad, "\n")
-		input := good[0] + good[1] + bad + "\n" + good[2] + good[3]
+		input := header + "\n" + good[0] + bad + "\n" + good[1] + good[2] + good[3]
 		file := filepath.Join(t.TempDir(), "in.jsonl")
 		if err := os.WriteFile(file, []byte(input), 0o600); err != nil {
 			t.Fatal(err)
@@ -258,12 +262,12 @@ func TestImportAllOrNothing(t *testing.T) {
 			if r.code == 0 || !strings.Contains(r.stderr, "line 3") || strings.Contains(r.stdout, "imported") {
 				t.Errorf("%s from %s: exit %d, stdout %q, stderr %q; want a failure naming line 3", name, how, r.code, r.stdout, r.stderr)
 			}
-			if after := dst.ok("export"); after != before {
+			if after := export(); after != before {
 				t.Fatalf("%s from %s: the store changed:\n%s", name, how, after)
 			}
 		}
 	}
-	r := dst.run(strings.Join(good, ""), "import")
+	r := dst.run(header+"\n"+strings.Join(good, ""), "import")
 	if r.code != 0 || !strings.Contains(r.stdout, "imported 4 episodes of 2 user(s)") {
 		t.Fatalf("good import: %+v", r)
 	}
