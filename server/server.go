@@ -118,6 +118,7 @@ func New(e *memor.Engine, o Options) *Handler {
 	m.HandleFunc("GET /v1/users/{user}/asof", h.asOf)
 	m.HandleFunc("GET /v1/users/{user}/conflicts", h.conflicts)
 	m.HandleFunc("GET /v1/users/{user}/freshness", h.freshness)
+	m.HandleFunc("GET /v1/users/{user}/export", h.exportUser)
 	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
 	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
 	if o.Conformance {
@@ -136,6 +137,7 @@ func New(e *memor.Engine, o Options) *Handler {
 		"/v1/users/{user}/asof":               "GET",
 		"/v1/users/{user}/conflicts":          "GET",
 		"/v1/users/{user}/freshness":          "GET",
+		"/v1/users/{user}/export":             "GET",
 		"/v1/users/{user}/facts/{id}/correct": "POST",
 		"/v1/users/{user}":                    "DELETE",
 	} {
