@@ -144,7 +144,7 @@ type ImportSummary struct {
 type ImportOption func(*importConfig)
 
 type importConfig struct {
-	as       *string
+	as, only *string
 	progress func(ImportProgress)
 }
 
@@ -153,6 +153,11 @@ type importConfig struct {
 // correction imported under another user finds no fact and changes
 // nothing (ImportSummary.Warnings says so).
 func ImportAs(user string) ImportOption { return func(c *importConfig) { c.as = &user } }
+
+// ImportOnly refuses an input holding an episode of any user but user
+// (an *ImportError naming the line, wrapping ErrInvalidImport): the
+// import of one user's backup, as the HTTP API takes it.
+func ImportOnly(user string) ImportOption { return func(c *importConfig) { c.only = &user } }
 
 // WithImportProgress calls f as the import proceeds: after each line read
 // (Stage "read") and each episode applied (Stage "apply").
@@ -336,6 +341,10 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 		if ep.Kind == EpisodeText && strings.TrimSpace(ep.Text) == "" {
 			blank++ // an older store accepted blank episodes; Add refuses them
 			continue
+		}
+		if cfg.only != nil && ep.User != *cfg.only {
+			return sum, nil, nil, &ImportError{Line: line, Field: "user",
+				Err: fmt.Errorf("%w: an episode of %q in an import of %q", ErrInvalidImport, ep.User, *cfg.only)}
 		}
 		if cfg.as != nil {
 			ep.User = *cfg.as

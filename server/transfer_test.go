@@ -75,3 +75,65 @@ func TestExportEndpoint(t *testing.T) {
 		t.Errorf("POST export: %d, want 405", code)
 	}
 }
+
+// TestImportEndpoint: POST /v1/users/{user}/import restores a download of
+// GET …/export; again, it skips everything; a line of another user, a
+// form's content type, or history later than the file's are refused and
+// import nothing.
+func TestImportEndpoint(t *testing.T) {
+	ctx := context.Background()
+	src := openEngine(t, memor.Options{})
+	for _, text := range []string{"I live in Oslo.", "I moved to Bergen."} {
+		if _, err := src.Add(ctx, "alice", text, memor.Sync()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var file bytes.Buffer
+	if _, err := src.Export(ctx, &file, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, Options{})
+	post := func(path, ct, body string) (int, string) {
+		req, _ := http.NewRequest("POST", a.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		resp, err := a.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("/v1/users/alice/import", "text/plain", file.String()); code != http.StatusUnsupportedMediaType {
+		t.Errorf("import as text/plain: %d %s, want 415", code, body)
+	}
+	if code, body := post("/v1/users/bob/import", "application/x-ndjson", file.String()); code != http.StatusBadRequest ||
+		!strings.Contains(body, "invalid_import") || !strings.Contains(body, "line 2") {
+		t.Errorf("alice's backup into bob: %d %s, want 400 invalid_import naming line 2", code, body)
+	}
+	code, body := post("/v1/users/alice/import", "application/x-ndjson", file.String())
+	if code != 200 || !strings.Contains(body, `"episodes":2`) {
+		t.Fatalf("import: %d %s", code, body)
+	}
+	if code, body := post("/v1/users/alice/import", "application/x-ndjson; charset=utf-8", file.String()); code != 200 ||
+		!strings.Contains(body, `"episodes":0`) || !strings.Contains(body, `"skipped":2`) {
+		t.Errorf("second import: %d %s, want 0 imported and 2 skipped", code, body)
+	}
+	want, _ := src.History(ctx, "alice", "user", "lives_in")
+	got, _ := a.e.History(ctx, "alice", "user", "lives_in")
+	if len(got) != len(want) || len(got) == 0 || !got[0].RecordedAt.Equal(want[0].RecordedAt) {
+		t.Errorf("history after import: %v, want %v", got, want)
+	}
+	// carol has history later than the file (re-labelled as hers).
+	if _, err := a.e.Add(ctx, "carol", "I live in Rome.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	theirs := strings.ReplaceAll(file.String(), `"user":"alice"`, `"user":"carol"`)
+	if code, body := post("/v1/users/carol/import", "application/json", theirs); code != http.StatusConflict ||
+		!strings.Contains(body, "history_conflict") {
+		t.Errorf("import over later history: %d %s, want 409", code, body)
+	}
+	if eps, _ := a.e.Episodes(ctx, "carol"); len(eps) != 1 {
+		t.Errorf("a refused import wrote %d episodes of carol", len(eps))
+	}
+}
