@@ -23,8 +23,8 @@ import (
 //
 // An export is JSON Lines, UTF-8, one JSON object a line:
 //
-//  1. A header: {"memor_export": 1, "created_at": …, "extractor": …,
-//     "embedder": {"name": …, "dim": …}}. memor_export is the format
+//  1. A header: {"memor_export": 1, "extractor": …, "embedder": {"name": …,
+//     "dim": …}}. memor_export is the format
 //     version (ExportFormat); extractor and embedder name the components
 //     of the store that wrote it, since an import re-extracts text
 //     episodes with its own.
@@ -98,10 +98,10 @@ func (e *ImportError) Error() string {
 
 func (e *ImportError) Unwrap() error { return e.Err }
 
-// ExportHeader is the first line of an export.
+// ExportHeader is the first line of an export. It holds no time of its
+// own: exporting a store twice writes the same bytes, so backups diff.
 type ExportHeader struct {
 	Format    int          `json:"memor_export"`
-	CreatedAt time.Time    `json:"created_at"`
 	Extractor string       `json:"extractor"`
 	Embedder  EmbedderInfo `json:"embedder"`
 }
@@ -208,7 +208,7 @@ func (e *Engine) Export(ctx context.Context, w io.Writer, users ...string) (Expo
 }
 
 func (e *Engine) exportHeader() ExportHeader {
-	return ExportHeader{Format: ExportFormat, CreatedAt: e.now(), Extractor: componentName(e.ext),
+	return ExportHeader{Format: ExportFormat, Extractor: componentName(e.ext),
 		Embedder: EmbedderInfo{Name: componentName(e.idx.emb), Dim: e.idx.emb.Dim()}}
 }
 
