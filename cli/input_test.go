@@ -162,7 +162,8 @@ func testMCPBadLines(t *testing.T, argv []string) {
 		t.Errorf("stderr logs %d refused lines, want %d:\n%s", n, len(bad), p.stderr)
 	}
 	users := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(e.ok("export")), "\n") {
+	// Line 1 of an export is its header.
+	for _, line := range strings.Split(strings.TrimSpace(e.ok("export")), "\n")[1:] {
 		var ep memor.Episode
 		if err := json.Unmarshal([]byte(line), &ep); err != nil {
 			t.Fatalf("export line %q: %v", line, err)
