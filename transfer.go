@@ -659,18 +659,19 @@ func (e *Engine) importOnce(ctx context.Context, user string, eps []importLine, 
 		}
 		t.meta.Applied = ep.Seq
 	}
-	if err := t.commit(); err != nil {
-		return 0, 0, 0, err
-	}
-	if caught > 0 {
-		e.ing.applied(user, caught)
-	}
-	// Current reads never precede a stored transaction time.
+	// Current reads never precede a stored transaction time: raised
+	// before the commit, so no read between the two misses the import.
 	for {
 		last := e.lastTick.Load()
 		if last >= t.now || e.lastTick.CompareAndSwap(last, t.now) {
 			break
 		}
+	}
+	if err := t.commit(); err != nil {
+		return 0, 0, 0, err
+	}
+	if caught > 0 {
+		e.ing.applied(user, caught)
 	}
 	return len(eps), failed, unmatched, nil
 }

@@ -71,3 +71,31 @@ func FuzzImport(f *testing.F) {
 		}
 	})
 }
+
+// TestImportAheadOfTheClock: a file recorded after the engine's clock (a
+// backup from a machine whose clock ran ahead) is served by current reads
+// at once, and later writes are recorded after it.
+func TestImportAheadOfTheClock(t *testing.T) {
+	ctx := context.Background()
+	clock := newClock() // 2026-01-01
+	e, _ := openTest(t, memor.Options{Clock: clock.Now})
+	in := `{"memor_export":1,"extractor":"x","embedder":{"name":"y","dim":1}}
+{"user":"u","seq":1,"kind":"text","at":"2030-01-01T00:00:00Z","recorded_at":"2030-01-02T00:00:00Z","text":"I live in Oslo."}
+`
+	if _, err := e.Import(ctx, strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.State(ctx, "u"); len(st) != 1 || st[0].Object != "Oslo" {
+		t.Errorf("state right after the import: %v, want Oslo", st)
+	}
+	ep, err := e.Add(ctx, "u", "I live in Bergen.", memor.Sync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ep.RecordedAt.After(day(365 * 4)) {
+		t.Errorf("a write after the import recorded at %s, before the imported history", ep.RecordedAt)
+	}
+	if err := e.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
