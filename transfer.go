@@ -455,6 +455,17 @@ func (e *Engine) parseEpisode(b []byte, line, format int) (Episode, error) {
 	if err := e.CheckEpisode(ep); err != nil {
 		return ep, bad(episodeField(ep, err), err)
 	}
+	if c := ep.Correct; ep.Kind == EpisodeCorrect {
+		// memor writes fact IDs only: anything else is not an export.
+		if _, err := parseID(c.FactID); err != nil {
+			return ep, bad("correct.fact_id", fmt.Errorf("%w: %q is not a fact ID", ErrInvalidImport, c.FactID))
+		}
+		for _, id := range c.Claims {
+			if _, err := parseID(id); err != nil {
+				return ep, bad("correct.claims", fmt.Errorf("%w: %q is not a fact ID", ErrInvalidImport, id))
+			}
+		}
+	}
 	return ep, nil
 }
 

@@ -254,6 +254,8 @@ func TestImportIsAtomic(t *testing.T) {
 		{"unknown field", `"colour":"red"`, "colour", memor.ErrInvalidImport},
 		{"unknown kind", `"kind":"dream"`, "kind", memor.ErrInvalidImport},
 		{"invalid user", `"user":"a\u0000b"`, "user", memor.ErrInvalidUser},
+		{"recorded_at missing", `"recorded_at":null`, "recorded_at", memor.ErrInvalidImport},
+		{"correction without a fact ID", `"kind":"correct","correct":{"fact_id":"zz","claims":[]}`, "correct.fact_id", memor.ErrInvalidImport},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// Line 5 is alice's fourth episode: lines before it are good.
