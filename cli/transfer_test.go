@@ -1,10 +1,14 @@
 package cli_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -105,5 +109,53 @@ func TestBackupKeepsBothClocks(t *testing.T) {
 	}
 	if r := c.run("", "export", "--all", "--user", "me"); r.code != 2 {
 		t.Errorf("export --all --user: %+v, want a usage error", r)
+	}
+}
+
+// TestBackupOverHTTP: a running memor serve holds its store, so a backup
+// is taken and restored through it, as the README's curl lines do: GET
+// …/export from one server, POST …/import into another, with the same
+// history (transaction times included) on both.
+func TestBackupOverHTTP(t *testing.T) {
+	a := newEnv(t)
+	a.ok("add", "I live in Oslo.", "--at", "2026-08-01")
+	a.ok("add", "I moved to Bergen.", "--at", "2026-09-01")
+	want := a.ok("history", "lives_in", "--json")
+	srcURL, stopSrc := serve(t, a, "--addr", "127.0.0.1:0")
+	resp, err := http.Get(srcURL + "/v1/users/me/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Count(string(backup), "\n") != 3 {
+		t.Fatalf("GET export: %d\n%s", resp.StatusCode, backup)
+	}
+	stopSrc(syscall.SIGTERM)
+
+	b := newEnv(t)
+	b.ok("add", "I have a cat named Tom.", "--user", "alice") // the store exists; me does not
+	dstURL, stopDst := serve(t, b, "--addr", "127.0.0.1:0")
+	post := func() string {
+		resp, err := http.Post(dstURL+"/v1/users/me/import", "application/x-ndjson", bytes.NewReader(backup))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("POST import: %d %s", resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	if got := post(); !strings.Contains(got, `"episodes":2`) {
+		t.Errorf("import: %s", got)
+	}
+	if got := post(); !strings.Contains(got, `"skipped":2`) || !strings.Contains(got, `"episodes":0`) {
+		t.Errorf("second import: %s", got)
+	}
+	stopDst(syscall.SIGTERM)
+	if got := b.ok("history", "lives_in", "--json"); got != want {
+		t.Errorf("history restored over HTTP:\n got %s\nwant %s", got, want)
 	}
 }
