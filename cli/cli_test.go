@@ -405,8 +405,8 @@ func TestImportExport(t *testing.T) {
 		t.Fatalf("export: %+v (want quiet stderr off a terminal)", r)
 	}
 	data, _ := os.ReadFile(file)
-	if n := strings.Count(string(data), "\n"); n != 5 {
-		t.Fatalf("export wrote %d lines, want 5:\n%s", n, data)
+	if n := strings.Count(string(data), "\n"); n != 6 {
+		t.Fatalf("export wrote %d lines, want a header and 5 episodes:\n%s", n, data)
 	}
 
 	b := newEnv(t)
@@ -857,10 +857,11 @@ func TestTransferStructured(t *testing.T) {
 	}
 
 	// Under another user name the correction cannot find its fact: it is
-	// skipped, with a warning, and the import still succeeds.
+	// imported (it is part of the log) and changes nothing, with a
+	// warning, and the import still succeeds.
 	c := newEnv(t)
 	r := c.run(dump, "import", "--user", "dave")
-	if r.code != 0 || !strings.Contains(r.stdout, "1 skipped") || !strings.Contains(r.stderr, "skipped correction") {
+	if r.code != 0 || !strings.Contains(r.stdout, "0 skipped") || !strings.Contains(r.stderr, "1 correction(s) found no fact") {
 		t.Errorf("import --user dave: %+v", r)
 	}
 }
@@ -872,14 +873,14 @@ func TestImportSkipsBlankEpisode(t *testing.T) {
 	a := newEnv(t)
 	a.ok("add", "I live in Oslo.", "--at", "2026-01-10")
 	dump := a.ok("export")
-	line, _, _ := strings.Cut(strings.TrimSpace(dump), "\n")
+	header, line, _ := strings.Cut(strings.TrimSpace(dump), "\n")
 	blank := regexp.MustCompile(`"text":"[^"]*"`).ReplaceAllString(line, `"text":" \n"`)
 	if blank == line {
 		t.Fatalf("no text field in the export line %s", line)
 	}
 	b := newEnv(t)
-	r := b.run(blank+"\n"+dump, "import")
-	if r.code != 0 || !strings.Contains(r.stdout, "1 skipped") || !strings.Contains(r.stderr, "skipped a blank episode") {
+	r := b.run(header+"\n"+blank+"\n"+line+"\n", "import")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 skipped") || !strings.Contains(r.stderr, "skipped 1 blank text episode") {
 		t.Fatalf("import: %+v", r)
 	}
 	if got := objects(b.facts("state")); got != "Oslo" {

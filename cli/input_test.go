@@ -162,7 +162,8 @@ func testMCPBadLines(t *testing.T, argv []string) {
 		t.Errorf("stderr logs %d refused lines, want %d:\n%s", n, len(bad), p.stderr)
 	}
 	users := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(e.ok("export")), "\n") {
+	// Line 1 of an export is its header.
+	for _, line := range strings.Split(strings.TrimSpace(e.ok("export")), "\n")[1:] {
 		var ep memor.Episode
 		if err := json.Unmarshal([]byte(line), &ep); err != nil {
 			t.Fatalf("export line %q: %v", line, err)
@@ -193,7 +194,7 @@ func TestUserIDRefusedByCLI(t *testing.T) {
 		}
 	}
 	e.ok("add", "I live in Oslo.")
-	if out := e.ok("export"); strings.Count(out, "\n") != 1 || !strings.Contains(out, `"user":"me"`) {
+	if out := e.ok("export"); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"user":"me"`) {
 		t.Errorf("export after refused IDs: %s", out)
 	}
 }
@@ -208,7 +209,9 @@ func TestImportAllOrNothing(t *testing.T) {
 	src.ok("add", "I work at Acme.", "--at", "2026-02-01", "--user", "bob")
 	src.ok("add", "I live in Quito.", "--at", "2026-01-10", "--user", "carol")
 	src.ok("add", "I have a dog named Rex.", "--at", "2026-03-01", "--user", "carol")
-	good := strings.SplitAfter(strings.TrimSpace(src.ok("export")), "\n")
+	// Line 1 of an export is its header.
+	header, episodes, _ := strings.Cut(src.ok("export"), "\n")
+	good := strings.SplitAfter(strings.TrimSpace(episodes), "\n")
 	if len(good) != 4 {
 		t.Fatalf("export: %q", good)
 	}
@@ -243,7 +246,7 @@ func TestImportAllOrNothing(t *testing.T) {
 		"correction without fact": `{"user":"bob","kind":"correct","at":"2026-01-01T00:00:00Z","text":"x"}`,
 	} {
 		bad = strings.TrimSuffix(bad, "\n")
-		input := good[0] + good[1] + bad + "\n" + good[2] + good[3]
+		input := header + "\n" + good[0] + bad + "\n" + good[1] + good[2] + good[3]
 		file := filepath.Join(t.TempDir(), "in.jsonl")
 		if err := os.WriteFile(file, []byte(input), 0o600); err != nil {
 			t.Fatal(err)
@@ -263,7 +266,7 @@ func TestImportAllOrNothing(t *testing.T) {
 			}
 		}
 	}
-	r := dst.run(strings.Join(good, ""), "import")
+	r := dst.run(header+"\n"+strings.Join(good, ""), "import")
 	if r.code != 0 || !strings.Contains(r.stdout, "imported 4 episodes of 2 user(s)") {
 		t.Fatalf("good import: %+v", r)
 	}

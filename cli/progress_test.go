@@ -46,7 +46,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	check("check", a.run("", "check"), line("check", "users"), 3)
 	file := filepath.Join(t.TempDir(), "dump.jsonl")
-	check("export", a.run("", "export", "-o", file), line("export", "users"), 3)
+	check("export", a.run("", "export", "-o", file), line("export", "episodes"), 1)
 	b := newEnv(t)
 	b.vars = append(b.vars, "MEMOR_PROGRESS_INTERVAL=1ns")
 	r = b.run("", "import", file)

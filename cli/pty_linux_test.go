@@ -75,7 +75,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	for i := range 6 {
 		a.ok("add", fmt.Sprintf("I live in City%d.", i), "--at", fmt.Sprintf("2025-01-%02dT00:00:00Z", i%28+1), "--user", fmt.Sprint("u", i%3))
 	}
-	// "export u2 100% [====…====] (3/3, 40 users/s) [0s]", in bytes
+	// "export episodes 100% [====…====] (6/6, 40 episodes/s) [0s]", in bytes
 	// "(822/822 B, 5.3 MB/s)".
 	drawn := func(cmd, rate string) *regexp.Regexp {
 		return regexp.MustCompile(`\r` + cmd + `[^\r]* 100% \[={30}\] \(\d+/\d+[^,]*, [\d.]+ ` + rate + `/(s|min|hr)\)`)
@@ -86,7 +86,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	if !strings.Contains(out, "exported 6 episodes of 3 user(s)") {
 		t.Errorf("export: %s", out)
 	}
-	if !drawn("export", "users").MatchString(screen) {
+	if !drawn("export", "episodes").MatchString(screen) {
 		t.Errorf("export on a terminal drew no complete progress bar with a rate: %q", screen)
 	}
 

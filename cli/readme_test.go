@@ -226,12 +226,13 @@ func TestREADMECLI(t *testing.T) {
 		`memor history lives_in`:                                     {"supersede", ""},
 		`memor query "Where do I live?"`:                             {"Seattle", "San Francisco"},
 		`memor correct <fact-id>`:                                    {"retracted", ""},
-		`memor export -o backup.jsonl`:                               {"exported 3 episodes of 1 user(s) to backup.jsonl", ""},
-		`memor --db ./copy import backup.jsonl`:                      {"imported 3 episodes of 1 user(s); 0 skipped", ""},
+		`memor export --all -o backup.jsonl`:                         {"exported 4 episodes of 1 user(s) to backup.jsonl", ""},
+		`memor --db ./copy import backup.jsonl`:                      {"imported 4 episodes of 1 user(s); 0 skipped", ""},
+		`memor --db ./copy import backup.jsonl --json`:               {`"skipped": 4`, ""},
 		`memor query "Where do I live?" --explain`:                   {"focus: first person, about user", ""},
 		`memor add "I still live in San Francisco." --at 2026-08-01`: {"episode 4", ""},
 		`memor asof --valid 2026-08-01 --known-after 1`:              {"user lives_in San Francisco", "Seattle"},
-		`memor users`:                                                {"me\n", ""},
+		`memor users`: {"me\n", ""},
 	}
 	seen := map[string]bool{}
 	for _, b := range blocks {
@@ -270,9 +271,10 @@ func TestREADMECLI(t *testing.T) {
 			t.Errorf("README no longer shows %q: update TestREADMECLI", k)
 		}
 	}
-	// The copy holds the same history as the original, correction included.
+	// The copy holds the same history as the original, correction and
+	// transaction times included.
 	copyDB := []string{"--db", filepath.Join(e.dir, "copy")}
-	if got, want := strip(e.facts(append(copyDB, "history", "lives_in")...)), strip(e.facts("history", "lives_in")); got != want {
+	if got, want := e.ok(append(copyDB, "history", "lives_in", "--json")...), e.ok("history", "lives_in", "--json"); got != want {
 		t.Errorf("imported copy: history\n%s\nwant\n%s", got, want)
 	}
 

@@ -10,6 +10,8 @@
 //	GET    /v1/users/{user}/asof?valid=&known=    what was believed at known to hold at valid
 //	GET    /v1/users/{user}/conflicts             contested facts
 //	GET    /v1/users/{user}/freshness             ingestion watermark
+//	GET    /v1/users/{user}/export                the user's backup (application/x-ndjson, streamed)
+//	POST   /v1/users/{user}/import                restore a backup of the user → memor.ImportSummary
 //	POST   /v1/users/{user}/facts/{id}/correct    the fact was never true
 //	DELETE /v1/users/{user}                       hard delete (GDPR)
 //	GET    /v1/health
@@ -30,7 +32,7 @@
 // or failing disk) 503 with code "storage" and its detail in the log, a
 // missing or wrong bearer token 401, a refused Host or web page 403
 // (forbidden_host, forbidden_origin), a body that is not application/json
-// 415. Anything else is a 500 whose detail goes to the log, not to the
+// (or, for an import, application/x-ndjson) 415. Anything else is a 500 whose detail goes to the log, not to the
 // client. (/conformance/add, query and reset answer memortest's plain-text
 // errors.)
 //

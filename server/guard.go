@@ -184,7 +184,7 @@ func (h *Handler) guard(w http.ResponseWriter, r *http.Request) bool {
 			}
 		}
 	}
-	if r.ContentLength != 0 {
+	if r.ContentLength != 0 && !(isImport(r) && isNDJSON(r.Header.Get("Content-Type"))) {
 		if msg := notJSON(r.Header.Get("Content-Type")); msg != "" {
 			writeErr(w, http.StatusUnsupportedMediaType, "unsupported_media_type", msg)
 			return false

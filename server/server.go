@@ -75,6 +75,9 @@ type Options struct {
 	// to 127.0.0.1 cannot read the answers. Serve sets it on a listener
 	// beyond loopback, where the bearer token is the guard.
 	AnyHost bool
+	// MaxImportBytes bounds the body of POST /v1/users/{user}/import (default
+	// DefaultMaxImportBytes): a backup is read whole before it is written.
+	MaxImportBytes int64
 	// Conformance mounts memortest's HTTP contract under /conformance/
 	// (add, query, reset, and GET /conformance/status), serving only users
 	// under memortest.UserPrefix, so that the suite cannot touch a real
@@ -133,6 +136,8 @@ func New(e *memor.Engine, o Options) *Handler {
 	m.HandleFunc("GET /v1/users/{user}/asof", h.asOf)
 	m.HandleFunc("GET /v1/users/{user}/conflicts", h.conflicts)
 	m.HandleFunc("GET /v1/users/{user}/freshness", h.freshness)
+	m.HandleFunc("GET /v1/users/{user}/export", h.exportUser)
+	m.HandleFunc("POST /v1/users/{user}/import", h.importUser)
 	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
 	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
 	if o.Metrics != nil {
@@ -163,6 +168,8 @@ func New(e *memor.Engine, o Options) *Handler {
 		"/v1/users/{user}/asof":               "GET",
 		"/v1/users/{user}/conflicts":          "GET",
 		"/v1/users/{user}/freshness":          "GET",
+		"/v1/users/{user}/export":             "GET",
+		"/v1/users/{user}/import":             "POST",
 		"/v1/users/{user}/facts/{id}/correct": "POST",
 		"/v1/users/{user}":                    "DELETE",
 	} {
@@ -207,7 +214,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.guard(w, r) {
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, h.bodyLimit(r))
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -516,6 +523,10 @@ func Status(err error) (int, string) {
 		return http.StatusBadRequest, "invalid_speaker"
 	case errors.Is(err, memor.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, memor.ErrHistoryConflict):
+		return http.StatusConflict, "history_conflict"
+	case errors.Is(err, memor.ErrInvalidImport):
+		return http.StatusBadRequest, "invalid_import"
 	case errors.Is(err, memor.ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, memor.ErrClosed):
