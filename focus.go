@@ -40,10 +40,10 @@ type focus struct {
 	// "caroline" for "Caroline's brother"), so the relation fact itself
 	// ("user brother Alex") is about them too.
 	relation, owner string
-	// phrase is where the question names the people in focus through a
-	// relation ("Caroline's brother", "my brother"), if it does (see
-	// resolve).
-	phrase [2]int
+	// asked is the question with its relation phrase ("Caroline's
+	// brother", "my brother") replaced by the names it resolved to, if it
+	// has one (see resolve).
+	asked string
 	// relatives are the names of the people the relation reached, as stored.
 	relatives []string
 	// ownerName is the owner as named, when a relation of someone other
@@ -114,7 +114,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		f.about = nil
 		f, err := f.throughRelation(ctx, ui, owner, p.Relation, p.Noun, facts, allow)
 		if err == nil && len(f.about) > 0 {
-			f.phrase = [2]int{p.Start, p.End}
+			f.asked = f.replaced(text, p)
 		}
 		return f, err
 	}
@@ -125,7 +125,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		if rel, ok := en.Relation(w); ok && first {
 			f, err := f.throughRelation(ctx, ui, "user", rel, w, facts, allow)
 			if p, ok := en.FirstPersonRelation(text); ok && p.Relation == rel && err == nil && len(f.about) > 0 {
-				f.phrase = [2]int{p.Start, p.End}
+				f.asked = f.replaced(text, p)
 			}
 			return f, err
 		}
@@ -145,14 +145,16 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 // words the relation fact ("Caroline brother Alex") matches best, and it
 // would outrank what is asked about Alex.
 func (f focus) resolve(text string) string {
-	if f.phrase[1] == 0 {
-		return text
+	if f.asked != "" {
+		return f.asked
 	}
-	names := make([]string, 0, len(f.about))
-	for _, p := range f.relatives {
-		names = append(names, p)
-	}
-	return text[:f.phrase[0]] + strings.Join(names, " and ") + text[f.phrase[1]:]
+	return text
+}
+
+// replaced returns text with the phrase p replaced by the names of the
+// people the relation reached.
+func (f focus) replaced(text string, p en.Possessed) string {
+	return text[:p.Start] + strings.Join(f.relatives, " and ") + text[p.End:]
 }
 
 // throughRelation narrows f to whom owner's relation rel names ("my

@@ -281,8 +281,8 @@ func TestFocusNamedPersonRelation(t *testing.T) {
 				t.Errorf("%q served a fact about someone else: %s", q, r.Text())
 			}
 		}
-		if foc := rs[0].Explanation.Query.Focus; foc.By != "relation" || foc.Relation != "brother" {
-			t.Errorf("%q: focus %+v, want by relation brother", q, foc)
+		if foc := rs[0].Explanation.Query.Focus; foc.By != "relation" || foc.Relation != "brother" || !strings.Contains(foc.Asked, "does Alex live") {
+			t.Errorf("%q: focus %+v, want by relation brother, asked of Alex", q, foc)
 		}
 	}
 	// The owner's brother is still the owner's.
