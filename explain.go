@@ -114,6 +114,10 @@ type FocusDecision struct {
 	// other contexts.
 	Context string   `json:"context,omitempty"`
 	Seeds   []string `json:"seeds,omitempty"`
+	// Asked is the question as the signals read it, when a relation
+	// phrase was replaced by the names it resolved to ("Where does
+	// Caroline's brother live?" asked as "Where does Alex live?").
+	Asked string `json:"asked,omitempty"`
 }
 
 // explainer collects the explanations of one query; nil when the query
@@ -166,7 +170,7 @@ func (x *explainer) focus(f focus) {
 	if x == nil {
 		return
 	}
-	d := FocusDecision{Relation: f.relation, Mention: f.mention, Context: f.context, Seeds: slices.Clone(f.seeds)}
+	d := FocusDecision{Relation: f.relation, Mention: f.mention, Context: f.context, Seeds: slices.Clone(f.seeds), Asked: f.asked}
 	for k := range f.about {
 		d.About = append(d.About, k)
 	}
@@ -386,6 +390,9 @@ func (q *QueryExplanation) String() string {
 	}
 	if f.Context != "" {
 		fmt.Fprintf(&b, ", context %s", f.Context)
+	}
+	if f.Asked != "" {
+		fmt.Fprintf(&b, ", asked as %q", f.Asked)
 	}
 	fmt.Fprintf(&b, "; %d candidates fused\n", q.Candidates)
 	return b.String()

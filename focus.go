@@ -35,9 +35,20 @@ type focus struct {
 	context string
 	// about holds normalised entity names; nil means anyone.
 	about map[string]bool
-	// relation is the relation predicate the question went through, so the
-	// relation fact itself ("user brother Alex") is about them too.
-	relation string
+	// relation is the relation predicate the question went through, and
+	// owner the normalised subject of its facts ("user" for "my brother",
+	// "caroline" for "Caroline's brother"), so the relation fact itself
+	// ("user brother Alex") is about them too.
+	relation, owner string
+	// asked is the question with its relation phrase ("Caroline's
+	// brother", "my brother") replaced by the names it resolved to, if it
+	// has one (see resolve).
+	asked string
+	// relatives are the names of the people the relation reached, as stored.
+	relatives []string
+	// ownerName is the owner as named, when a relation of someone other
+	// than the user resolves to nobody (see mention).
+	ownerName string
 	// nothing: the question is about someone or something memor does not
 	// know in this view; the answer is nothing.
 	nothing bool
@@ -67,6 +78,7 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 			f.context = c
 		}
 	}
+	owner := ""
 	for _, name := range ui.g.Entities(text) {
 		k := norm.Key(name)
 		// Only someone memor holds visible facts about can be the focus:
@@ -77,6 +89,12 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		}
 		if about {
 			f.named = true
+			if _, ok := en.PossessedRelation(text, name); ok && owner == "" {
+				// "Caroline's brother" is not Caroline: whom it names
+				// is found through her relation facts, as "my
+				// brother" is through the owner's.
+				owner = name
+			}
 		}
 		if k == "user" {
 			// "Where does the user live?" names the owner in the third
@@ -91,46 +109,86 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 			f.seeds = append(f.seeds, name)
 		}
 	}
+	if owner != "" {
+		p, _ := en.PossessedRelation(text, owner)
+		f.about = nil
+		f, err := f.throughRelation(ctx, ui, owner, p.Relation, p.Noun, facts, allow)
+		if err == nil && len(f.about) > 0 {
+			f.asked = f.replaced(text, p)
+		}
+		return f, err
+	}
 	if f.about != nil {
 		return f, nil
 	}
 	for _, w := range ws {
-		rel, ok := en.Relation(w)
-		if !ok || !first {
-			continue
-		}
-		paths, err := ui.g.BFSLimit(ctx, []string{"user"}, 1, 4*candidatesPerSignal, facts)
-		if err != nil {
+		if rel, ok := en.Relation(w); ok && first {
+			f, err := f.throughRelation(ctx, ui, "user", rel, w, facts, allow)
+			if p, ok := en.FirstPersonRelation(text); ok && p.Relation == rel && err == nil && len(f.about) > 0 {
+				f.asked = f.replaced(text, p)
+			}
 			return f, err
 		}
-		f.about, f.relation = map[string]bool{}, rel
-		for _, p := range paths {
-			if h := p.Hops[0]; h.Label == rel && !h.Inverse {
-				f.about[norm.Key(h.To)] = true
-				f.named = true
-			}
-		}
-		if len(f.about) == 0 {
-			// Nobody is known by that relation. If no visible memory
-			// says the word either, nothing is known; if one does (an
-			// episode nothing was extracted from: "my sister lives in
-			// Denver now"), the episodes that say it are what is known.
-			hits, err := ui.bm.Search(ctx, w, 1, allow)
-			if err != nil {
-				return f, err
-			}
-			if len(hits) == 0 || hits[0].Score <= 0 {
-				f.nothing = true
-			}
-			f.mention = w
-		}
-		f.seeds = []string{"user"}
-		return f, nil
 	}
 	if first {
 		f.about = map[string]bool{"user": true}
 		f.seeds = []string{"user"}
 	}
+	return f, nil
+}
+
+// resolve returns the question with the phrase that names the people in
+// focus through a relation replaced by their names: "Where does
+// Caroline's brother live?" asks where Alex lives, as does "Where does my
+// brother live?" of the owner whose brother is Alex. The owner and the
+// relation identify whom the question is about; left in, they are the
+// words the relation fact ("Caroline brother Alex") matches best, and it
+// would outrank what is asked about Alex.
+func (f focus) resolve(text string) string {
+	if f.asked != "" {
+		return f.asked
+	}
+	return text
+}
+
+// replaced returns text with the phrase p replaced by the names of the
+// people the relation reached.
+func (f focus) replaced(text string, p en.Possessed) string {
+	return text[:p.Start] + strings.Join(f.relatives, " and ") + text[p.End:]
+}
+
+// throughRelation narrows f to whom owner's relation rel names ("my
+// brother", owner "user"; "Caroline's brother", owner Caroline), through
+// owner's relation facts in the view; noun is the word the question said.
+func (f focus) throughRelation(ctx context.Context, ui *userIndex, owner, rel, noun string, facts, allow *roaring.Bitmap) (focus, error) {
+	paths, err := ui.g.BFSLimit(ctx, []string{owner}, 1, 4*candidatesPerSignal, facts)
+	if err != nil {
+		return f, err
+	}
+	f.about, f.relation, f.owner = map[string]bool{}, rel, norm.Key(owner)
+	for _, p := range paths {
+		if h := p.Hops[0]; h.Label == rel && !h.Inverse && !f.about[norm.Key(h.To)] {
+			f.about[norm.Key(h.To)] = true
+			f.relatives = append(f.relatives, h.To)
+			f.named = true
+		}
+	}
+	if len(f.about) == 0 {
+		// Nobody is known by that relation. If no visible memory says
+		// the word either, nothing is known; if one does (an episode
+		// nothing was extracted from: "my sister lives in Denver now"),
+		// the episodes that say it are what is known.
+		hits, err := ui.bm.Search(ctx, noun, 1, allow)
+		if err != nil {
+			return f, err
+		}
+		if len(hits) == 0 || hits[0].Score <= 0 {
+			f.nothing = true
+		}
+		f.mention = noun
+		f.ownerName = owner
+	}
+	f.seeds = []string{owner}
 	return f, nil
 }
 
@@ -179,7 +237,7 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	}
 	if c.fact != nil {
 		s := norm.Key(c.fact.Subject)
-		return f.about[s] || (s == "user" && f.relation != "" && c.fact.Predicate == f.relation && f.about[norm.Key(c.fact.Object)])
+		return f.about[s] || (s == f.owner && f.relation != "" && c.fact.Predicate == f.relation && f.about[norm.Key(c.fact.Object)])
 	}
 	if c.episode == nil {
 		return false
@@ -198,7 +256,7 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	// the facts it produced must be about them (or be the user's relation
 	// to them).
 	for s := range ui.episodeSubjects(c.episode.Seq) {
-		if !f.about[s] && !(s == "user" && f.relation != "") {
+		if !f.about[s] && !(s == f.owner && f.relation != "") {
 			return false
 		}
 	}
@@ -207,7 +265,10 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	}
 	text := " " + strings.Join(en.Words(c.episode.Text), " ") + " "
 	if f.mention != "" && strings.Contains(text, " "+f.mention+" ") {
-		return true
+		// Someone's "sister" is theirs: a named owner's mention counts
+		// in the owner's turns and in turns naming them.
+		return f.ownerName == "" || f.owner == "user" || saidBy(c.episode, f.owner) ||
+			strings.Contains(text, " "+strings.Join(en.Words(f.ownerName), " ")+" ")
 	}
 	for name := range f.about {
 		if strings.Contains(text, " "+strings.Join(en.Words(name), " ")+" ") {
@@ -243,7 +304,7 @@ func (f focus) candidates(ui *userIndex, facts, eps *roaring.Bitmap) *roaring.Bi
 		names = append(names, k)
 	}
 	if f.relation != "" {
-		names = append(names, "user")
+		names = append(names, f.owner)
 	}
 	out := roaring.New()
 	ui.g.AddSubjectDocs(out, names...)
@@ -257,7 +318,7 @@ func (f focus) candidates(ui *userIndex, facts, eps *roaring.Bitmap) *roaring.Bi
 // admitsSubject is the subject half of admits, for rejecting a fact before
 // it is read: it keeps anything admits might keep.
 func (f focus) admitsSubject(subjKey string) bool {
-	return f.about == nil || f.about[subjKey] || (subjKey == "user" && f.relation != "")
+	return f.about == nil || f.about[subjKey] || (subjKey == f.owner && f.relation != "")
 }
 
 // pathScore is how many of the question's words a graph path explains, per

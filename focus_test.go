@@ -246,3 +246,58 @@ func TestWithholdStaleReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestFocusNamedPersonRelation: a possessive of someone memor knows
+// ("Caroline's brother") names a person through that someone's relation
+// facts, as "my brother" does through the owner's: the answer is the
+// brother's fact, reached along Caroline → brother → Alex, not
+// Caroline's own facts nor the owner's brother's. A relation of a named
+// person that nothing resolves and no memory says is nothing known.
+func TestFocusNamedPersonRelation(t *testing.T) {
+	e, _ := openTest(t, memor.Options{})
+	ctx := context.Background()
+	if _, err := e.AssertBatch(ctx, "u", []memor.FactInput{
+		{Subject: "Caroline", Predicate: "brother", Object: "Alex"},
+		{Subject: "Caroline", Predicate: "lives_in", Object: "Boston"},
+		{Subject: "Alex", Predicate: "lives_in", Object: "Austin"},
+		{Subject: "user", Predicate: "brother", Object: "Sam"},
+		{Subject: "Sam", Predicate: "lives_in", Object: "Denver"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"Where does Caroline's brother live?", "where does caroline’s older brother live"} {
+		rs, err := e.Query(ctx, "u", q, memor.QueryOptions{Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 0 || rs[0].Fact == nil || rs[0].Fact.String() != "Alex lives_in Austin" {
+			t.Fatalf("%q: first result is not the brother's city:\n%s", q, texts(rs))
+		}
+		if want := "Caroline → brother → Alex → lives_in → Austin"; rs[0].Path != want {
+			t.Errorf("%q: path %q, want %q", q, rs[0].Path, want)
+		}
+		for _, r := range rs {
+			if r.Fact != nil && (r.Fact.Object == "Boston" || r.Fact.Object == "Denver") {
+				t.Errorf("%q served a fact about someone else: %s", q, r.Text())
+			}
+		}
+		if foc := rs[0].Explanation.Query.Focus; foc.By != "relation" || foc.Relation != "brother" || !strings.Contains(foc.Asked, "does Alex live") {
+			t.Errorf("%q: focus %+v, want by relation brother, asked of Alex", q, foc)
+		}
+	}
+	// The owner's brother is still the owner's.
+	rs, err := e.Query(ctx, "u", "Where does my brother live?", memor.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || rs[0].Fact == nil || rs[0].Fact.String() != "Sam lives_in Denver" {
+		t.Fatalf("my brother: first result:\n%s", texts(rs))
+	}
+	rs, err = e.Query(ctx, "u", "Where does Caroline's sister live?", memor.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 0 {
+		t.Fatalf("Caroline's sister, whom nothing names, was answered:\n%s", texts(rs))
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/embed"
+	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/index/hnsw"
@@ -93,6 +94,9 @@ type userIndex struct {
 	// subjectsOf and contextsOf: episode seq → normalised subjects and
 	// contexts of its facts.
 	subjectsOf, contextsOf map[uint64]map[string]bool
+	// speakers: normalised speaker → the first episode they said and
+	// their name; nil until read from the episode log (see participants).
+	speakers map[string]spoke
 	// The document map (what each document names), held so that Query
 	// reads a candidate's version without first reading the map from the
 	// store; pointer-free, so a large tenant costs the collector nothing.
@@ -706,8 +710,75 @@ func (s *indexSet) putEpisode(t *txn, ep *Episode, doc uint32, text string, d *e
 	}
 	ui.mu.Lock()
 	ui.episodes[doc] = d
+	ui.noteSpeaker(ep)
 	ui.mu.Unlock()
 	return nil
+}
+
+// spoke is when a participant first spoke, and the name they go by.
+type spoke struct {
+	seq  uint64
+	name string
+}
+
+// noteSpeaker records ep's speaker in ui.speakers once they are read
+// (ui.mu held): an episode applied before that is in the log they are
+// read from.
+func (ui *userIndex) noteSpeaker(ep *Episode) {
+	if ui.speakers == nil {
+		return
+	}
+	v := ep.voice()
+	if v == extract.User {
+		return
+	}
+	k := norm.Key(v)
+	if s, ok := ui.speakers[k]; !ok || ep.Seq < s.seq {
+		ui.speakers[k] = spoke{ep.Seq, v}
+	}
+}
+
+// participants returns the names of the user's participants (see Speaker)
+// who spoke in an episode before seq (0: an episode not yet in the log,
+// which comes after all of them), the owner aside, from the episode log
+// read through r: they depend on the log alone, so a replay finds the
+// same. The log is read once per loaded index.
+func (ui *userIndex) participants(ctx context.Context, r kv.Reader, user string, seq uint64) ([]string, error) {
+	ui.mu.RLock()
+	loaded := ui.speakers != nil
+	ui.mu.RUnlock()
+	if !loaded {
+		seen := map[string]spoke{}
+		err := r.Scan(ctx, kv.UserKey(user, kv.SubEpisode), func(_, v []byte) error {
+			ep, err := decodeEpisode(user, v)
+			if err != nil {
+				return err
+			}
+			if v := ep.voice(); v != extract.User {
+				if s, ok := seen[norm.Key(v)]; !ok || ep.Seq < s.seq {
+					seen[norm.Key(v)] = spoke{ep.Seq, v}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		ui.mu.Lock()
+		if ui.speakers == nil {
+			ui.speakers = seen
+		}
+		ui.mu.Unlock()
+	}
+	ui.mu.RLock()
+	defer ui.mu.RUnlock()
+	var out []string
+	for _, s := range ui.speakers {
+		if seq == 0 || s.seq < seq {
+			out = append(out, s.name)
+		}
+	}
+	return out, nil
 }
 
 // check verifies each index against what is persisted, and the indexes

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -334,12 +335,12 @@ func (e *Engine) extractEpisode(ctx context.Context, t *txn, ep Episode) (out *e
 	switch x := e.ext.(type) {
 	case extract.InputExtractor:
 		var names []string
-		if names, err = e.knownNames(ctx, t, ep.User, voice); err == nil {
+		if names, err = e.knownNames(ctx, t, ep.User, voice, ep.Seq); err == nil {
 			ops, err = x.ExtractInput(ctx, extract.Input{Text: text, At: ep.At, Names: names, Speaker: speaker})
 		}
 	case extract.KnownNamesExtractor:
 		var names []string
-		if names, err = e.knownNames(ctx, t, ep.User, voice); err == nil {
+		if names, err = e.knownNames(ctx, t, ep.User, voice, ep.Seq); err == nil {
 			ops, err = x.ExtractKnown(ctx, text, ep.At, names)
 		}
 	default:
@@ -353,17 +354,23 @@ func (e *Engine) extractEpisode(ctx context.Context, t *txn, ep Episode) (out *e
 	return &extracted{ops: ops, err: err, rec: nanos(ep.RecordedAt)}
 }
 
-// knownNames lists the people the user, or the speaker voice (see
+// knownNames lists, sorted, the people the user, or the speaker voice (see
 // Episode.voice), has named as relatives or friends in any version of
-// their memory, sorted.
-func (e *Engine) knownNames(ctx context.Context, t *txn, user, voice string) ([]string, error) {
+// their memory, and the participants who spoke before episode seq.
+func (e *Engine) knownNames(ctx context.Context, t *txn, user, voice string, seq uint64) ([]string, error) {
 	var ui *userIndex
+	var r kv.Reader = e.db
 	var err error
 	if t != nil {
 		ui, err = t.indexes()
+		r = t.b
 	} else {
 		ui, err = e.idx.view(ctx, user)
 	}
+	if err != nil {
+		return nil, err
+	}
+	spoke, err := ui.participants(ctx, r, user, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -377,6 +384,12 @@ func (e *Engine) knownNames(ctx context.Context, t *txn, user, voice string) ([]
 	}
 	seen := map[string]bool{}
 	var names []string
+	for _, n := range spoke {
+		if k := norm.Key(n); k != norm.Key(voice) && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
 	for _, p := range paths {
 		if h := p.Hops[0]; !h.Inverse && e.preds.cat.IsRelation(h.Label) && !seen[h.To] {
 			seen[h.To] = true

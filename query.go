@@ -318,6 +318,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	if foc.nothing {
 		return []Result{}, nil
 	}
+	text = foc.resolve(text)
 	if foc.about != nil {
 		// The focus is a filter like the view: applied inside candidate
 		// generation, it gives the focus's facts the whole candidate pool

@@ -411,3 +411,70 @@ func TestSpeakerOwnerQuestion(t *testing.T) {
 		t.Fatalf("the assistant's own fact (which must not hide its turn) is not there: %q", got)
 	}
 }
+
+// TestSpeakerNamedRelation: "Where does Caroline's brother live?" walks
+// the relation facts Caroline's own turns made (Caroline → brother →
+// Alex), and not Melanie's brother's.
+func TestSpeakerNamedRelation(t *testing.T) {
+	e, _ := openTest(t, memor.Options{})
+	said(t, e, "u", "Caroline", "I live in Boston.", day(1))
+	said(t, e, "u", "Caroline", "My brother Alex lives in Austin.", day(2))
+	said(t, e, "u", "Melanie", "My brother Tom lives in Chicago.", day(3))
+	for q, want := range map[string][2]string{
+		"Where does Caroline's brother live?": {"Alex lives_in Austin", "Caroline → brother → Alex → lives_in → Austin"},
+		"Where does Melanie's brother live?":  {"Tom lives_in Chicago", "Melanie → brother → Tom → lives_in → Chicago"},
+	} {
+		res, err := e.Query(context.Background(), "u", q, memor.QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) == 0 || res[0].Fact == nil || res[0].Fact.String() != want[0] {
+			t.Fatalf("%q: first result: %v", q, resultTexts(res))
+		}
+		if res[0].Path != want[1] {
+			t.Errorf("%q: path %q, want %q", q, res[0].Path, want[1])
+		}
+	}
+}
+
+// TestSpeakerParticipantNamed: the other participants of the user's
+// conversation (the speakers of earlier episodes) are known names, so
+// Melanie saying "Caroline moved to Denver" is a fact about Caroline;
+// the names come from earlier episodes only, so Rebuild replays the same
+// facts.
+func TestSpeakerParticipantNamed(t *testing.T) {
+	e, _ := openTest(t, memor.Options{})
+	ctx := context.Background()
+	// Before Caroline has spoken, her name is not known.
+	said(t, e, "u", "Melanie", "Caroline moved to Denver.", day(1))
+	if got := facts(t, e, "u"); len(got) != 0 {
+		t.Fatalf("a name no earlier episode knows made facts: %q", got)
+	}
+	said(t, e, "u", "Caroline", "I live in Boston.", day(2))
+	said(t, e, "u", "Melanie", "Caroline moved to Denver.", day(3))
+	want := []string{"Caroline lives_in Denver"}
+	if got := facts(t, e, "u"); !slices.Equal(got, want) {
+		t.Fatalf("state:\n got %q\nwant %q", got, want)
+	}
+	hist := func() string {
+		fs, err := e.History(ctx, "u", "Caroline", "lives_in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, f := range fs {
+			b.WriteString(f.String() + " " + f.ID + " " + f.RecordedAt.String() + "\n")
+		}
+		return b.String()
+	}
+	before := hist()
+	if err := e.Rebuild(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := hist(); got != before {
+		t.Fatalf("Rebuild changed history:\n%s---\n%s", before, got)
+	}
+	if got := facts(t, e, "u"); !slices.Equal(got, want) {
+		t.Fatalf("state after Rebuild:\n got %q\nwant %q", got, want)
+	}
+}

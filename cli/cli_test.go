@@ -894,7 +894,7 @@ func TestQueryExplain(t *testing.T) {
 	e := newEnv(t)
 	e.ok("add", "My brother Alex adopted a golden retriever named Buddy last month.", "--at", "2026-03-02")
 	out := e.ok("query", "What kind of dog does my brother have?", "--explain")
-	for _, want := range []string{"focus: relation, about alex (through relation brother)", "view: valid at", "bm25    raw", "normalised", "terms   \"dog\"", "path    user → brother → Alex → has_pet → golden retriever"} {
+	for _, want := range []string{"focus: relation, about alex (through relation brother)", "view: valid at", "bm25    raw", "normalised", `asked as "What kind of dog does Alex have?"`, `"dog" 0.994`, "path    user → brother → Alex → has_pet → golden retriever"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("query --explain lacks %q:\n%s", want, out)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -68,16 +69,21 @@ func (a *app) queryCmd() *cobra.Command {
 	var k int
 	var valid, known string
 	var explain bool
+	var minSupport float64
 	cmd := &cobra.Command{
 		Use:   "query QUESTION...",
 		Short: "Ask the memory: ranked facts and episodes, with graph paths",
 		Example: `  memor query "What kind of dog does my brother have?"
   memor query "Where do I live?" --valid 2026-02-01
-  memor query "What kind of dog does my brother have?" --explain`,
+  memor query "What kind of dog does my brother have?" --explain
+  memor query "What did I say about the launch?" --min-support -1`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			o := memor.QueryOptions{K: k, Explain: explain}
+			o := memor.QueryOptions{K: k, Explain: explain, MinSupport: minSupport}
+			if math.IsNaN(minSupport) || math.IsInf(minSupport, 0) || minSupport > 1 {
+				return usage(cmd, "--min-support must be at most 1 (0: the default, negative: never answer nothing known)")
+			}
 			if o.ValidAt, err = parseTime(cmd, "valid", valid, time.Time{}); err != nil {
 				return err
 			}
@@ -138,6 +144,7 @@ func (a *app) queryCmd() *cobra.Command {
 	cmd.Flags().StringVar(&valid, "valid", "", "true at this time (default now)")
 	cmd.Flags().StringVar(&known, "known", "", "as memor knew it at this time (default now)")
 	cmd.Flags().BoolVar(&explain, "explain", false, "say why each result ranked where it did")
+	cmd.Flags().Float64Var(&minSupport, "min-support", 0, "answer nothing known when no result explains this share of the question (0: memor.DefaultMinSupport, negative: never)")
 	return cmd
 }
 

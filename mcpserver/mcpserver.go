@@ -126,6 +126,8 @@ type (
 		Limit  int    `json:"limit,omitempty" jsonschema:"how many results (default 10, max 100)"`
 		// Explain asks why each result ranked where it did.
 		Explain bool `json:"explain,omitempty" jsonschema:"also say why each result ranked where it did: per-signal scores, BM25 terms, graph path, focus and time"`
+		// MinSupport is memor.QueryOptions.MinSupport.
+		MinSupport float64 `json:"min_support,omitempty" jsonschema:"answer nothing known when no result explains this share of the question's words (at most 1; default 0: memor's calibrated threshold; negative: always answer)"`
 	}
 	userIn struct {
 		UserID string `json:"user_id" jsonschema:"the user"`
@@ -275,7 +277,10 @@ func (t tools) query(ctx context.Context, _ *mcp.CallToolRequest, in queryIn) (*
 	if err != nil {
 		return nil, queryOut{}, err
 	}
-	rs, err := t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k, Explain: in.Explain})
+	if in.MinSupport > 1 {
+		return nil, queryOut{}, fmt.Errorf("%w: min_support must be at most 1, got %g", ErrBadArgument, in.MinSupport)
+	}
+	rs, err := t.search(ctx, in.UserID, in.Text, memor.QueryOptions{K: k, Explain: in.Explain, MinSupport: in.MinSupport})
 	if err != nil {
 		return nil, queryOut{}, err
 	}

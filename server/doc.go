@@ -6,7 +6,7 @@
 //	POST   /v1/users/{user}/episodes              {"text", "at"?, "wait"?} → 202 queued, 201 applied
 //	GET    /v1/users/{user}/state                 current facts
 //	GET    /v1/users/{user}/history?subject=&predicate=
-//	GET    /v1/users/{user}/query?q=&k=&valid=&known=&explain=
+//	GET    /v1/users/{user}/query?q=&k=&valid=&known=&explain=&min_support=
 //	GET    /v1/users/{user}/asof?valid=&known=    what was believed at known to hold at valid
 //	GET    /v1/users/{user}/conflicts             contested facts
 //	GET    /v1/users/{user}/freshness             ingestion watermark

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"path"
 	"strconv"
@@ -405,6 +406,14 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		opts.Explain = b
+	}
+	if s := q.Get("min_support"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v > 1 {
+			h.fail(w, r, fmt.Errorf("%w: min_support must be a number at most 1 (0: the default, negative: never answer nothing known), got %q", ErrBadRequest, s))
+			return
+		}
+		opts.MinSupport = v
 	}
 	var err error
 	if opts.ValidAt, err = ParseTime(q.Get("valid"), time.Time{}); err != nil {

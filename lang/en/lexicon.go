@@ -1,5 +1,10 @@
 package en
 
+import (
+	"strings"
+	"unicode"
+)
+
 // The English words the engine and its rule extractor share. Entries are
 // lower case. They are read through functions so that no caller can change
 // them.
@@ -94,4 +99,99 @@ func ContextPhrases() []ContextPhrase {
 		{[]string{"during", "weekends"}, "weekends"},
 		{[]string{"during", "the", "weekends"}, "weekends"},
 	}
+}
+
+// possessedGap is how many words may stand between a possessive and the
+// relation noun it owns ("Caroline's older brother", "Sam's best friend").
+const possessedGap = 2
+
+// Possessed is a relation a text attributes to someone by a possessive.
+type Possessed struct {
+	// Relation is the relation predicate, Noun the word that names it.
+	Relation, Noun string
+	// Start and End are the byte offsets in the text of the phrase, from
+	// the possessive through the noun ("Caroline's older brother").
+	Start, End int
+}
+
+// PossessedRelation returns the relation that text attributes to owner by
+// a possessive: "Caroline's brother" → brother, "James' older sister" →
+// sister. Owner is a name, matched word by word and case-insensitively.
+func PossessedRelation(text, owner string) (Possessed, bool) {
+	name := Words(owner)
+	if len(name) == 0 {
+		return Possessed{}, false
+	}
+	last := name[len(name)-1]
+	return possessed(text, func(toks []token, i int) int {
+		if i < len(name)-1 || !possessiveOf(toks[i].w, last) {
+			return -1
+		}
+		first := i - len(name) + 1
+		for k, w := range name[:len(name)-1] {
+			if toks[first+k].w != w {
+				return -1
+			}
+		}
+		return first
+	})
+}
+
+// FirstPersonRelation returns the relation a first-person possessive
+// names in text: "my brother", "my older sister".
+func FirstPersonRelation(text string) (Possessed, bool) {
+	return possessed(text, func(toks []token, i int) int {
+		if w := toks[i].w; w == "my" || w == "mine" {
+			return i
+		}
+		return -1
+	})
+}
+
+// token is a word of a text, lower-cased, and where it is in the text.
+type token struct {
+	w          string
+	start, end int
+}
+
+// possessed finds the first relation noun within possessedGap words after
+// a possessive; owner reports where the possessive toks[i] ends begins
+// (the index of its first word), or -1 when toks[i] is none.
+func possessed(text string, owner func(toks []token, i int) int) (Possessed, bool) {
+	var toks []token
+	start := -1
+	for i, r := range text + " " {
+		in := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’'
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			toks = append(toks, token{strings.ToLower(text[start:i]), start, i})
+			start = -1
+		}
+	}
+	for i := range toks {
+		first := owner(toks, i)
+		if first < 0 {
+			continue
+		}
+		for j := i + 1; j < len(toks) && j <= i+1+possessedGap; j++ {
+			w := strings.Trim(toks[j].w, "'’")
+			if p, ok := Relation(w); ok {
+				return Possessed{Relation: p, Noun: w, Start: toks[first].start, End: toks[j].end}, true
+			}
+		}
+	}
+	return Possessed{}, false
+}
+
+// possessiveOf reports whether tok is the possessive of the word w
+// ("caroline's", "caroline’s", and "james'" for a word ending in s).
+func possessiveOf(tok, w string) bool {
+	for _, a := range [...]string{"'", "’"} {
+		if tok == w+a+"s" || (strings.HasSuffix(w, "s") && tok == w+a) {
+			return true
+		}
+	}
+	return false
 }

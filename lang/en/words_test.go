@@ -47,3 +47,37 @@ func TestLexicon(t *testing.T) {
 		t.Error("Relations returned the lexicon itself")
 	}
 }
+
+func TestPossessedRelation(t *testing.T) {
+	for _, c := range []struct {
+		text, owner, rel, phrase string
+	}{
+		{"Where does Caroline's brother live?", "Caroline", "brother", "Caroline's brother"},
+		{"where does caroline’s older brother live", "Caroline", "brother", "caroline’s older brother"},
+		{"What does James' best friend do?", "James", "friend", "James' best friend"},
+		{"Where does Mary Jane's mum work?", "Mary Jane", "mother", "Mary Jane's mum"},
+		{"Where does Caroline live with her brother?", "Caroline", "", ""},
+		{"Where does Caroline's dog sleep on the sofa with her brother?", "Caroline", "", ""},
+		{"Where does Jane's brother live?", "Mary Jane", "", ""},
+		{"Where does Carolines brother live?", "Caroline", "", ""},
+	} {
+		p, ok := PossessedRelation(c.text, c.owner)
+		if p.Relation != c.rel || ok != (c.rel != "") {
+			t.Errorf("PossessedRelation(%q, %q) = %q, %v; want %q", c.text, c.owner, p.Relation, ok, c.rel)
+		}
+		if ok && c.phrase != c.text[p.Start:p.End] {
+			t.Errorf("PossessedRelation(%q, %q): phrase %q, want %q", c.text, c.owner, c.text[p.Start:p.End], c.phrase)
+		}
+	}
+}
+
+func TestFirstPersonRelation(t *testing.T) {
+	text := "What pet does my older brother have?"
+	p, ok := FirstPersonRelation(text)
+	if !ok || p.Relation != "brother" || text[p.Start:p.End] != "my older brother" {
+		t.Fatalf("FirstPersonRelation(%q) = %+v, %v", text, p, ok)
+	}
+	if _, ok := FirstPersonRelation("Where does the brother live?"); ok {
+		t.Fatal("a relation with no first-person possessive was taken as one")
+	}
+}
