@@ -700,10 +700,11 @@ again: it resumes after the users already moved.`,
 			if err != nil {
 				return err
 			}
-			start := time.Now()
+			bar := a.progressIn("reembed", "users")
 			err = memor.Reembed(cmd.Context(), dir, o, func(user string, done, total int) {
-				fmt.Fprintf(a.io.Err, "reembed: %d/%d users (%s) %s\n", done, total, user, time.Since(start).Round(time.Millisecond))
+				bar.set(user, done, total)
 			})
+			bar.finish()
 			if err != nil {
 				return err
 			}

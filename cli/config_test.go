@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -370,7 +371,7 @@ func TestReembedAfterKill(t *testing.T) {
 	}
 	defer close(release)
 	cmd := exec.Command(memorBin, "reembed")
-	cmd.Env = h.vars
+	cmd.Env = append(slices.Clone(h.vars), "MEMOR_PROGRESS_INTERVAL=1ns")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -384,7 +385,7 @@ func TestReembedAfterKill(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if !strings.Contains(stderr.String(), "reembed: 1/3 users") {
+	if !strings.Contains(stderr.String(), ": 1/3 users (33%)") {
 		t.Errorf("progress before the kill: %q", stderr.String())
 	}
 	f.block = nil
@@ -394,6 +395,7 @@ func TestReembedAfterKill(t *testing.T) {
 		}
 	}
 	before := f.embedCalls.Load()
+	h.vars = append(h.vars, "MEMOR_PROGRESS_INTERVAL=1ns")
 	r = h.run("", "reembed")
 	if r.code != 0 || !strings.Contains(r.stdout, "reembedded with http fake-embed (8 dimensions)") || !strings.Contains(r.stderr, "3/3") {
 		t.Fatalf("resumed reembed: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -66,7 +66,7 @@ func runOnTTY(t *testing.T, e *env, args ...string) (stdout, screen string) {
 	return out.String(), scr.String()
 }
 
-// TestProgressOnTerminal: import, export, rebuild and check draw a
+// TestProgressOnTerminal: import, export, rebuild, check and reembed draw a
 // progress bar with the count, the rate and the elapsed and remaining
 // time when stderr is a terminal, never on stdout (the tests elsewhere
 // check that they are quiet when it is not).
@@ -116,5 +116,9 @@ func TestProgressOnTerminal(t *testing.T) {
 	out, screen = runOnTTY(t, b, "check")
 	if !strings.Contains(out, "ok:") || !drawn("check", "users").MatchString(screen) {
 		t.Errorf("check on a terminal: %q, screen %q", out, screen)
+	}
+	out, screen = runOnTTY(t, b, "reembed")
+	if !strings.Contains(out, "reembedded with") || !drawn("reembed", "users").MatchString(screen) {
+		t.Errorf("reembed on a terminal: %q, screen %q", out, screen)
 	}
 }
