@@ -256,6 +256,9 @@ func (h *Handler) refused(kind, value string, r *http.Request) {
 	}
 	h.ref.mu.Unlock()
 	if first {
-		h.log.Warn("server: refused a request from outside (logged once per "+kind+")", kind, value, "method", r.Method, "path", r.URL.Path)
+		// The route pattern, never the path: a path holds user and fact
+		// IDs, which a log must not (see logRequest).
+		_, route := h.mux.Handler(r)
+		h.log.Warn("server: refused a request from outside (logged once per "+kind+")", kind, value, "method", r.Method, "route", route)
 	}
 }

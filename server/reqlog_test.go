@@ -54,3 +54,26 @@ func TestRequestLog(t *testing.T) {
 		t.Errorf("warn level logged a request: %s", buf.String())
 	}
 }
+
+// TestRefusalLogNamesNoUser: the warning for a refused cross-site request
+// names its route pattern, never the path with the user ID in it.
+func TestRefusalLogNamesNoUser(t *testing.T) {
+	e, err := memor.Open(t.TempDir(), memor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var logs strings.Builder
+	h := New(e, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r := httptest.NewRequest("POST", "http://127.0.0.1:7420/v1/users/alice-secret/episodes", strings.NewReader(`{"text":"hi"}`))
+	r.Header.Set("Origin", "https://evil.example")
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 403 {
+		t.Fatalf("cross-site request: %d %s", w.Code, w.Body)
+	}
+	if out := logs.String(); strings.Contains(out, "alice-secret") || !strings.Contains(out, "route=\"POST /v1/users/{user}/episodes\"") {
+		t.Errorf("refusal log: %s", out)
+	}
+}
