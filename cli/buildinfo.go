@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"regexp"
 	"runtime/debug"
 
 	"github.com/memor-db/memor"
 )
+
+// pseudoVersion matches the version Go stamps on a build from a git
+// checkout without a release tag (v0.0.0-20261202010112-fcf6d05c7f66,
+// "+dirty" when modified): it names a commit, not a release, so memor's
+// own version and the revision say it better.
+var pseudoVersion = regexp.MustCompile(`-(0\.)?\d{14}-[0-9a-f]{12}(\+dirty)?$`)
 
 // version is what --version and /v1/health report: Version if set at
 // link time, else the module version of a `go install …@version`, else
@@ -18,7 +25,7 @@ func version() string {
 	if !ok {
 		return memor.Version
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
+	if v := bi.Main.Version; v != "" && v != "(devel)" && !pseudoVersion.MatchString(v) {
 		return v
 	}
 	var rev string
