@@ -2,9 +2,7 @@ package memor_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/extract/llm"
+	"github.com/memor-db/memor/internal/fakellm"
 )
 
 // modelServer is an OpenAI-compatible chat-completions endpoint for the
@@ -30,35 +29,22 @@ type modelServer struct {
 }
 
 func (s *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		Messages []struct {
-			Content string `json:"content"`
-		} `json:"messages"`
-		ResponseFormat struct {
-			JSONSchema struct {
-				Name string `json:"name"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 2 {
+	req, err := fakellm.ReadChat(r)
+	if err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
 	var status int
 	var content string
-	switch req.ResponseFormat.JSONSchema.Name {
-	case "memor_ops":
-		var in struct {
-			Text string `json:"text"`
-		}
-		_ = json.Unmarshal([]byte(req.Messages[1].Content), &in)
+	switch req.Schema {
+	case fakellm.Ops:
+		text := req.Text()
 		s.mu.Lock()
-		s.attempts[in.Text]++
-		n := s.attempts[in.Text]
+		s.attempts[text]++
+		n := s.attempts[text]
 		s.mu.Unlock()
-		status, content = s.extract(in.Text, n)
-	case "memor_verdict":
+		status, content = s.extract(text, n)
+	case fakellm.Verdict:
 		status, content = s.judge(int(s.judged.Add(1)))
 	default:
 		status = http.StatusBadRequest
@@ -68,12 +54,7 @@ func (s *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"try later"}}`, status)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "c", "object": "chat.completion", "created": 1, "model": "m",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": content}}},
-	})
+	fakellm.WriteCompletion(w, "m", content)
 }
 
 func (s *modelServer) calls(text string) int {

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memor-db/memor/internal/fakellm"
 )
 
 // fakeOpenAI speaks the OpenAI chat-completions and embeddings APIs as
@@ -54,41 +56,30 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.models.Add(1)
 		io.WriteString(w, `{"object":"list","data":[{"id":"fake-chat","object":"model"}]}`)
 	case "POST /v1/chat/completions":
-		var req struct {
-			Messages []struct {
-				Content string `json:"content"`
-			} `json:"messages"`
-			ResponseFormat struct {
-				JSONSchema struct {
-					Name string `json:"name"`
-				} `json:"json_schema"`
-			} `json:"response_format"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) < 2 {
+		req, err := fakellm.ReadChat(r)
+		if err != nil {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
 		var content string
-		switch req.ResponseFormat.JSONSchema.Name {
-		case "memor_ops":
+		switch req.Schema {
+		case fakellm.Ops:
 			f.extracts.Add(1)
-			var in struct{ Text string }
-			json.Unmarshal([]byte(req.Messages[1].Content), &in)
-			words := strings.Fields(in.Text)
+			words := strings.Fields(req.Text())
 			last := strings.Trim(words[len(words)-1], ".!?,")
 			op := map[string]any{"kind": "assert", "subject": "user", "predicate": "mentions", "object": last,
 				"context": "", "valid_from": "", "confidence": 1, "additive": false, "quote": last}
 			b, _ := json.Marshal(map[string]any{"ops": []any{op}})
 			content = string(b)
-		case "memor_verdict":
+		case fakellm.Verdict:
 			f.judges.Add(1)
 			content = `{"verdict":"replace","reason":"one at a time"}`
-		case "memor_scores":
+		case fakellm.Scores:
 			f.reran.Add(1)
 			var in struct {
 				Documents []any `json:"documents"`
 			}
-			json.Unmarshal([]byte(req.Messages[1].Content), &in)
+			json.Unmarshal([]byte(req.User), &in)
 			scores := make([]float64, len(in.Documents))
 			for i := range scores {
 				scores[i] = 1 / float64(i+2)
@@ -99,10 +90,7 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "unknown schema", http.StatusBadRequest)
 			return
 		}
-		b, _ := json.Marshal(map[string]any{"id": "c1", "object": "chat.completion", "created": 1, "model": "fake-chat",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": content}}}})
-		w.Write(b)
+		fakellm.WriteCompletion(w, "fake-chat", content)
 	case "POST /v1/embeddings":
 		n := int(f.embedCalls.Add(1))
 		if f.block != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/extract/llm"
 	"github.com/memor-db/memor/internal/diskscan"
+	"github.com/memor-db/memor/internal/fakellm"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -30,48 +30,30 @@ type canaryModel struct {
 }
 
 func (m *canaryModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		Messages []struct {
-			Content string `json:"content"`
-		} `json:"messages"`
-		ResponseFormat struct {
-			JSONSchema struct {
-				Name string `json:"name"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 2 {
+	req, err := fakellm.ReadChat(r)
+	if err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
 	var content string
-	switch req.ResponseFormat.JSONSchema.Name {
-	case "memor_ops":
-		var in struct {
-			Text string `json:"text"`
-		}
-		_ = json.Unmarshal([]byte(req.Messages[1].Content), &in)
-		pred, obj, quote := "hums_tune", "a tune", strings.TrimSuffix(in.Text, ".")
-		if strings.Contains(in.Text, m.token) {
+	switch req.Schema {
+	case fakellm.Ops:
+		text := req.Text()
+		pred, obj, quote := "hums_tune", "a tune", strings.TrimSuffix(text, ".")
+		if strings.Contains(text, m.token) {
 			pred, obj = "collects_"+m.token+"_stamps", "stamps"
 		}
 		op, _ := json.Marshal(map[string]any{"kind": "assert", "subject": "user", "predicate": pred, "object": obj,
 			"context": "", "valid_from": "", "confidence": 1, "additive": false, "quote": quote})
 		content = `{"ops":[` + string(op) + `]}`
-	case "memor_verdict":
+	case fakellm.Verdict:
 		m.judged.Add(1)
 		content = `{"verdict":"replace","reason":"one at a time"}`
 	default:
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "c", "object": "chat.completion", "created": 1, "model": "m",
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": content}}},
-	})
+	fakellm.WriteCompletion(w, "m", content)
 }
 
 // filesContaining lists the files under dir whose bytes contain needle.
