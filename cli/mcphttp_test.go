@@ -270,7 +270,7 @@ func TestMCPHTTPGoClient(t *testing.T) {
 			t.Errorf("%s: POST /mcp answered %d %s, want 403 %s", c.name, status, code, c.code)
 		}
 	}
-	if log := s.stderr(); !strings.Contains(log, "path=/mcp") {
+	if log := s.stderr(); !strings.Contains(log, "route=/mcp") {
 		t.Errorf("serve's log does not name the refused /mcp requests:\n%s", log)
 	}
 

@@ -397,7 +397,8 @@ func TestBrowserCrossSite(t *testing.T) {
 		t.Errorf("the page's DELETE was served")
 	}
 	// The no-cors POST is the page's first request: the one logged.
-	if log := s.stderr(); !strings.Contains(log, "origin="+origin+" method=POST path=/v1/users/me/episodes") {
+	// It names the route, not the path (which holds the user ID).
+	if log := s.stderr(); !strings.Contains(log, "origin="+origin+` method=POST route="POST /v1/users/{user}/episodes"`) {
 		t.Errorf("serve's log does not show the page's refused requests (did they arrive?):\n%s", log)
 	}
 	if got := e.facts("state", "--user", "pagemcp"); len(got) != 0 {
