@@ -68,7 +68,7 @@ type SignalExplanation struct {
 
 // Multiplier is a factor applied after fusion.
 type Multiplier struct {
-	Name  string  `json:"name"` // "boost" or "recency"
+	Name  string  `json:"name"` // "boost", "voice" or "recency"
 	Value float64 `json:"value"`
 	Why   string  `json:"why"`
 }
@@ -262,6 +262,10 @@ func (x *explainer) explain(ui *userIndex, text string, c *candidate, r *Result)
 			why = fmt.Sprintf("reinforced %d times: 1 + 0.05·min(r−1, 5)", c.fact.Reinforced)
 		}
 		ex.Multipliers = append(ex.Multipliers, Multiplier{Name: "boost", Value: c.signals.Boost, Why: why})
+	}
+	if c.signals.Voice != 0 {
+		ex.Multipliers = append(ex.Multipliers, Multiplier{Name: "voice", Value: c.signals.Voice,
+			Why: "said by whom the question is about"})
 	}
 	if x.forgetting {
 		last := "said"

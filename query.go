@@ -95,6 +95,9 @@ type Signals struct {
 	// multiplied by for the later ones (see newerWins; off by default).
 	Newer float64 `json:"newer,omitempty"`
 	Stale float64 `json:"stale,omitempty"`
+	// Voice is the factor a turn gained for being said by whom the
+	// question is about (see focus.voice).
+	Voice float64 `json:"voice,omitempty"`
 }
 
 // Result is one ranked answer: a fact version or an episode.
@@ -414,7 +417,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	loaded := list[:0]
 	var kth float64
 	for _, c := range list {
-		if len(loaded) >= want && !opts.Forgetting && c.score*maxBoost < kth {
+		if len(loaded) >= want && !opts.Forgetting && c.score*maxBoost*(1+voicePrior) < kth {
 			break
 		}
 		if err := qv.loadDoc(user, c, foc.admitsSubject); err != nil {
@@ -427,6 +430,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			continue
 		}
 		e.boost(c, validAt, opts.Forgetting)
+		foc.voice(c)
 		loaded = append(loaded, c)
 		if len(loaded) >= want {
 			sortCandidates(loaded)
