@@ -25,27 +25,9 @@ var errStop = errors.New("stop")
 // compared byte for byte: no trimming, case folding or normalisation, so
 // "Ana", "ana" and " ana" are three users.
 func ValidUser(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty", ErrInvalidUser)
-	case len(id) > MaxUserBytes:
-		return fmt.Errorf("%w: %d bytes (max %d)", ErrInvalidUser, len(id), MaxUserBytes)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidUser)
-	}
-	visible := false
-	for i, r := range id {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidUser, r, i)
-		}
-		if !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) {
-			visible = true
-		}
-	}
-	if !visible {
-		return fmt.Errorf("%w: only white space", ErrInvalidUser)
-	}
-	return nil
+	return checkName(id, MaxUserBytes, ErrInvalidUser, "only white space", func(r rune) bool {
+		return !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r)
+	})
 }
 
 func (e *Engine) validUser(user string) error { return ValidUser(user) }
@@ -60,25 +42,34 @@ const MaxSpeakerBytes = 256
 // subject of the speaker's facts, so it is stored as given and compared
 // the way subjects are: "Caroline" and " caroline" are one speaker.
 func ValidSpeaker(name string) error {
+	return checkName(name, MaxSpeakerBytes, ErrInvalidSpeaker, "no letter or digit", func(r rune) bool {
+		return unicode.IsLetter(r) || unicode.IsDigit(r)
+	})
+}
+
+// checkName is the rule user IDs and speakers' names share: 1 to
+// maxBytes bytes of valid UTF-8, no control character, and at least one
+// rune that counts (else the error says none). Its errors wrap invalid.
+func checkName(s string, maxBytes int, invalid error, none string, counts func(rune) bool) error {
 	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidSpeaker)
-	case len(name) > MaxSpeakerBytes:
-		return fmt.Errorf("%w: %d bytes (max %d)", ErrInvalidSpeaker, len(name), MaxSpeakerBytes)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidSpeaker)
+	case s == "":
+		return fmt.Errorf("%w: empty", invalid)
+	case len(s) > maxBytes:
+		return fmt.Errorf("%w: %d bytes (max %d)", invalid, len(s), maxBytes)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: not valid UTF-8", invalid)
 	}
-	named := false
-	for i, r := range name {
+	counted := false
+	for i, r := range s {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidSpeaker, r, i)
+			return fmt.Errorf("%w: control character %U at byte %d", invalid, r, i)
 		}
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			named = true
+		if !counted && counts(r) {
+			counted = true
 		}
 	}
-	if !named {
-		return fmt.Errorf("%w: no letter or digit", ErrInvalidSpeaker)
+	if !counted {
+		return fmt.Errorf("%w: %s", invalid, none)
 	}
 	return nil
 }
