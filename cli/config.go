@@ -21,6 +21,7 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/embed"
+	"github.com/memor-db/memor/embed/remote"
 	"github.com/memor-db/memor/extract/llm"
 )
 
@@ -63,9 +64,9 @@ var settings = []setting{
 	{key: "reranker.api_key", env: "MEMOR_RERANKER_API_KEY", secret: true, help: "reranker bearer token (default llm.api_key)"},
 	{key: "reranker.timeout", env: "MEMOR_RERANKER_TIMEOUT", help: "reranker call bound (default llm.timeout)"},
 	{key: "embedder.kind", env: "MEMOR_EMBEDDER", flag: "embedder", def: "auto", help: "auto (http when an embedding base URL is set, else hash) | hash | http"},
-	{key: "embedder.base_url", env: embed.EnvBaseURL, flag: "embed-base-url", help: "OpenAI-compatible embeddings API root"},
-	{key: "embedder.model", env: embed.EnvModel, flag: "embed-model", help: "embedding model"},
-	{key: "embedder.api_key", env: embed.EnvAPIKey, secret: true, help: "bearer token of the embeddings endpoint"},
+	{key: "embedder.base_url", env: remote.EnvBaseURL, flag: "embed-base-url", help: "OpenAI-compatible embeddings API root"},
+	{key: "embedder.model", env: remote.EnvModel, flag: "embed-model", help: "embedding model"},
+	{key: "embedder.api_key", env: remote.EnvAPIKey, secret: true, help: "bearer token of the embeddings endpoint"},
 	{key: "embedder.timeout", env: "MEMOR_EMBED_TIMEOUT", flag: "embed-timeout", def: "30s", help: "bound of one embeddings request"},
 	{key: "embedder.dim", env: "MEMOR_EMBED_DIM", flag: "embed-dim", def: "0", help: "expected dimension (0: learned from the endpoint)"},
 	{key: "fallback", env: "MEMOR_FALLBACK", flag: "fallback", def: "false", help: "an unreachable back end is a warning and its offline default is used (rules, no judge, no reranker, hash)"},
@@ -314,10 +315,10 @@ func (c *config) validate() error {
 	}
 	if c.embedderKind() == "http" {
 		if c.get("embedder.base_url") == "" {
-			return configErr("the http embedder needs a base URL: set %s, embedder.base_url or --embed-base-url", embed.EnvBaseURL)
+			return configErr("the http embedder needs a base URL: set %s, embedder.base_url or --embed-base-url", remote.EnvBaseURL)
 		}
 		if c.get("embedder.model") == "" {
-			return configErr("the http embedder needs a model: set %s, embedder.model or --embed-model", embed.EnvModel)
+			return configErr("the http embedder needs a model: set %s, embedder.model or --embed-model", remote.EnvModel)
 		}
 	}
 	for _, p := range c.predConfs {
@@ -555,7 +556,7 @@ func (a *app) engineOptions(ctx context.Context, o memor.Options) (memor.Options
 	if c.embedderKind() == "http" {
 		dim, _ := strconv.Atoi(c.get("embedder.dim"))
 		timeout, _ := c.duration("embedder.timeout")
-		h, err := embed.NewHTTP(embed.HTTPOptions{BaseURL: c.get("embedder.base_url"), Model: c.get("embedder.model"),
+		h, err := remote.New(remote.Options{BaseURL: c.get("embedder.base_url"), Model: c.get("embedder.model"),
 			APIKey: c.get("embedder.api_key"), Dim: dim, Timeout: timeout, MaxRetries: -1})
 		if err != nil {
 			return o, configErr("%v", err)
@@ -563,9 +564,9 @@ func (a *app) engineOptions(ctx context.Context, o memor.Options) (memor.Options
 		// One text embedded: the endpoint answers, and the store's record
 		// of its embedder gets the dimension.
 		if _, err := h.Embed(ctx, []string{"memor"}); err != nil {
-			var se *embed.StatusError
+			var se *remote.StatusError
 			if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
-				return o, configErr("embeddings endpoint %s refused the API key (%d): check %s", c.get("embedder.base_url"), se.Code, embed.EnvAPIKey)
+				return o, configErr("embeddings endpoint %s refused the API key (%d): check %s", c.get("embedder.base_url"), se.Code, remote.EnvAPIKey)
 			}
 			if errors.Is(err, embed.ErrDimension) {
 				return o, configErr("embeddings endpoint %s: %v", c.get("embedder.base_url"), err)
@@ -574,7 +575,7 @@ func (a *app) engineOptions(ctx context.Context, o memor.Options) (memor.Options
 				return o, err
 			}
 		} else {
-			h, _ = embed.NewHTTP(embed.HTTPOptions{BaseURL: c.get("embedder.base_url"), Model: c.get("embedder.model"),
+			h, _ = remote.New(remote.Options{BaseURL: c.get("embedder.base_url"), Model: c.get("embedder.model"),
 				APIKey: c.get("embedder.api_key"), Dim: h.Dim(), Timeout: timeout})
 			o.Embedder = h
 		}

@@ -87,20 +87,9 @@ func (s *Sparse) Dense(i int, v []float32) {
 	}
 }
 
-// Errors returned by this package; match them with errors.Is.
-var (
-	// ErrConfig: options are missing or invalid (no base URL or model).
-	ErrConfig = errors.New("embed: invalid configuration")
-	// ErrDimension: the service returned vectors of another dimension
-	// than configured or previously seen; the error is a *DimensionError.
-	ErrDimension = errors.New("embed: embedding dimension mismatch")
-	// ErrStatus: the service answered with a non-2xx status (after any
-	// retries); the error is a *StatusError.
-	ErrStatus = errors.New("embed: embeddings service returned an error status")
-	// ErrResponse: the service's answer could not be decoded or does not
-	// match the request (wrong count, bad indexes, empty vectors).
-	ErrResponse = errors.New("embed: malformed embeddings response")
-)
+// ErrDimension: an embedder returned vectors of another dimension than
+// configured or previously seen; the error is a *DimensionError.
+var ErrDimension = errors.New("embed: embedding dimension mismatch")
 
 // DimensionError reports vectors of an unexpected length.
 type DimensionError struct {
@@ -114,17 +103,3 @@ func (e *DimensionError) Error() string {
 
 // Is makes errors.Is(err, ErrDimension) true.
 func (e *DimensionError) Is(target error) bool { return target == ErrDimension }
-
-// StatusError reports a non-2xx answer from the embeddings service.
-type StatusError struct {
-	Code    int
-	Body    string // first 512 bytes of the response body
-	Retries int    // retries made before giving up
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("embed: embeddings service returned %d after %d retries: %s", e.Code, e.Retries, e.Body)
-}
-
-// Is makes errors.Is(err, ErrStatus) true.
-func (e *StatusError) Is(target error) bool { return target == ErrStatus }

@@ -31,7 +31,7 @@ func (f Fingerprint) Same(g Fingerprint) bool {
 }
 
 // Fingerprinter is an Embedder that says which vectors it makes. Hash and
-// HTTP are; for another embedder the engine uses its Go type and Dim.
+// remote.Embedder are; for another embedder the engine uses its Go type and Dim.
 type Fingerprinter interface {
 	Embedder
 	Fingerprint() Fingerprint
@@ -48,9 +48,3 @@ func FingerprintOf(e Embedder) Fingerprint {
 
 // Fingerprint returns {hash, "", dimension}.
 func (h *Hash) Fingerprint() Fingerprint { return Fingerprint{Name: "hash", Dim: h.dim} }
-
-// Fingerprint returns {http, model, dimension}; the base URL is not part
-// of it (one model behind two servers makes the same vectors).
-func (h *HTTP) Fingerprint() Fingerprint {
-	return Fingerprint{Name: "http", Model: h.o.Model, Dim: h.Dim()}
-}
