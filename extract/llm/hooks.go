@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/extract/llm/llmjson"
 	"github.com/memor-db/memor/lang"
 	"github.com/memor-db/memor/lang/en"
 )
@@ -20,37 +21,12 @@ var (
 	_ extract.Reranker   = (*Reranker)(nil)
 )
 
-func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
-
-// opsSchema is the JSON schema of an extraction answer. Strict mode needs
-// every property required and no additional properties; optional values
-// are empty strings.
-var opsSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"ops": map[string]any{
-			"type": "array",
-			"items": map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"kind":       map[string]any{"type": "string", "enum": []string{"assert", "end"}},
-					"subject":    str(`"user" for the speaker, else the person's name`),
-					"predicate":  str("lower snake case predicate"),
-					"object":     str(`value; "" on an end that closes every value`),
-					"context":    str(`separates coexisting values (work/home); usually ""`),
-					"valid_from": str(`RFC 3339 time or YYYY-MM-DD when it became true (or, for end, stopped); "" = when said`),
-					"confidence": map[string]any{"type": "number", "description": "0..1"},
-					"additive":   map[string]any{"type": "boolean", "description": `true when the text says "also": adds, does not replace`},
-					"quote":      str("exact substring of the text the op comes from"),
-				},
-				"required":             []string{"kind", "subject", "predicate", "object", "context", "valid_from", "confidence", "additive", "quote"},
-				"additionalProperties": false,
-			},
-		},
-	},
-	"required":             []string{"ops"},
-	"additionalProperties": false,
-}
+// The answers' schemas, generated from the types they decode into.
+var (
+	opsSchema     = llmjson.OpsSchema()
+	verdictSchema = llmjson.VerdictSchema()
+	scoresSchema  = llmjson.ScoresSchema()
+)
 
 // extractPrompt is the extraction instructions; %s is where the
 // predicate list goes (see predicateList).
@@ -183,16 +159,6 @@ func (x *Extractor) ExtractInput(ctx context.Context, in extract.Input) ([]extra
 	return ops, nil
 }
 
-var verdictSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"verdict": map[string]any{"type": "string", "enum": []string{"replace", "append"}},
-		"reason":  str("one short sentence"),
-	},
-	"required":             []string{"verdict", "reason"},
-	"additionalProperties": false,
-}
-
 const judgePrompt = `You decide how a memory store treats a predicate it does not know.
 "replace": a person has at most one value at a time, so a new value replaces the old one
 (like lives_in, employer, current_car). "append": a person may have several values at once,
@@ -229,19 +195,6 @@ func (j *Judge) Judge(ctx context.Context, predicate string, examples []string) 
 		return 0, fmt.Errorf("llm: judge: %w", err)
 	}
 	return v, nil
-}
-
-var scoresSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"scores": map[string]any{
-			"type":        "array",
-			"items":       map[string]any{"type": "number"},
-			"description": "one relevance score in [0, 1] per document, in the given order",
-		},
-	},
-	"required":             []string{"scores"},
-	"additionalProperties": false,
 }
 
 const rerankPrompt = `You score how relevant each numbered document is to the query, from 0 (irrelevant)

@@ -22,21 +22,42 @@ const (
 	maxAnswerLen = 1 << 20
 )
 
-// wireOp is an op as the model writes it (see opsSchema).
+// wireOp is an op as the model writes it. It is also the schema the model
+// is asked to follow (OpsSchema): the jsonschema tags are the field
+// descriptions the model reads. Fields are pointers so that a missing
+// field is told apart from an empty one; the schema still requires them.
 type wireOp struct {
-	Kind       *string  `json:"kind"`
-	Subject    *string  `json:"subject"`
-	Predicate  *string  `json:"predicate"`
-	Object     *string  `json:"object"`
-	Context    *string  `json:"context"`
-	ValidFrom  *string  `json:"valid_from"`
-	Confidence *float64 `json:"confidence"`
-	Additive   *bool    `json:"additive"`
-	Quote      *string  `json:"quote"`
+	Kind       *string  `json:"kind" jsonschema:"assert a fact, or end one"`
+	Subject    *string  `json:"subject" jsonschema:"\"user\" for the speaker, else the person's name"`
+	Predicate  *string  `json:"predicate" jsonschema:"lower snake case predicate"`
+	Object     *string  `json:"object" jsonschema:"value; \"\" on an end that closes every value"`
+	Context    *string  `json:"context" jsonschema:"separates coexisting values (work/home); usually \"\""`
+	ValidFrom  *string  `json:"valid_from" jsonschema:"RFC 3339 time or YYYY-MM-DD when it became true (or, for end, stopped); \"\" = when said"`
+	Confidence *float64 `json:"confidence" jsonschema:"0..1"`
+	Additive   *bool    `json:"additive" jsonschema:"true when the text says \"also\": adds, does not replace"`
+	Quote      *string  `json:"quote" jsonschema:"exact substring of the text the op comes from"`
 }
 
+// wireOps is the answer's envelope. Its ops are decoded one by one (so
+// that an error names the op), as wireOp; opsAnswer is the same envelope
+// with its items typed, for the schema.
 type wireOps struct {
 	Ops *[]json.RawMessage `json:"ops"`
+}
+
+type opsAnswer struct {
+	Ops []wireOp `json:"ops"`
+}
+
+// wireVerdict is a judge's answer.
+type wireVerdict struct {
+	Verdict *string `json:"verdict" jsonschema:"replace or append"`
+	Reason  *string `json:"reason" jsonschema:"one short sentence"`
+}
+
+// wireScores is a reranker's answer.
+type wireScores struct {
+	Scores *[]float64 `json:"scores" jsonschema:"one relevance score in [0, 1] per document, in the given order"`
 }
 
 // strictUnmarshal decodes exactly one JSON value into v, rejecting unknown
@@ -222,10 +243,7 @@ func isPredicate(s string) bool {
 // DecodeVerdict decodes a judge's answer, {"verdict":"replace"|"append",
 // "reason":"…"}.
 func DecodeVerdict(data []byte) (extract.Verdict, error) {
-	var w struct {
-		Verdict *string `json:"verdict"`
-		Reason  *string `json:"reason"`
-	}
+	var w wireVerdict
 	if err := strictUnmarshal(data, &w, -1); err != nil {
 		return 0, err
 	}
@@ -244,9 +262,7 @@ func DecodeVerdict(data []byte) (extract.Verdict, error) {
 // DecodeScores decodes a reranker's answer, {"scores":[…]}, which must hold
 // exactly n finite numbers.
 func DecodeScores(data []byte, n int) ([]float64, error) {
-	var w struct {
-		Scores *[]float64 `json:"scores"`
-	}
+	var w wireScores
 	if err := strictUnmarshal(data, &w, -1); err != nil {
 		return nil, err
 	}
