@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cloudwego/eino v0.7.36
-	github.com/memor-db/memor v0.0.0
+	github.com/memor-db/memor v0.1.0
 )
 
 require (

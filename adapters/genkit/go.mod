@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/firebase/genkit/go v1.4.0
-	github.com/memor-db/memor v0.0.0
+	github.com/memor-db/memor v0.1.0
 )
 
 require (

@@ -3,7 +3,7 @@ module github.com/memor-db/memor/adapters/langchaingo
 go 1.26.0
 
 require (
-	github.com/memor-db/memor v0.0.0
+	github.com/memor-db/memor v0.1.0
 	github.com/tmc/langchaingo v0.1.14
 )
 
