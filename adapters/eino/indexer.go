@@ -114,6 +114,11 @@ func (ix *Indexer) store(ctx context.Context, user string, d *schema.Document) (
 		if len(ds) == 0 {
 			return "", false, fmt.Errorf("memoreino: assert took no decision")
 		}
+		// A restatement is folded into the fact it restates: that
+		// fact's ID is the one a retrieved document of it carries.
+		if r := ds[0].Reinforces; r != "" {
+			return r, false, nil
+		}
 		return ds[0].FactID, false, nil
 	}
 	var addOpts []memor.AddOption

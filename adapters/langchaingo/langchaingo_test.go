@@ -348,6 +348,14 @@ func TestMemoryKeysAndErrors(t *testing.T) {
 	if strings.Contains(block, "user lives_in Oslo") {
 		t.Errorf("the assistant's first person was taken as the user's:\n%s", block)
 	}
+	eps, err := e.Episodes(ctx, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 2 || eps[0].Text != "I have a cat named Miso." || eps[0].Speaker != "" ||
+		eps[1].Text != "I live in Oslo." || eps[1].Speaker != "Assistant" {
+		t.Errorf("episodes %+v, want the question (the user's) and the answer (Assistant's)", eps)
+	}
 
 	if _, err := m.LoadMemoryVariables(ctx, map[string]any{"lang": "en"}); !errors.Is(err, memory.ErrInvalidInputValues) {
 		t.Errorf("no input key: %v, want memory.ErrInvalidInputValues", err)
