@@ -3,6 +3,7 @@ package memoreino_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -366,6 +367,8 @@ func TestCallbacksAndErrors(t *testing.T) {
 				events = append(events, "start "+string(info.Component)+" "+v.Query)
 			case *indexer.CallbackInput:
 				events = append(events, "start "+string(info.Component)+" "+v.Docs[0].Content)
+			default: // what a graph reports for a component that does not
+				events = append(events, fmt.Sprintf("start %s %T", info.Component, v))
 			}
 			return ctx
 		}).
@@ -377,6 +380,8 @@ func TestCallbacksAndErrors(t *testing.T) {
 				events = append(events, "end "+string(info.Component)+" "+v.Docs[0].Content)
 			case *indexer.CallbackOutput:
 				events = append(events, "end "+string(info.Component)+" "+strings.Join(v.IDs, ","))
+			default:
+				events = append(events, fmt.Sprintf("end %s %T", info.Component, v))
 			}
 			return ctx
 		}).
@@ -405,6 +410,30 @@ func TestCallbacksAndErrors(t *testing.T) {
 	}
 	if strings.Join(events, "\n") != strings.Join(want, "\n") {
 		t.Errorf("callbacks:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
+	}
+
+	// In a graph the handlers hear the retriever once: the graph leaves
+	// reporting to a component that says it reports itself.
+	events = nil
+	chain, err := compose.NewChain[string, []*schema.Document]().AppendRetriever(r).Compile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chain.Invoke(context.Background(), "where do I live?", compose.WithCallbacks(h), compose.WithRetrieverOption(retriever.WithTopK(1))); err != nil {
+		t.Fatal(err)
+	}
+	var heard []string
+	for _, ev := range events {
+		if strings.Contains(ev, "Retriever") {
+			heard = append(heard, ev)
+		}
+	}
+	if want := "start Retriever where do I live?\nend Retriever user lives_in Seattle"; strings.Join(heard, "\n") != want {
+		t.Errorf("in a chain, the retriever's callbacks:\n%s\nwant:\n%s", strings.Join(heard, "\n"), want)
+	}
+	_, err = chain.Invoke(context.Background(), "where do I live?", compose.WithRetrieverOption(memoreino.WithUser("")))
+	if !errors.Is(err, memor.ErrInvalidUser) {
+		t.Errorf("an empty user in a chain: %v, want memor.ErrInvalidUser", err)
 	}
 
 	if _, err := memoreino.NewRetriever(ctx, &memoreino.RetrieverConfig{}); !errors.Is(err, memoreino.ErrNoEngine) {
