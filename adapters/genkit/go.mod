@@ -36,7 +36,7 @@ require (
 	github.com/invopop/jsonschema v0.13.0 // indirect
 	github.com/kelindar/bitmap v1.5.3 // indirect
 	github.com/kelindar/simd v1.1.2 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.9 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
