@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,40 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
+	"github.com/memor-db/memor/cluster/internal/natstest"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// startServer runs a JetStream server in-process on a random loopback
-// port with its store under t.TempDir().
-func startServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return s
-}
-
-func connect(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
 
 func newKEK(t *testing.T) []byte {
 	k := make([]byte, 32)
@@ -117,7 +84,7 @@ func appendAll(t *testing.T, l *Log, user string, records [][]byte) []Entry {
 // User IDs are arbitrary bytes: ones that would be subject wildcards or
 // separators get subjects of their own and see only their own entries.
 func TestUsersAreIsolatedWhateverTheirIDs(t *testing.T) {
-	js := connect(t, startServer(t).ClientURL())
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
 	l := openLog(t, js, newKEK(t))
 	users := []string{"alice", "a.b", "a.*", "a.>", ">", "*", "a b", "ünï cødé 用户", "\x00\xff", strings.Repeat("x", 200)}
 	recs := corpus(t)
@@ -154,7 +121,7 @@ func TestUsersAreIsolatedWhateverTheirIDs(t *testing.T) {
 
 // The log holds ciphertext: no record's bytes appear in the stream.
 func TestRecordsAreEncrypted(t *testing.T) {
-	js := connect(t, startServer(t).ClientURL())
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
 	l := openLog(t, js, newKEK(t))
 	rec := []byte("I live in San Francisco and my passport number is X1234567.")
 	e := appendAll(t, l, "alice", [][]byte{rec})[0]
@@ -192,7 +159,7 @@ func mustKey(t *testing.T, l *Log, user string) []byte {
 // different record appended from the same stale position is a conflict:
 // two writers of one user cannot interleave.
 func TestRetryIsIdempotentAndSecondWriterConflicts(t *testing.T) {
-	js := connect(t, startServer(t).ClientURL())
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
 	l := openLog(t, js, newKEK(t))
 	ctx := context.Background()
 	first := appendAll(t, l, "alice", [][]byte{[]byte("one")})[0]
@@ -224,7 +191,7 @@ func TestRetryIsIdempotentAndSecondWriterConflicts(t *testing.T) {
 // Outside the duplicate window, a retry meets its own append as the
 // user's last entry and is still acknowledged.
 func TestRetryAfterTheDuplicateWindow(t *testing.T) {
-	js := connect(t, startServer(t).ClientURL())
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
 	l, err := Open(context.Background(), js, Config{KEK: newKEK(t), Duplicates: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -243,9 +210,9 @@ func TestRetryAfterTheDuplicateWindow(t *testing.T) {
 // Two writers race on one user: exactly one append per position wins and
 // the log is a gap-free sequence.
 func TestConcurrentWritersNeverInterleave(t *testing.T) {
-	srv := startServer(t)
+	srv := natstest.Server(t, "")
 	kek := newKEK(t)
-	logs := []*Log{openLog(t, connect(t, srv.ClientURL()), kek), openLog(t, connect(t, srv.ClientURL()), kek)}
+	logs := []*Log{openLog(t, natstest.Connect(t, srv.ClientURL()), kek), openLog(t, natstest.Connect(t, srv.ClientURL()), kek)}
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -292,7 +259,7 @@ func TestConcurrentWritersNeverInterleave(t *testing.T) {
 
 // Read from a stream sequence returns the tail only.
 func TestReadFrom(t *testing.T) {
-	js := connect(t, startServer(t).ClientURL())
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
 	l := openLog(t, js, newKEK(t))
 	var recs [][]byte
 	for i := range 600 { // more than one fetch batch
@@ -318,7 +285,7 @@ func TestReadFrom(t *testing.T) {
 // Forget purges the subject and destroys the key: nothing reads back, an
 // old copy of a ciphertext opens for no one, and the user starts afresh.
 func TestForget(t *testing.T) {
-	js := connect(t, startServer(t).ClientURL())
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
 	l := openLog(t, js, newKEK(t))
 	ctx := context.Background()
 	es := appendAll(t, l, "alice", [][]byte{[]byte("secret one"), []byte("secret two")})
@@ -368,7 +335,7 @@ func TestForget(t *testing.T) {
 // RotateKEK re-wraps every key: the new log reads everything, the old KEK
 // opens nothing, and a second run is a no-op.
 func TestRotateKEK(t *testing.T) {
-	js := connect(t, startServer(t).ClientURL())
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
 	old := newKEK(t)
 	l := openLog(t, js, old)
 	ctx := context.Background()
@@ -401,31 +368,15 @@ func TestRotateKEK(t *testing.T) {
 // on JetStream's file store.
 func TestSurvivesServerRestart(t *testing.T) {
 	dir := t.TempDir()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready")
-	}
+	s := natstest.Server(t, dir)
 	kek := newKEK(t)
 	recs := corpus(t)[:10]
-	l := openLog(t, connect(t, s.ClientURL()), kek)
+	l := openLog(t, natstest.Connect(t, s.ClientURL()), kek)
 	appendAll(t, l, "alice", recs)
 	s.Shutdown()
 	s.WaitForShutdown()
-	s2, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s2.Start()
-	if !s2.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready after restart")
-	}
-	t.Cleanup(s2.Shutdown)
-	got := readAll(t, openLog(t, connect(t, s2.ClientURL()), kek), "alice", 0)
+	s2 := natstest.Server(t, dir)
+	got := readAll(t, openLog(t, natstest.Connect(t, s2.ClientURL()), kek), "alice", 0)
 	if len(got) != len(recs) {
 		t.Fatalf("%d entries after restart, want %d", len(got), len(recs))
 	}
@@ -436,74 +387,22 @@ func TestSurvivesServerRestart(t *testing.T) {
 	}
 }
 
-// startCluster runs three JetStream servers in-process, routed to each
-// other on loopback, and waits until the stream API answers.
-func startCluster(t *testing.T) []*server.Server {
-	t.Helper()
-	// A clustered JetStream server needs its routes configured, so the
-	// route ports are picked first (free ports of the loopback).
-	var ports []int
-	var routes []*url.URL
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		ports = append(ports, p)
-		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
-	}
-	var servers []*server.Server
-	for i := range 3 {
-		o := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: os.Getenv("JSLOG_DEBUG") == "",
-			Cluster: server.ClusterOpts{Name: "memor", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  routes,
-		}
-		s, err := server.NewServer(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if os.Getenv("JSLOG_DEBUG") != "" {
-			s.ConfigureLogger()
-		}
-		go s.Start()
-		t.Cleanup(s.Shutdown)
-		servers = append(servers, s)
-	}
-	for _, s := range servers {
-		if !s.ReadyForConnections(20 * time.Second) {
-			t.Fatalf("%s not ready", s.Name())
-		}
-	}
-	return servers
-}
-
 // On a three-server cluster with an R3 stream, killing any one server
 // loses no acknowledged append and the log goes on.
 func TestR3ClusterSurvivesAServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-server cluster: not in -short")
 	}
-	servers := startCluster(t)
+	servers := natstest.Cluster(t, 3)
 	var urls []string
 	for _, s := range servers {
 		urls = append(urls, s.ClientURL())
 	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.Connect(t, strings.Join(urls, ","))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var l *Log
+	var err error
 	kek := newKEK(t)
 	for { // the meta leader is elected a moment after the mesh forms
 		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
