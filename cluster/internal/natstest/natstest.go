@@ -19,13 +19,18 @@ import (
 func quiet() bool { return os.Getenv("JSLOG_DEBUG") == "" }
 
 // Server runs one JetStream server whose store is dir ("" for a new
-// temporary one); it is shut down at the end of the test.
-func Server(t testing.TB, dir string) *server.Server {
+// temporary one), with edit applied to its options; it is shut down at
+// the end of the test.
+func Server(t testing.TB, dir string, edit ...func(*server.Options)) *server.Server {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: quiet()})
+	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: quiet()}
+	for _, f := range edit {
+		f(o)
+	}
+	s, err := server.NewServer(o)
 	if err != nil {
 		t.Fatal(err)
 	}
