@@ -44,8 +44,7 @@ type ForgetCounts struct {
 	History  int `json:"history"`
 	Archived int `json:"archived"`
 	// Decisions counts the entries of the resolution log.
-	Decisions   int `json:"decisions"`
-	Corrections int `json:"corrections"`
+	Decisions int `json:"decisions"`
 	// Keys counts every stored key of the user, index postings included.
 	Keys int `json:"keys"`
 }
@@ -63,7 +62,7 @@ func (e *Engine) ForgetPlan(ctx context.Context, user string) (ForgetCounts, err
 	}
 	defer release()
 	counts := map[kv.Sub]*int{kv.SubEpisode: &c.Episodes, kv.SubEpState: &c.Failed, kv.SubLive: &c.Live,
-		kv.SubHistory: &c.History, kv.SubArchive: &c.Archived, kv.SubLog: &c.Decisions, kv.SubCorrection: &c.Corrections}
+		kv.SubHistory: &c.History, kv.SubArchive: &c.Archived, kv.SubLog: &c.Decisions}
 	err = e.db.View(func(s *kv.Snapshot) error {
 		for sub, n := range counts {
 			if err := s.Scan(ctx, kv.UserKey(user, sub), func(_, _ []byte) error { *n++; return nil }); err != nil {
