@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/internal/norm"
@@ -99,11 +100,11 @@ func barTitle(f memor.Fact) string {
 	if !f.ValidTo.IsZero() {
 		to = f.ValidTo.UTC().Format(time.RFC3339)
 	}
-	exp := "still believed"
+	exp := "not expired: still believed"
 	if !f.ExpiredAt.IsZero() {
-		exp = f.ExpiredAt.UTC().Format(time.RFC3339)
+		exp = "expired " + f.ExpiredAt.UTC().Format(time.RFC3339)
 	}
-	fmt.Fprintf(&b, "\ntrue from %s until %s\nrecorded %s, expired %s\nconfidence %.2f, said %d×, episode %d",
+	fmt.Fprintf(&b, "\ntrue from %s until %s\nrecorded %s, %s\nconfidence %.2f, said %d×, episode %d",
 		f.ValidFrom.UTC().Format(time.RFC3339), to, f.RecordedAt.UTC().Format(time.RFC3339), exp, f.Confidence, f.Reinforced, f.Episode)
 	if f.Quote != "" {
 		fmt.Fprintf(&b, "\nquote: “%s”", f.Quote)
@@ -141,7 +142,11 @@ func timelineSVG(vs []memor.Fact, s span, valid, known time.Time) string {
 		t := s.Min.Add(time.Duration(float64(s.Max.Sub(s.Min)) * float64(i) / 6)).Truncate(day)
 		x := s.x(t)
 		w.f(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="tick"/>`, x, tlAxis-6, x, height)
-		w.text(x+2, 14, "axis", t.Format(time.DateOnly))
+		if i == 6 {
+			w.f(`<text x="%.1f" y="14" class="axis" text-anchor="end">%s</text>`, x, t.Format(time.DateOnly))
+		} else {
+			w.text(x+2, 14, "axis", t.Format(time.DateOnly))
+		}
 	}
 	kspan := float64(s.Max.Sub(s.Min))
 	y := tlAxis
@@ -168,15 +173,17 @@ func timelineSVG(vs []memor.Fact, s span, valid, known time.Time) string {
 			if in {
 				class += " inview"
 			}
-			fill := ""
-			if f.Status != memor.Active {
-				fill = ` fill="url(#hatch)"`
-			}
 			w.f(`<g class="%s" tabindex="0" role="img" aria-label="%s" data-fact="%s" data-episode="%d" data-rule="%s" data-status="%s">`,
 				class, esc(barLabel(f, in)+". "+strings.ReplaceAll(barTitle(f), "\n", "; ")), esc(f.ID), f.Episode, esc(string(f.Rule)), f.Status)
 			w.f(`<title>%s</title>`, esc(barTitle(f)))
-			w.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="3" fill-opacity="%.2f"%s/>`, x0, y+2, x1-x0, tlRow-4, shade, fill)
-			w.text(x0+4, y+tlRow-7, "label", barLabel(f, in))
+			w.f(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="3" fill-opacity="%.2f"/>`, x0, y+2, x1-x0, tlRow-4, shade)
+			// A label that would run off the right edge ends there.
+			label := barLabel(f, in)
+			if x0+4+labelWidth(label) > tlWidth {
+				w.f(`<text x="%.1f" y="%.1f" class="label" text-anchor="end">%s</text>`, tlRight-4, y+tlRow-7, esc(label))
+			} else {
+				w.text(x0+4, y+tlRow-7, "label", label)
+			}
 			w.f(`</g>`)
 			y += tlRow
 		}
@@ -187,6 +194,10 @@ func timelineSVG(vs []memor.Fact, s span, valid, known time.Time) string {
 	w.f(`</svg>`)
 	return w.String()
 }
+
+// labelWidth estimates the width of a label at the timeline's 11 px
+// font, in user units.
+func labelWidth(s string) float64 { return 6.3 * float64(utf8.RuneCountInString(s)) }
 
 func sortByRecorded(vs []memor.Fact) {
 	for i := 1; i < len(vs); i++ {
