@@ -76,10 +76,23 @@ func (h *Handler) users(w http.ResponseWriter, r *http.Request) {
 // episodeRow is an episode with what it produced.
 type episodeRow struct {
 	memor.Episode
+	// Decisions are the first DecisionsShown of the episode's; More
+	// counts the rest and Rules counts all of them by rule.
 	Decisions []memor.Decision
+	More      int
+	Rules     []ruleCount
 	Failed    bool
 	Error     string
 }
+
+type ruleCount struct {
+	Rule memor.Rule
+	N    int
+}
+
+// DecisionsShown bounds the decisions listed under one episode (a bulk
+// write makes thousands); the rest are counted by rule.
+const DecisionsShown = 20
 
 type episodesData struct {
 	Rows   []episodeRow
@@ -116,8 +129,19 @@ func (h *Handler) episodes(w http.ResponseWriter, r *http.Request) {
 		bySeq[ep.Seq] = &d.Rows[i]
 	}
 	for _, dec := range log {
-		if row := bySeq[dec.Episode]; row != nil {
+		row := bySeq[dec.Episode]
+		if row == nil {
+			continue
+		}
+		if len(row.Decisions) < DecisionsShown {
 			row.Decisions = append(row.Decisions, dec)
+		} else {
+			row.More++
+		}
+		if i := slices.IndexFunc(row.Rules, func(c ruleCount) bool { return c.Rule == dec.Rule }); i >= 0 {
+			row.Rules[i].N++
+		} else {
+			row.Rules = append(row.Rules, ruleCount{dec.Rule, 1})
 		}
 	}
 	for _, f := range failed {
