@@ -13,6 +13,7 @@ type queryData struct {
 	Q, Valid, Known          string
 	K                        int
 	NoEpisodes, TimeFromText bool
+	Forgetting               bool
 	Ran                      bool
 	Results                  []memor.Result
 	Query                    *memor.QueryExplanation
@@ -28,7 +29,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 	ctx, user := r.Context(), r.PathValue("user")
 	q := r.URL.Query()
 	d := queryData{Q: strings.TrimSpace(q.Get("q")), Valid: q.Get("valid"), Known: q.Get("known"), K: memor.DefaultK,
-		NoEpisodes: q.Get("noep") != "", TimeFromText: q.Get("tft") != ""}
+		NoEpisodes: q.Get("noep") != "", TimeFromText: q.Get("tft") != "", Forgetting: q.Get("forget") != ""}
 	if s := q.Get("k"); s != "" {
 		k, err := strconv.Atoi(s)
 		if err != nil || k < 1 || k > 100 {
@@ -37,7 +38,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 		d.K = k
 	}
-	opts := memor.QueryOptions{K: d.K, NoEpisodes: d.NoEpisodes, TimeFromText: d.TimeFromText, Explain: true}
+	opts := memor.QueryOptions{K: d.K, NoEpisodes: d.NoEpisodes, TimeFromText: d.TimeFromText, Forgetting: d.Forgetting, Explain: true}
 	var err error
 	if opts.ValidAt, err = ParseInstant(d.Valid, opts.ValidAt); err != nil {
 		h.fail(w, r, err)

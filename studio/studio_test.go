@@ -327,6 +327,11 @@ func TestQueryExplain(t *testing.T) {
 	if got := text(byID(doc, "context")); got != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("Context block %q, want %q", got, want)
 	}
+	// The forgetting curve adds the recency multiplier to the explanation.
+	doc = get(t, ts, studio.UserURL(s.user, "query")+"?q="+url.QueryEscape("Where do I live?")+"&noep=1&forget=1")
+	if r := text(find(byID(doc, "results"), func(n *html.Node) bool { return hasClass(n, "result") })[0]); !strings.Contains(r, "× recency") {
+		t.Errorf("with forgetting: first result %q lacks the recency multiplier", r)
+	}
 	// Back in time: the view moves the answer.
 	doc = get(t, ts, studio.UserURL(s.user, "query")+"?q="+url.QueryEscape("Where do I live?")+"&noep=1&valid=2026-02-01")
 	if r := text(find(byID(doc, "results"), func(n *html.Node) bool { return hasClass(n, "result") })[0]); !strings.Contains(r, "San Francisco") {
