@@ -66,8 +66,7 @@ func neighbourhood(facts []memor.Fact, center string, depth int) graph {
 			if other == n.Key {
 				other = s
 			}
-			j, ok := index[other]
-			if !ok {
+			if _, ok := index[other]; !ok {
 				if n.Depth == depth {
 					continue
 				}
@@ -75,8 +74,7 @@ func neighbourhood(facts []memor.Fact, center string, depth int) graph {
 					g.Truncated = true
 					continue
 				}
-				j = len(g.Nodes)
-				index[other] = j
+				index[other] = len(g.Nodes)
 				g.Nodes = append(g.Nodes, gnode{Key: other, Name: names[other], Depth: n.Depth + 1, parent: i})
 			}
 			seenEdge[fi] = true

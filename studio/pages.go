@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
-	"github.com/memor-db/memor/internal/norm"
 )
 
 // userRow is one line of the users list.
@@ -302,6 +301,3 @@ func timeFiltered(vs []memor.Fact, valid, known time.Time) []removal {
 	}
 	return out
 }
-
-// sameEntity reports whether two names are one entity.
-func sameEntity(a, b string) bool { return norm.Key(a) == norm.Key(b) }

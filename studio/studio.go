@@ -228,7 +228,7 @@ func paginate(r *http.Request, n, size int) pager {
 	link := func(n int) string {
 		q := r.URL.Query()
 		q.Set("page", strconv.Itoa(n))
-		return r.URL.Path + "?" + q.Encode()
+		return r.URL.EscapedPath() + "?" + q.Encode()
 	}
 	if p.Page > 1 {
 		p.Prev = link(p.Page - 1)

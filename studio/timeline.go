@@ -247,16 +247,11 @@ func (h *Handler) timeline(w http.ResponseWriter, r *http.Request) {
 		MinS: s.Min.Unix(), MaxS: s.Max.Unix(), Step: int64(day / time.Second),
 		ValidS: valid.Unix(), KnownS: known.Unix(),
 		SVG: timelineSVG(vs[pg.From:pg.To], s, valid, known), State: state, Pager: pg, Versions: len(vs),
-		Self: r.URL.Path}
+		Self: UserURL(user, "")}
 	for _, f := range vs {
 		if f.Status == memor.Contested {
 			d.Contests++
 		}
 	}
 	h.render(w, r, "timeline.html", page{Title: "Timeline of " + user, User: user, View: "timeline", Data: d})
-}
-
-// viewQuery is the query string of a view at two instants.
-func viewQuery(valid, known time.Time) string {
-	return "valid=" + valid.UTC().Format(time.RFC3339) + "&known=" + known.UTC().Format(time.RFC3339)
 }
