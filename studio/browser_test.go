@@ -209,6 +209,14 @@ func TestBrowserStudio(t *testing.T) {
 	}
 	shot("studio-query.png")
 
+	// The graph around the user with the answer's path drawn on it.
+	do("graph", chromedp.Navigate(ts.URL+"/studio/u/alice/graph?entity=user&depth=3&q="+url.QueryEscape("What kind of dog does my brother have?")),
+		chromedp.WaitVisible(chromedp.CSS("#graph")))
+	if n := eval(`String(document.querySelectorAll('#graph .edge.onpath').length)`); n != "2" {
+		t.Errorf("%s edges on the path, want 2", n)
+	}
+	shot("studio-graph.png")
+
 	// Resolve the conflict: keep Seattle.
 	do("conflicts", chromedp.Navigate(ts.URL+"/studio/u/alice/conflicts"), chromedp.WaitVisible(chromedp.CSS(".conflict .keep")),
 		chromedp.Click(chromedp.CSS(".conflict .keep")), chromedp.WaitVisible(chromedp.CSS("#no-conflicts")))

@@ -33,6 +33,8 @@ type graph struct {
 	Nodes     []gnode
 	Edges     []gedge
 	Truncated bool
+	// size is the side of the drawing: room for the rings it uses.
+	size float64
 }
 
 // neighbourhood walks the facts from the entity named center up to depth
@@ -112,19 +114,24 @@ func (g *graph) markPath(path string) {
 	}
 }
 
+// gRing is the distance between two rings; gMargin leaves room for the
+// labels of the outer ring.
 const (
-	gSize = 760.0
-	gRing = 115.0
+	gRing   = 115.0
+	gMargin = 110.0
 )
 
 // layout puts the center in the middle and each depth on a ring, a node
 // near its parent's angle.
 func (g *graph) layout() {
-	c := gSize / 2
 	byDepth := map[int][]int{}
+	deepest := 0
 	for i, n := range g.Nodes {
 		byDepth[n.Depth] = append(byDepth[n.Depth], i)
+		deepest = max(deepest, n.Depth)
 	}
+	c := float64(deepest)*gRing + gMargin
+	g.size = 2 * c
 	g.Nodes[0].x, g.Nodes[0].y = c, c
 	for d := 1; d <= 3; d++ {
 		ring := byDepth[d]
@@ -149,7 +156,7 @@ func (g *graph) layout() {
 
 func (g *graph) svg(user string, q url.Values) string {
 	var w svgWriter
-	w.f(`<svg xmlns="http://www.w3.org/2000/svg" id="graph" viewBox="0 0 %.0f %.0f" role="group" aria-label="Entities and relations around %s">`, gSize, gSize, esc(g.Nodes[0].Name))
+	w.f(`<svg xmlns="http://www.w3.org/2000/svg" id="graph" viewBox="0 0 %.0f %.0f" role="group" aria-label="Entities and relations around %s">`, g.size, g.size, esc(g.Nodes[0].Name))
 	for _, e := range g.Edges {
 		a, b := g.Nodes[e.From], g.Nodes[e.To]
 		class := "edge"
