@@ -17,6 +17,7 @@ import (
 	"github.com/memor-db/memor/mcpserver"
 	"github.com/memor-db/memor/memortest"
 	"github.com/memor-db/memor/server"
+	"github.com/memor-db/memor/studio"
 )
 
 func (a *app) serveCmd() *cobra.Command {
@@ -37,6 +38,8 @@ Web pages cannot use it: a request from a page (an Origin header that is not
 this server's, or Sec-Fetch-Site cross-site) is refused with 403 unless
 --allow-origin names the page's origin, and on loopback a request whose Host
 is not localhost, 127.0.0.1 or [::1] is refused (DNS rebinding).
+
+/studio/ serves memor studio, the web inspector (see 'memor studio').
 
 --conformance also serves memortest's contract under /conformance/ for
 'memor conformance', for suite users (memortest/...) only.
@@ -90,7 +93,8 @@ applies every queued episode.`,
 			serr := server.Serve(cmd.Context(), e, ln, server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
 					AllowOrigins: origins, Conformance: conformance, Metrics: metrics,
-					MCP: mcpserver.NewHTTPHandler(e, mcpserver.Options{Version: version(), Logger: logger})},
+					MCP:    mcpserver.NewHTTPHandler(e, mcpserver.Options{Version: version(), Logger: logger}),
+					Studio: studio.New(e, studio.Options{Logger: logger})},
 				ExposeMetrics: exposeMetrics,
 				OnListen: func(ad net.Addr) {
 					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)

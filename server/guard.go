@@ -158,7 +158,7 @@ func (h *Handler) guard(w http.ResponseWriter, r *http.Request) bool {
 	if len(h.origins) > 0 && !allowed {
 		w.Header().Add("Vary", "Origin")
 	}
-	if h.o.Token != "" && r.URL.Path != "/v1/health" && !h.authorized(r.Header.Get("Authorization")) {
+	if h.o.Token != "" && r.URL.Path != "/v1/health" && !h.authorized(r.Header.Get("Authorization")) && !h.studioSession(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="memor"`)
 		writeErr(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer $MEMOR_TOKEN")
 		return false

@@ -94,6 +94,11 @@ type Options struct {
 	// /metrics. See Metrics, and ServeOptions.ExposeMetrics beyond
 	// loopback.
 	Metrics *Metrics
+	// Studio, if set, is served under StudioPath (studio.New: the web
+	// inspector) behind the same checks as every other route; with a
+	// Token, a browser carries it in a cookie set by StudioPath+"login"
+	// (see studioSession). Nil: nothing is mounted there.
+	Studio http.Handler
 }
 
 // MCPPath is the route of Options.MCP.
@@ -155,6 +160,10 @@ func New(e *memor.Engine, o Options) *Handler {
 	}
 	if o.MCP != nil {
 		m.Handle(MCPPath, o.MCP)
+	}
+	if o.Studio != nil {
+		m.HandleFunc("GET "+StudioPath+"login", h.studioLogin)
+		m.Handle(StudioPath, o.Studio)
 	}
 	// A pattern without a method is less specific than the same path with
 	// one, so these catch only the wrong methods and answer them in JSON
