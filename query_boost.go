@@ -30,7 +30,6 @@ func (e *Engine) boost(c *candidate, validAt time.Time, forgetting bool) {
 	}
 }
 
-
 // loadAndBoost resolves the fused candidates, best first, to the facts and
 // episodes they name, keeping those the focus admits, and applies the
 // reinforcement boost, the forgetting curve and the voice prior. The boost

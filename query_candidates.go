@@ -156,4 +156,3 @@ func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text str
 	}
 	return nil
 }
-

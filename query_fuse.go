@@ -83,4 +83,3 @@ func sortCandidates(list []*candidate) {
 		return a.doc < b.doc
 	})
 }
-

@@ -181,4 +181,3 @@ func (qv *qview) version(user string, suf []byte) (Fact, error) {
 	}
 	return Fact{}, kv.ErrNotFound
 }
-
