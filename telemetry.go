@@ -41,7 +41,6 @@ const (
 	attrUser       = attribute.Key("memor.user_hash")
 	attrSeq        = attribute.Key("memor.episode.seq")
 	attrTextBytes  = attribute.Key("memor.text_bytes")
-	attrSync       = attribute.Key("memor.sync")
 	attrK          = attribute.Key("memor.k")
 	attrFusion     = attribute.Key("memor.fusion")
 	attrAsOf       = attribute.Key("memor.as_of")
@@ -222,4 +221,50 @@ func (o op) end(ctx context.Context, err error) {
 		}
 	}
 	o.span.end(err)
+}
+
+// startAdd starts the span of one Add.
+func (t *telemetry) startAdd(ctx context.Context, user string, textBytes int) (context.Context, span) {
+	ctx, s := t.start(ctx, spanAdd)
+	if s.on() {
+		s.set(attrUser.String(userHash(user)), attrTextBytes.Int(textBytes))
+	}
+	return ctx, s
+}
+
+// startApply starts the span, and the latency clock, of applying one
+// queued episode: its extraction, resolution and commit are its children.
+func (t *telemetry) startApply(ctx context.Context, user string, seq uint64) (context.Context, op) {
+	ctx, o := t.startOp(ctx, spanApply, t.applyLatency)
+	if o.on() {
+		o.set(attrUser.String(userHash(user)), attrSeq.Int64(int64(seq)))
+	}
+	return ctx, o
+}
+
+// extract runs an episode's extraction in its span; an extraction that
+// failed (and will be recorded as failed) ends it with its error.
+func (t *telemetry) extract(ctx context.Context, fn func(context.Context) *extracted) *extracted {
+	if t.tracer == nil {
+		return fn(ctx)
+	}
+	ctx, s := t.start(ctx, spanApplyExtract)
+	pre := fn(ctx)
+	var err error
+	if pre != nil {
+		err = pre.err
+	}
+	s.end(err)
+	return pre
+}
+
+// stage runs fn in span name, a child of ctx's.
+func (t *telemetry) stage(ctx context.Context, name string, fn func() error) error {
+	if t.tracer == nil {
+		return fn()
+	}
+	_, s := t.start(ctx, name)
+	err := fn()
+	s.end(err)
+	return err
 }
