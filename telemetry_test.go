@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,10 +15,12 @@ import (
 	"github.com/memor-db/memor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // telUser is an e-mail address, the kind of user ID that must not leave
@@ -348,5 +351,46 @@ func TestTelemetryBesideObserver(t *testing.T) {
 	}
 	if len(spansNamed(exp.GetSpans(), "memor.Query")) != 1 {
 		t.Error("no memor.Query span")
+	}
+}
+
+// BenchmarkQueryTelemetry: what OpenTelemetry costs a Query: none (no
+// provider: no OpenTelemetry code runs), the API's no-op providers, and
+// the SDK recording every span in memory.
+func BenchmarkQueryTelemetry(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		o    func() memor.Options
+	}{
+		{"otel=none", func() memor.Options { return memor.Options{} }},
+		{"otel=noop", func() memor.Options {
+			return memor.Options{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
+		}},
+		{"otel=sdk", func() memor.Options {
+			return memor.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter())),
+				MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			o := c.o()
+			o.NoSync = true
+			e, err := memor.Open(b.TempDir(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			for i := range 50 {
+				if _, err := e.Add(ctx, "u", fmt.Sprintf("I visited City%d and met Person%d.", i, i), memor.Sync()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Query(ctx, "u", "where did I meet Person7", memor.QueryOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
