@@ -95,12 +95,12 @@ func noUserData(t *testing.T, spans tracetest.SpanStubs, texts ...string) {
 	for _, s := range spans {
 		vals := []string{s.Status.Description}
 		for _, a := range s.Attributes {
-			vals = append(vals, a.Value.Emit())
+			vals = append(vals, a.Value.String())
 		}
 		for _, ev := range s.Events {
 			vals = append(vals, ev.Name)
 			for _, a := range ev.Attributes {
-				vals = append(vals, a.Value.Emit())
+				vals = append(vals, a.Value.String())
 			}
 		}
 		for _, v := range vals {
@@ -159,7 +159,7 @@ func TestTracingQuerySpanTree(t *testing.T) {
 		t.Errorf("memor.k = %d", v.AsInt64())
 	}
 	if v, ok := attr(spansNamed(spans, "memor.query.candidates.bm25")[0], "memor.candidates"); !ok || v.AsInt64() == 0 {
-		t.Errorf("bm25 candidates: %v", v.Emit())
+		t.Errorf("bm25 candidates: %v", v.String())
 	}
 	for _, s := range spans {
 		if s.Status.Code == codes.Error {
