@@ -26,6 +26,7 @@ package memor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -38,6 +39,8 @@ import (
 	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/kv"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults for Options.
@@ -120,6 +123,14 @@ type Options struct {
 	// Observer, if set, receives the time each Query and each of its
 	// stages took (see Observer); nil reads no clock for it.
 	Observer Observer
+	// TracerProvider, if set, receives spans of Add, of applying each
+	// queued episode (extraction, resolution, commit) and of Query and
+	// each of its stages; MeterProvider, if set, receives the episode
+	// counters and the apply and query latencies. Nil, the default, calls
+	// no OpenTelemetry code. No attribute carries user text or a user ID:
+	// users are named by a hash (see README, "Tracing and metrics").
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 	// fs is the file system the store writes through (nil: the
 	// operating system's); tests inject storage failures with it.
 	fs vfs.FS
@@ -175,6 +186,7 @@ type Engine struct {
 
 	ing      *ingester
 	counters engineCounters
+	tel      telemetry
 
 	// gate is held shared by every operation and exclusively by Close.
 	gate      sync.RWMutex
@@ -220,6 +232,10 @@ func Open(dir string, o Options) (*Engine, error) {
 		closing: make(chan struct{})}
 	if e.clock == nil {
 		e.clock = time.Now
+	}
+	if e.tel, err = newTelemetry(o.TracerProvider, o.MeterProvider, &e.counters); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("memor: open %s: telemetry: %w", dir, err)
 	}
 	if e.ext == nil {
 		e.ext = extract.NewRuleExtractor()
@@ -278,7 +294,7 @@ func (e *Engine) Close() error {
 	e.gate.Lock()
 	defer e.gate.Unlock()
 	e.closed = true
-	return e.db.Close()
+	return errors.Join(e.db.Close(), e.tel.close())
 }
 
 // enter admits an operation; the caller must call the returned release.

@@ -286,15 +286,18 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 		if err != nil {
 			return err
 		}
-		pre := e.extractEpisode(ctx, nil, ep)
+		actx, as := e.tel.startApply(ctx, user, seq)
+		pre := e.tel.extract(actx, func(ctx context.Context) *extracted { return e.extractEpisode(ctx, nil, ep) })
 		if ctx.Err() != nil {
+			as.end(actx, ctx.Err())
 			return ctx.Err()
 		}
-		done, err := e.applyPending(ctx, user, seq, pre, nil)
+		done, err := e.applyPending(actx, user, seq, pre, nil)
 		var fails failures
 		if fails.retry(err, nil) {
-			done, err = e.applyPending(ctx, user, seq, nil, fails)
+			done, err = e.applyPending(actx, user, seq, nil, fails)
 		}
+		as.end(actx, err)
 		if err != nil {
 			return err
 		}
@@ -425,11 +428,11 @@ func (e *Engine) applyPending(ctx context.Context, user string, seq uint64, pre 
 		t.pre = nil // another episode now has this number: extract it afresh
 	}
 	t.now = nanos(ep.RecordedAt)
-	if err := t.apply(ep); err != nil {
+	if err := e.tel.stage(ctx, spanApplyResolve, func() error { return t.apply(ep) }); err != nil {
 		return 0, err
 	}
 	t.meta.Applied = seq
-	if err := t.commit(); err != nil {
+	if err := e.tel.stage(ctx, spanApplyCommit, t.commit); err != nil {
 		return 0, err
 	}
 	return 1, nil

@@ -2,19 +2,10 @@ package memor
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/extract"
-	"github.com/memor-db/memor/graph"
-	"github.com/memor-db/memor/index/bm25"
-	"github.com/memor-db/memor/internal/norm"
-	"github.com/memor-db/memor/kv"
 	"github.com/memor-db/memor/lang/en"
 )
 
@@ -184,51 +175,6 @@ func TimeSpanInText(text string, now time.Time) (start, end time.Time, ok bool) 
 	return start.UTC(), end.UTC(), true
 }
 
-// minVector is the cosine similarity below which a vector hit is noise:
-// feature-hashed vectors of unrelated sentences still share a few features.
-const minVector = 0.15
-
-// minVectorAlone is the similarity a candidate needs when no other signal
-// supports it.
-const minVectorAlone = 0.35
-
-// maxBoost is the largest reinforcement boost β(r) = 1 + 0.05·min(r−1, 5).
-const maxBoost = 1.25
-
-// boost applies the reinforcement boost and, if asked, the forgetting curve.
-func (e *Engine) boost(c *candidate, validAt time.Time, forgetting bool) {
-	r := 1
-	var last time.Time
-	if c.fact != nil {
-		r, last = c.fact.Reinforced, c.fact.LastSeen
-	} else if c.episode != nil {
-		last = c.episode.At
-	}
-	c.signals.Boost = 1 + 0.05*float64(min(max(r-1, 0), 5))
-	c.score *= c.signals.Boost
-	if forgetting {
-		age := max(validAt.Sub(last), 0)
-		stability := time.Duration(max(r, 1)) * forgettingBase
-		c.signals.Recency = math.Exp(-float64(age) / float64(stability))
-		c.score *= c.signals.Recency
-	}
-}
-
-// candidate is one document under consideration.
-type candidate struct {
-	doc     uint32
-	signals Signals
-	path    string
-	// walk, when path is empty, is the graph path that reached the
-	// candidate, rendered into Result.Path only if it is served.
-	walk  graph.Path
-	score float64
-	// rawVector is the cosine before normalisation.
-	rawVector float64
-	fact      *Fact
-	episode   *Episode
-}
-
 // Query returns the facts and episodes most relevant to text, visible at
 // (ValidAt, KnownAt): current beliefs by default. Candidates come from BM25,
 // vector search and a graph walk from the entities the query names, each
@@ -242,6 +188,13 @@ type candidate struct {
 // state is a candidate; a write still in progress can only keep the
 // versions it changes out of the graph walk (text and vector search
 // still find them) and hold back the episodes whose facts it changes.
+//
+// The stages, in order, each a function of its own and a span of its own
+// under Options.TracerProvider: plan (planQuery, queryView), filter
+// (visibleDocs, queryFocus, focusFilter), the candidates of each signal
+// (bm25Candidates, the question's embedding, vectorCandidates,
+// entityCandidates, outdatedCandidates), fuse (abstains, signalled, fuse),
+// boost (loadAndBoost) and rerank.
 func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions) (_ []Result, err error) {
 	clock := newStageClock(e.opts.Observer)
 	if clock.o != nil {
@@ -249,133 +202,99 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		// recovered panic's error too.
 		defer func() { clock.done(err) }()
 	}
+	ctx, qs := e.tel.startOp(ctx, spanQuery, e.tel.queryLatency)
+	defer func() { qs.end(ctx, err) }() // after recovered, as clock.done
 	defer e.recovered(&err, "query", user)
-	if err := e.validUser(user); err != nil {
+	if qs.on() {
+		qs.set(attrUser.String(userHash(user)), attrFusion.String(fusionName(opts.Fusion)),
+			attrAsOf.Bool(!opts.ValidAt.IsZero() || !opts.KnownAt.IsZero()))
+	}
+
+	_, ps := e.tel.start(ctx, spanQueryPlan)
+	p, err := e.planQuery(user, text, opts)
+	if err != nil {
+		ps.end(err)
 		return nil, err
-	}
-	if err := e.validText(text); err != nil {
-		return nil, err
-	}
-	var textAt time.Time
-	if opts.ValidAt.IsZero() && opts.TimeFromText && !en.AsksWhen(text) {
-		textAt, _ = TimeInText(text, e.now())
-	}
-	for _, t := range []struct {
-		t    time.Time
-		what string
-	}{{opts.ValidAt, "validAt"}, {opts.KnownAt, "knownAt"}, {textAt, "validAt"}} {
-		if !t.t.IsZero() {
-			if err := checkTime(t.t, t.what); err != nil {
-				return nil, err
-			}
-		}
-	}
-	k := opts.K
-	if k <= 0 {
-		k = DefaultK
-	}
-	depth := opts.Depth
-	if depth <= 0 {
-		depth = DefaultDepth
-	}
-	w := opts.Weights
-	if w == (Weights{}) {
-		w = Weights{Vector: 0.4, BM25: 0.4, Entity: 0.2}
 	}
 	release, err := e.enter(ctx)
 	if err != nil {
+		ps.end(err)
 		return nil, err
 	}
 	defer release()
-	qv, err := e.queryView(ctx, user, opts.ValidAt, opts.KnownAt, textAt)
+	qv, err := e.queryView(ctx, user, opts.ValidAt, opts.KnownAt, p.textAt)
+	ps.end(err)
 	if err != nil {
 		return nil, err
 	}
 	defer qv.snap.Close()
-	ui, facts, validAt := qv.ui, qv.facts, qv.validAt
-	ex := newExplainer(opts, opts.Reranker != nil || e.opts.Reranker != nil)
-	ex.view(qv, opts, textAt)
+	ui, facts := qv.ui, qv.facts
+	qs.setInt(attrK, p.k)
+	ex := newExplainer(opts, p.rr != nil)
+	ex.view(qv, opts, p.textAt)
 
-	// allow: what text and vector search may return. It shares facts
-	// unless episodes or pending documents are added (copying a large
-	// tenant's view cost a tenth of a query): neither is ever modified.
-	allow := facts
-	var eps *roaring.Bitmap
-	if !opts.NoEpisodes {
-		eps = ui.visibleEpisodes(validAt.UnixNano(), qv.knownAt.UnixNano(), facts)
-		if !eps.IsEmpty() {
-			allow = roaring.Or(facts, eps)
-		}
-	}
-	if qv.pending != nil {
-		allow = roaring.Or(allow, qv.pending)
-	}
-
+	fctx, fs := e.tel.start(ctx, spanQueryFilter)
+	allow, eps := visibleDocs(qv, opts.NoEpisodes)
 	clock.skip()
+	_, focs := e.tel.start(fctx, spanQueryFocus)
 	foc, err := e.queryFocus(ctx, ui, text, facts, allow)
+	focs.end(err)
 	if err != nil {
+		fs.end(err)
 		return nil, err
 	}
 	clock.lap(StageFocus)
 	ex.focus(foc)
 	if foc.nothing {
+		fs.end(nil)
+		if qs.on() {
+			qs.set(attrResults.Int(0), attrAbstained.Bool(true))
+		}
 		return []Result{}, nil
 	}
 	text = foc.resolve(text)
-	if foc.about != nil {
-		// The focus is a filter like the view: applied inside candidate
-		// generation, it gives the focus's facts the whole candidate pool
-		// instead of what facts about others leave of it, and it bounds
-		// the work by the focus's facts, not by the tenant's.
-		allow = foc.candidates(ui, facts, eps)
-		if qv.pending != nil {
-			allow = roaring.Or(allow, qv.pending)
-		}
-	}
-	cands := map[uint32]*candidate{}
-	get := func(doc uint32) *candidate {
-		c := cands[doc]
-		if c == nil {
-			c = &candidate{doc: doc}
-			cands[doc] = c
-		}
-		return c
-	}
+	allow = focusFilter(foc, qv, eps, allow)
+	fs.end(nil)
+
+	cands := candidateSet{}
 	if !allow.IsEmpty() {
 		clock.skip()
-		hits, err := ui.bm.Search(ctx, text, candidatesPerSignal, allow)
+		_, s := e.tel.start(ctx, spanQueryBM25)
+		n, err := bm25Candidates(ctx, ui, text, allow, cands)
+		s.setInt(attrCandidates, n)
+		s.end(err)
 		if err != nil {
 			return nil, err
 		}
-		for _, h := range hits {
-			if h.Score > 0 {
-				get(h.Doc).signals.BM25 = h.Score
-			}
-		}
 		clock.lap(StageBM25)
-		q, err := e.queryVector(ctx, ui, text)
+		ectx, s := e.tel.start(ctx, spanQueryEmbed)
+		q, err := e.queryVector(ectx, ui, text)
+		s.end(err)
 		if err != nil {
 			return nil, err
 		}
 		clock.lap(StageEmbed)
 		if !isZero(q) {
-			vhits, err := ui.vec.Search(ctx, q, candidatesPerSignal, allow)
+			_, s := e.tel.start(ctx, spanQueryVector)
+			n, err := vectorCandidates(ctx, ui, q, allow, cands)
+			s.setInt(attrCandidates, n)
+			s.end(err)
 			if err != nil {
 				return nil, err
 			}
-			for _, h := range vhits {
-				if h.Score >= minVector {
-					c := get(h.ID)
-					c.signals.Vector, c.rawVector = float64(h.Score), float64(h.Score)
-				}
-			}
 			clock.lap(StageVector)
 		}
-		if err := e.entityCandidates(ctx, ui, text, foc.seeds, depth, facts, get); err != nil {
+		_, s = e.tel.start(ctx, spanQueryEntity)
+		err = e.entityCandidates(ctx, ui, text, foc.seeds, p.depth, facts, cands.get)
+		s.end(err)
+		if err != nil {
 			return nil, err
 		}
 		clock.lap(StageEntity)
-		if err := e.outdatedCandidates(ctx, ui, text, facts, get); err != nil {
+		_, s = e.tel.start(ctx, spanQueryOutdated)
+		err = e.outdatedCandidates(ctx, ui, text, facts, cands.get)
+		s.end(err)
+		if err != nil {
 			return nil, err
 		}
 		clock.lap(StageOutdated)
@@ -383,99 +302,115 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			return nil, err
 		}
 	}
-	if minSupport := opts.MinSupport; minSupport >= 0 && !foc.named {
-		if minSupport == 0 {
-			minSupport = DefaultMinSupport
-		}
-		if e.support(ui, text, cands) < minSupport {
-			return []Result{}, nil
-		}
-	}
 
-	// Fuse, then resolve documents to facts and episodes in score order.
-	// The reinforcement boost can lift a score by at most maxBoost, so
-	// loading stops once the next candidate cannot reach the k-th score
-	// (or the reranker's window). A document whose version is not (yet)
-	// committed is skipped.
+	_, s := e.tel.start(ctx, spanQueryFuse)
+	if e.abstains(opts, foc, ui, text, cands) {
+		s.end(nil)
+		if qs.on() {
+			qs.set(attrResults.Int(0), attrAbstained.Bool(true))
+		}
+		return []Result{}, nil
+	}
 	clock.skip()
-	list := make([]*candidate, 0, len(cands))
-	for _, c := range cands {
-		// Similarity alone, and weak, is noise: a candidate needs a word
-		// or entity in common with the question or a close vector.
-		if c.signals.BM25 == 0 && c.signals.Entity == 0 && c.rawVector < minVectorAlone {
-			continue
-		}
-		list = append(list, c)
-	}
-	ex.beforeFuse(list, w)
-	fuse(list, w, opts.Fusion)
+	list := signalled(cands)
+	s.setInt(attrCandidates, len(list))
+	ex.beforeFuse(list, p.w)
+	fuse(list, p.w, opts.Fusion)
 	sortCandidates(list)
-	want := k
-	if opts.Reranker != nil || e.opts.Reranker != nil {
-		want = candidatesPerSignal
-	}
-	loaded := list[:0]
-	var kth float64
-	for _, c := range list {
-		if len(loaded) >= want && !opts.Forgetting && c.score*maxBoost*(1+voicePrior) < kth {
-			break
-		}
-		if err := qv.loadDoc(user, c, foc.admitsSubject); err != nil {
-			if errors.Is(err, kv.ErrNotFound) || errors.Is(err, errSkip) {
-				continue
-			}
-			return nil, err
-		}
-		if !foc.admits(ui, c) {
-			continue
-		}
-		e.boost(c, validAt, opts.Forgetting)
-		foc.voice(c)
-		loaded = append(loaded, c)
-		if len(loaded) >= want {
-			sortCandidates(loaded)
-			kth = loaded[want-1].score
-		}
-	}
-	list = loaded
-	factsOverSources(list)
-	sortCandidates(list)
-	if opts.sameMatter > 0 {
-		newerWins(ui.bm, list[:min(k, len(list))], opts.sameMatter)
-		sortCandidates(list)
+	s.end(nil)
+
+	_, s = e.tel.start(ctx, spanQueryBoost)
+	list, err = e.loadAndBoost(qv, user, p, foc, list)
+	s.setInt(attrCandidates, len(list))
+	s.end(err)
+	if err != nil {
+		return nil, err
 	}
 	clock.lap(StageLoad)
 
-	rr := opts.Reranker
-	if rr == nil {
-		rr = e.opts.Reranker
-	}
-	if rr != nil && len(list) > 0 {
-		top := list[:min(len(list), candidatesPerSignal)]
-		docs := make([]string, len(top))
-		for i, c := range top {
-			docs[i] = c.result().Text()
-		}
-		scores, err := rr.Rerank(ctx, text, docs)
+	if p.rr != nil && len(list) > 0 {
+		rctx, s := e.tel.start(ctx, spanQueryRerank)
+		s.setInt(attrCandidates, min(len(list), candidatesPerSignal))
+		err := rerank(rctx, p.rr, text, list)
+		s.end(err)
 		if err != nil {
-			return nil, fmt.Errorf("memor: rerank: %w", err)
+			return nil, err
 		}
-		if len(scores) != len(top) {
-			return nil, fmt.Errorf("memor: rerank: %d scores for %d candidates", len(scores), len(top))
-		}
-		for i, c := range top {
-			c.signals.Rerank = scores[i]
-		}
-		sort.SliceStable(top, func(i, j int) bool { return top[i].signals.Rerank > top[j].signals.Rerank })
 		clock.lap(StageRerank)
 	}
 
-	out := make([]Result, 0, min(k, len(list)))
-	for _, c := range list[:min(k, len(list))] {
+	out := make([]Result, 0, min(p.k, len(list)))
+	for _, c := range list[:min(p.k, len(list))] {
 		out = append(out, c.result())
 		ex.explain(ui, text, c, &out[len(out)-1])
 	}
+	qs.setInt(attrResults, len(out))
 	return out, nil
+}
+
+// queryPlan is what one Query asks, its defaults applied (DESIGN §5).
+type queryPlan struct {
+	opts     QueryOptions
+	k, depth int
+	w        Weights
+	// textAt is the valid time the question names, with TimeFromText
+	// and no ValidAt (zero if none).
+	textAt time.Time
+	// rr is the reranker: the query's, else the engine's (nil if none).
+	rr extract.Reranker
+	// want is how many candidates are loaded: k, or the reranker's
+	// window.
+	want int
+}
+
+// planQuery is the plan stage: it checks the question and the instants
+// and applies the defaults.
+func (e *Engine) planQuery(user, text string, opts QueryOptions) (queryPlan, error) {
+	if err := e.validUser(user); err != nil {
+		return queryPlan{}, err
+	}
+	if err := e.validText(text); err != nil {
+		return queryPlan{}, err
+	}
+	p := queryPlan{opts: opts, k: opts.K, depth: opts.Depth, w: opts.Weights, rr: opts.Reranker}
+	if opts.ValidAt.IsZero() && opts.TimeFromText && !en.AsksWhen(text) {
+		p.textAt, _ = TimeInText(text, e.now())
+	}
+	for _, t := range []struct {
+		t    time.Time
+		what string
+	}{{opts.ValidAt, "validAt"}, {opts.KnownAt, "knownAt"}, {p.textAt, "validAt"}} {
+		if !t.t.IsZero() {
+			if err := checkTime(t.t, t.what); err != nil {
+				return queryPlan{}, err
+			}
+		}
+	}
+	if p.k <= 0 {
+		p.k = DefaultK
+	}
+	if p.depth <= 0 {
+		p.depth = DefaultDepth
+	}
+	if p.w == (Weights{}) {
+		p.w = Weights{Vector: 0.4, BM25: 0.4, Entity: 0.2}
+	}
+	if p.rr == nil {
+		p.rr = e.opts.Reranker
+	}
+	p.want = p.k
+	if p.rr != nil {
+		p.want = candidatesPerSignal
+	}
+	return p, nil
+}
+
+// fusionName names a fusion as telemetry labels it: "minmax" or "rrf".
+func fusionName(f Fusion) string {
+	if f == RRF {
+		return "rrf"
+	}
+	return "minmax"
 }
 
 func (c *candidate) result() Result {
@@ -484,317 +419,6 @@ func (c *candidate) result() Result {
 		path = c.walk.String()
 	}
 	return Result{Fact: c.fact, Episode: c.episode, Score: c.score, Signals: c.signals, Path: path}
-}
-
-func isZero(v []float32) bool {
-	for _, x := range v {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// entityCandidates walks the fact graph from the focus's seeds. A fact
-// reached by a path scores by how many query words its path explains, per
-// hop, so "what kind of dog does my brother have" prefers user → brother →
-// Alex → has_pet → golden retriever over Alex's other facts.
-func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text string, seeds []string, depth int, facts *roaring.Bitmap, get func(uint32) *candidate) error {
-	if len(seeds) == 0 {
-		return nil
-	}
-	paths, err := ui.g.BFSLimit(ctx, seeds, depth, 4*candidatesPerSignal, facts)
-	if err != nil {
-		return err
-	}
-	words := map[string]bool{}
-	for _, t := range bm25.Tokenize(text) {
-		words[t] = true
-	}
-	tokens := map[string][]string{}
-	for _, p := range paths {
-		score := pathScore(p, words, tokens, e.preds.gloss)
-		if score == 0 {
-			continue
-		}
-		c := get(p.Doc())
-		if score > c.signals.Entity {
-			c.signals.Entity = score
-			c.path, c.walk = "", p
-		}
-	}
-	return nil
-}
-
-// outdatedCandidates answers questions phrased with an outdated value: "is
-// my iPhone 13 still working?" names a value that no longer holds, so the
-// value now in force in the same slot (user uses_device Android) becomes a
-// candidate, reached through the old edge.
-func (e *Engine) outdatedCandidates(ctx context.Context, ui *userIndex, text string, facts *roaring.Bitmap, get func(uint32) *candidate) error {
-	type slot struct{ subject, label string }
-	seen := map[slot]bool{}
-	for _, name := range ui.g.Entities(text) {
-		past, err := ui.g.BFSLimit(ctx, []string{name}, 1, candidatesPerSignal, nil)
-		if err != nil {
-			return err
-		}
-		for _, p := range past {
-			h := p.Hops[0]
-			if !h.Inverse || facts.Contains(h.Doc) {
-				continue // not a value of someone's slot, or still in force
-			}
-			s := slot{norm.Key(h.To), h.Label}
-			if seen[s] {
-				continue // another old value of a slot already looked at
-			}
-			seen[s] = true
-			for _, n := range ui.g.Out(h.To, h.Label, facts) {
-				c := get(n.Doc)
-				if c.signals.Entity < 1 {
-					c.signals.Entity = 1
-					c.path, c.walk = name+" → now → "+graph.Path{Hops: []graph.Hop{n}}.String(), graph.Path{}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// errSkip: a document the caller's filter rejected before loading.
-var errSkip = errors.New("skip")
-
-// queryViewTries is how many times queryView builds its view without the
-// user's lock before it takes the lock to build it.
-const queryViewTries = 3
-
-// qview is what one Query reads: the user's indexes and the documents
-// visible in them, and one snapshot of the store that agrees with them.
-type qview struct {
-	ui   *userIndex
-	snap *kv.Snapshot
-	// facts: the versions visible at (validAt, knownAt) in the indexes,
-	// less the pending ones: each is visible in snap too.
-	facts *roaring.Bitmap
-	// pending: documents a write in progress changed in the indexes and
-	// has not committed (nil if none). They are candidates like facts,
-	// and loadDoc reads them, and whether they are visible, from snap.
-	pending               *roaring.Bitmap
-	validAt, knownAt, now time.Time
-}
-
-// queryView takes the consistent view a Query reads. The indexes are
-// changed by a write before it commits, and the store is not: read
-// without care, a Query could pair the indexes after a write with the
-// store before it and serve neither the version it expired nor the one
-// it made, or the indexes before with the store after. So the view is
-// built between two reads of the user's commit counter, and rebuilt if a
-// commit came between: the indexes then differ from the snapshot at most
-// by the pending documents of the write in progress, which are read from
-// the snapshot. After queryViewTries commits in the way, the view is built
-// under the user's lock, where no write is in progress.
-//
-// Zero validAt and knownAt mean now (textAt, if not zero, for validAt),
-// now read after the counter: every version the snapshot holds was
-// recorded at or before it.
-func (e *Engine) queryView(ctx context.Context, user string, validAt, knownAt, textAt time.Time) (*qview, error) {
-	commits := &e.commits[stripe(user)]
-	for try := 1; ; try++ {
-		locked := try > queryViewTries
-		var unlock func()
-		if locked {
-			unlock = e.lockUser(user)
-		}
-		before := commits.Load()
-		qv := &qview{validAt: validAt, knownAt: knownAt, now: e.now()}
-		if qv.validAt.IsZero() {
-			qv.validAt = textAt
-		}
-		if qv.validAt.IsZero() {
-			qv.validAt = qv.now
-		}
-		if qv.knownAt.IsZero() {
-			qv.knownAt = qv.now
-		}
-		var err error
-		if locked {
-			qv.ui, err = e.idx.get(ctx, e.db, user)
-		} else {
-			qv.ui, err = e.idx.view(ctx, user)
-		}
-		if err != nil {
-			if unlock != nil {
-				unlock()
-			}
-			return nil, err
-		}
-		// The view: fact versions visible at (validAt, knownAt). The
-		// pending documents are read after it: a write marks a document
-		// before it changes it, so every change the view reflects and the
-		// store may not is among them.
-		if qv.validAt.Equal(qv.now) && qv.knownAt.Equal(qv.now) {
-			qv.facts = qv.ui.tmp.Current(qv.now)
-		} else {
-			qv.facts = qv.ui.tmp.Visible(qv.validAt, qv.knownAt)
-		}
-		qv.pending = qv.ui.pendingDocs()
-		if e.hookQueryView != nil && !locked {
-			e.hookQueryView(try)
-		}
-		qv.snap = e.db.Snapshot()
-		if unlock != nil {
-			unlock()
-		}
-		if locked || commits.Load() == before {
-			if qv.pending != nil {
-				// facts may be shared (temporal.Current caches it).
-				qv.facts = roaring.AndNot(qv.facts, qv.pending)
-			}
-			return qv, nil
-		}
-		_ = qv.snap.Close()
-	}
-}
-
-// loadDoc fills in the fact version or episode a document names, read
-// from the view's snapshot. keep, if not nil, sees a version's normalised
-// subject first (it is in the document map) and can reject it without the
-// version being read. A version not visible at the view's instants in the
-// snapshot (a pending one) is errSkip, one the snapshot does not hold
-// kv.ErrNotFound.
-func (qv *qview) loadDoc(user string, c *candidate, keep func(subjKey string) bool) error {
-	var v []byte
-	ok := false
-	if qv.pending == nil || !qv.pending.Contains(c.doc) {
-		v, ok = qv.ui.docValue(c.doc)
-	}
-	if !ok {
-		var err error
-		if v, err = qv.snap.Get(kv.AppendUint32(kv.UserKey(user, kv.SubDoc), c.doc)); err != nil {
-			return err
-		}
-	}
-	if len(v) < 9 {
-		return fmt.Errorf("%w: document %d", ErrCorrupt, c.doc)
-	}
-	seq := kv.NewDecoder(v[1:9]).Uint64()
-	switch v[0] {
-	case docEpisode:
-		ep, err := getEpisode(qv.snap, user, seq)
-		if err != nil {
-			return err
-		}
-		c.episode = &ep
-		return nil
-	case docVersion:
-		suf := v[9:]
-		if len(suf) < 8 {
-			return fmt.Errorf("%w: document %d", ErrCorrupt, c.doc)
-		}
-		if keep != nil && !keep(kv.NewDecoder(suf).String()) {
-			return errSkip
-		}
-		f, err := qv.version(user, suf)
-		if err != nil {
-			return err
-		}
-		if !f.VisibleAt(qv.validAt, qv.knownAt) {
-			return errSkip
-		}
-		c.fact = &f
-		return nil
-	}
-	return fmt.Errorf("%w: document %d has kind %q", ErrCorrupt, c.doc, v[0])
-}
-
-// version reads the version whose key suffix (slot vf id rec) is suf:
-// live, in the history or in the archive.
-func (qv *qview) version(user string, suf []byte) (Fact, error) {
-	claimSuf, rec := suf[:len(suf)-8], kv.NewDecoder(suf[len(suf)-8:]).Int64()
-	fv, err := qv.snap.Get(userKey(user, kv.SubLive, claimSuf))
-	if err == nil {
-		f, err := decodeFact(user, fv)
-		if err != nil || nanos(f.RecordedAt) == rec {
-			return f, err
-		}
-	} else if !errors.Is(err, kv.ErrNotFound) {
-		return Fact{}, err
-	}
-	for _, sub := range []kv.Sub{kv.SubHistory, kv.SubArchive} {
-		fv, err := qv.snap.Get(userKey(user, sub, suf))
-		if errors.Is(err, kv.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return Fact{}, err
-		}
-		return decodeFact(user, fv)
-	}
-	return Fact{}, kv.ErrNotFound
-}
-
-// fuse combines the signals into one score (DESIGN §5).
-func fuse(list []*candidate, w Weights, how Fusion) {
-	if how == RRF {
-		for _, sig := range []func(*candidate) *float64{
-			func(c *candidate) *float64 { return &c.signals.Vector },
-			func(c *candidate) *float64 { return &c.signals.BM25 },
-			func(c *candidate) *float64 { return &c.signals.Entity },
-		} {
-			ranked := make([]*candidate, 0, len(list))
-			for _, c := range list {
-				if *sig(c) > 0 {
-					ranked = append(ranked, c)
-				}
-			}
-			sort.SliceStable(ranked, func(i, j int) bool { return *sig(ranked[i]) > *sig(ranked[j]) })
-			for i, c := range ranked {
-				c.score += 1 / float64(rrfK+i+1)
-			}
-		}
-		return
-	}
-	norm := func(sig func(*candidate) *float64) {
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, c := range list {
-			if v := *sig(c); v > 0 {
-				lo, hi = math.Min(lo, v), math.Max(hi, v)
-			}
-		}
-		for _, c := range list {
-			p := sig(c)
-			switch {
-			case *p <= 0:
-				*p = 0
-			case hi == lo:
-				*p = 1
-			default:
-				// Min-max over the candidates that have the signal; the
-				// weakest still counts a little (it did match).
-				*p = 0.1 + 0.9*(*p-lo)/(hi-lo)
-			}
-		}
-	}
-	scaleText(list)
-	scaleVector(list)
-	norm(func(c *candidate) *float64 { return &c.signals.Entity })
-	for _, c := range list {
-		c.score = w.Vector*c.signals.Vector + w.BM25*c.signals.BM25 + w.Entity*c.signals.Entity
-	}
-}
-
-// sortCandidates orders by score, facts before episodes on ties, then by
-// document for determinism.
-func sortCandidates(list []*candidate) {
-	sort.Slice(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		if (a.fact != nil) != (b.fact != nil) {
-			return a.fact != nil
-		}
-		return a.doc < b.doc
-	})
 }
 
 // Context renders the top results for text as a fenced block for prompt

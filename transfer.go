@@ -192,17 +192,20 @@ func (e *Engine) Export(ctx context.Context, w io.Writer, users ...string) (Expo
 		return sum, err
 	}
 	for _, u := range users {
-		eps, err := e.Episodes(ctx, u)
-		if err != nil {
-			return sum, fmt.Errorf("memor: export %q: %w", u, err)
-		}
-		for i := range eps {
-			if err := enc.Encode(&eps[i]); err != nil {
+		// Streamed: a user's log is never held whole, only its episode
+		// being encoded.
+		n := 0
+		for ep, err := range e.EpisodesSeq(ctx, u) {
+			if err != nil {
+				return sum, fmt.Errorf("memor: export %q: %w", u, err)
+			}
+			if err := enc.Encode(&ep); err != nil {
 				return sum, err
 			}
+			n++
 		}
-		sum.Episodes += len(eps)
-		sum.Users += min(1, len(eps))
+		sum.Episodes += n
+		sum.Users += min(1, n)
 	}
 	return sum, bw.Flush()
 }

@@ -71,7 +71,9 @@ func (ep *Episode) voice() string {
 
 // Add appends what user said to their episode log and applies the facts
 // extracted from it. The episode is durable when Add returns.
-func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) (Episode, error) {
+func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) (_ Episode, err error) {
+	ctx, span := e.tel.startAdd(ctx, user, len(text))
+	defer func() { span.end(err) }()
 	var cfg addConfig
 	for _, o := range opts {
 		o(&cfg)
