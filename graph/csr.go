@@ -20,6 +20,10 @@ type csr struct {
 	doc  []uint32 // the edge's doc: its time filter key
 	slot []uint32 // the edge slot, invBit set when walked against its direction
 	lab  []uint32 // the label's index in labels
+	// names are the entities' display names by ID (valid for clean IDs):
+	// a path is rendered from these arrays alone, not from the larger
+	// entity and edge records.
+	names []string
 	// labels and labelID intern the labels of the edges (for Out).
 	labels  []string
 	labelID map[string]uint32
@@ -34,6 +38,14 @@ const (
 	// rebuilds: below it a rebuild costs more than reading a few adj lists.
 	minStale = 64
 )
+
+// name returns entity id's display name.
+func (g *Graph) name(id uint32) string {
+	if g.adj.clean(id) {
+		return g.adj.names[id]
+	}
+	return g.ents[id].display
+}
 
 // clean reports whether entity id's CSR entries are current.
 func (c *csr) clean(id uint32) bool {
@@ -77,8 +89,14 @@ func (g *Graph) buildCSR() {
 	c.nbr, c.doc, c.slot, c.lab = grow(c.nbr, total), grow(c.doc, total), grow(c.slot, total), grow(c.lab, total)
 	// A fresh dictionary each time: labels no longer used drop out.
 	c.labelID, c.labels = make(map[string]uint32, len(c.labelID)), c.labels[:0]
+	if cap(c.names) >= n {
+		c.names = c.names[:n]
+	} else {
+		c.names = make([]string, n, n+n/8)
+	}
 	k := uint32(0)
 	for id := range g.ents {
+		c.names[id] = g.ents[id].display
 		c.off[id] = k
 		for _, s := range g.ents[id].adj {
 			e := &g.edges[s]
@@ -136,7 +154,7 @@ func (g *Graph) checkCSR(bad func(string, ...any)) {
 				other, sl = e.from, s|invBit
 			}
 			k := lo + uint32(i)
-			if c.slot[k] != sl || c.nbr[k] != other || c.doc[k] != e.doc || c.labels[c.lab[k]] != e.label {
+			if c.slot[k] != sl || c.nbr[k] != other || c.doc[k] != e.doc || c.labels[c.lab[k]] != e.label || c.names[id] != g.ents[id].display {
 				bad("entity %d: adjacency entry %d differs from edge of doc %d", id, i, e.doc)
 			}
 		}

@@ -12,18 +12,23 @@ import (
 // node is one entity reached by a walk.
 type node struct {
 	ent    uint32
-	parent int32  // index in walkState.nodes; -1 for a seed
-	slot   uint32 // the edge it was reached by, invBit set if walked inverse
-	depth  int32  // hops from its seed
+	parent int32 // index in walkState.nodes; -1 for a seed
+	depth  int32 // hops from its seed
+	by     reach // the edge it was reached by
 }
 
-// reach is one walked edge: the node it was walked from and its slot
-// (invBit set if walked against its direction). Paths are built from
-// these only for the edges a caller serves.
+// reach is one walked edge: the node it was walked from, the edge's slot
+// (invBit set if walked against its direction), the entity at its other
+// end, its doc and its label (an index in the CSR's labels, or noLabel:
+// read it from the edge). Paths are built from these only for the edges a
+// caller serves.
 type reach struct {
-	from int32
-	slot uint32
+	from             int32
+	slot, other, doc uint32
+	lab              uint32
 }
+
+const noLabel = ^uint32(0)
 
 type walkState struct {
 	// seenEnt (entity IDs) and seenEdge (edge slots) are the visited sets,
@@ -154,14 +159,14 @@ func (g *Graph) walk(ctx context.Context, ws *walkState, seeds []string, depth, 
 					if e.from != u {
 						other, sl = e.from, s|invBit
 					}
-					if ws.step(ni, d, sl, other, limit) {
+					if ws.step(d, reach{from: ni, slot: sl, other: other, doc: e.doc, lab: noLabel}, limit) {
 						return nil
 					}
 				}
 				continue
 			}
 			lo, hi := c.off[u], c.off[u+1]
-			nbr, docs := c.nbr[lo:hi], c.doc[lo:hi]
+			nbr, docs, labs := c.nbr[lo:hi], c.doc[lo:hi], c.lab[lo:hi]
 			for k, sl := range c.slot[lo:hi] {
 				if steps++; steps&1023 == 0 {
 					if err := ctx.Err(); err != nil {
@@ -171,7 +176,7 @@ func (g *Graph) walk(ctx context.Context, ws *walkState, seeds []string, depth, 
 				if ws.seenEdge.Contains(sl&^invBit) || !ws.allowed(allow, docs[k]) {
 					continue
 				}
-				if ws.step(ni, d, sl, nbr[k], limit) {
+				if ws.step(d, reach{from: ni, slot: sl, other: nbr[k], doc: docs[k], lab: labs[k]}, limit) {
 					return nil
 				}
 			}
@@ -181,31 +186,31 @@ func (g *Graph) walk(ctx context.Context, ws *walkState, seeds []string, depth, 
 	return ctx.Err()
 }
 
-// step records the walk of edge sl from node ni (at depth d) to entity
-// other, and reports whether the walk has reached its limit.
-func (ws *walkState) step(ni int32, d int, sl, other uint32, limit int) bool {
-	ws.seenEdge.Set(sl &^ invBit)
-	ws.reached = append(ws.reached, reach{from: ni, slot: sl})
+// step records the walk of edge r from a node at depth d, and reports
+// whether the walk has reached its limit.
+func (ws *walkState) step(d int, r reach, limit int) bool {
+	ws.seenEdge.Set(r.slot &^ invBit)
+	ws.reached = append(ws.reached, r)
 	if len(ws.reached) >= limit {
 		return true
 	}
-	if !ws.seenEnt.Contains(other) {
-		ws.seenEnt.Set(other)
-		ws.nodes = append(ws.nodes, node{ent: other, parent: ni, slot: sl, depth: int32(d + 1)})
+	if !ws.seenEnt.Contains(r.other) {
+		ws.seenEnt.Set(r.other)
+		ws.nodes = append(ws.nodes, node{ent: r.other, parent: r.from, depth: int32(d + 1), by: r})
 		ws.next = append(ws.next, int32(len(ws.nodes)-1))
 	}
 	return false
 }
 
-// hop renders edge sl walked from entity from.
-func (g *Graph) hop(from, sl uint32) Hop {
-	e := &g.edges[sl&^invBit]
-	inverse := sl&invBit != 0
-	other := e.to
-	if inverse {
-		other = e.from
+// hop renders edge r walked from entity from.
+func (g *Graph) hop(from uint32, r reach) Hop {
+	var label string
+	if r.lab != noLabel {
+		label = g.adj.labels[r.lab]
+	} else {
+		label = g.edges[r.slot&^invBit].label
 	}
-	return Hop{From: g.ents[from].display, Label: e.label, To: g.ents[other].display, Doc: e.doc, Inverse: inverse}
+	return Hop{From: g.name(from), Label: label, To: g.name(r.other), Doc: r.doc, Inverse: r.slot&invBit != 0}
 }
 
 // path builds the path of reached edge r: the hops from a seed to the node
@@ -214,11 +219,11 @@ func (g *Graph) path(ws *walkState, r reach) Path {
 	nd := ws.nodes[r.from]
 	n := int(nd.depth) + 1
 	hops := ws.hops(n)
-	hops[n-1] = g.hop(nd.ent, r.slot)
+	hops[n-1] = g.hop(nd.ent, r)
 	ni := r.from
 	for i := n - 2; i >= 0; i-- {
 		nd := ws.nodes[ni]
-		hops[i] = g.hop(ws.nodes[nd.parent].ent, nd.slot)
+		hops[i] = g.hop(ws.nodes[nd.parent].ent, nd.by)
 		ni = nd.parent
 	}
 	return Path{Hops: hops}
@@ -268,7 +273,7 @@ type Reached struct {
 }
 
 // Doc returns the fact version of the reached edge.
-func (r Reached) Doc() uint32 { return r.g.edges[r.r.slot&^invBit].doc }
+func (r Reached) Doc() uint32 { return r.r.doc }
 
 // Len returns the number of hops of the edge's path.
 func (r Reached) Len() int { return int(r.ws.nodes[r.r.from].depth) + 1 }
