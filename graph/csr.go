@@ -10,23 +10,23 @@ import "github.com/kelindar/bitmap"
 //
 // It is built when the graph loads and patched on writes: a write marks
 // the entities whose edges changed as dirty, and a walk reads a dirty
-// entity's edges from its adj list. Once the dirty entities are more than
-// an eighth of all (at least minStale), the write rebuilds the arrays, so
-// rebuilding costs a write O(edges / (entities/8)) amortised.
+// entity's edges (and those of entities newer than the arrays) from its
+// adj list. Once the dirty entities are more than an eighth of those
+// covered, or the new ones more than all covered (at least minStale
+// either way), the write rebuilds the arrays: a copy of the edge records'
+// fields, costing a write O(edges/entities) amortised, and a graph built
+// by writes from empty O(1) (it doubles between rebuilds).
 type csr struct {
 	n    int      // entities covered: IDs ≥ n are dirty by definition
 	off  []uint32 // len n+1
 	nbr  []uint32 // the entity at the other end
 	doc  []uint32 // the edge's doc: its time filter key
 	slot []uint32 // the edge slot, invBit set when walked against its direction
-	lab  []uint32 // the label's index in labels
+	lab  []uint32 // the label's index in Graph.labels
 	// names are the entities' display names by ID (valid for clean IDs):
 	// a path is rendered from these arrays alone, not from the larger
 	// entity and edge records.
 	names []string
-	// labels and labelID intern the labels of the edges (for Out).
-	labels  []string
-	labelID map[string]uint32
 
 	dirty  bitmap.Bitmap // entity IDs < n whose entries are stale
 	nDirty int
@@ -62,15 +62,17 @@ func (g *Graph) markDirty(id uint32) {
 	}
 }
 
-// stale is the number of entities whose edges a walk reads from adj.
-func (g *Graph) stale() int {
-	return g.adj.nDirty + max(0, len(g.ents)-g.adj.n)
+// stale returns the number of dirty entities and of entities newer than
+// the CSR: those a walk reads from their adj lists.
+func (g *Graph) stale() (dirty, newer int) {
+	return g.adj.nDirty, max(0, len(g.ents)-g.adj.n)
 }
 
-// patched rebuilds the CSR once too many entities are dirty. Caller owns g
+// patched rebuilds the CSR once too many entities are stale. Caller owns g
 // or holds the write lock.
 func (g *Graph) patched() {
-	if s := g.stale(); s > minStale && s > len(g.ents)/8 {
+	dirty, newer := g.stale()
+	if (dirty > minStale && dirty > g.adj.n/8) || (newer > minStale && newer > g.adj.n) {
 		g.buildCSR()
 	}
 }
@@ -87,8 +89,6 @@ func (g *Graph) buildCSR() {
 	c.n = n
 	c.off = grow(c.off, n+1)
 	c.nbr, c.doc, c.slot, c.lab = grow(c.nbr, total), grow(c.doc, total), grow(c.slot, total), grow(c.lab, total)
-	// A fresh dictionary each time: labels no longer used drop out.
-	c.labelID, c.labels = make(map[string]uint32, len(c.labelID)), c.labels[:0]
 	if cap(c.names) >= n {
 		c.names = c.names[:n]
 	} else {
@@ -104,13 +104,7 @@ func (g *Graph) buildCSR() {
 			if e.from != uint32(id) {
 				other, sl = e.from, s|invBit
 			}
-			l, ok := c.labelID[e.label]
-			if !ok {
-				l = uint32(len(c.labels))
-				c.labels = append(c.labels, e.label)
-				c.labelID[e.label] = l
-			}
-			c.nbr[k], c.doc[k], c.slot[k], c.lab[k] = other, e.doc, sl, l
+			c.nbr[k], c.doc[k], c.slot[k], c.lab[k] = other, e.doc, sl, e.lab
 			k++
 		}
 	}
@@ -154,7 +148,7 @@ func (g *Graph) checkCSR(bad func(string, ...any)) {
 				other, sl = e.from, s|invBit
 			}
 			k := lo + uint32(i)
-			if c.slot[k] != sl || c.nbr[k] != other || c.doc[k] != e.doc || c.labels[c.lab[k]] != e.label || c.names[id] != g.ents[id].display {
+			if c.slot[k] != sl || c.nbr[k] != other || c.doc[k] != e.doc || c.lab[k] != e.lab || g.labels[e.lab] != e.label || c.names[id] != g.ents[id].display {
 				bad("entity %d: adjacency entry %d differs from edge of doc %d", id, i, e.doc)
 			}
 		}
@@ -162,4 +156,17 @@ func (g *Graph) checkCSR(bad func(string, ...any)) {
 	if n != c.nDirty {
 		bad("%d dirty entities counted, %d marked", c.nDirty, n)
 	}
+}
+
+// internLabel returns label's index in g.labels, adding it if it is new.
+// Labels are predicates, few and reused, so the dictionary only grows.
+// Caller owns g or holds the write lock.
+func (g *Graph) internLabel(label string) uint32 {
+	if l, ok := g.labelID[label]; ok {
+		return l
+	}
+	l := uint32(len(g.labels))
+	g.labels = append(g.labels, label)
+	g.labelID[label] = l
+	return l
 }

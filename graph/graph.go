@@ -55,6 +55,7 @@ type edge struct {
 	doc      uint32
 	from, to uint32
 	label    string
+	lab      uint32 // label's index in Graph.labels
 	live     bool
 }
 
@@ -86,6 +87,10 @@ type Graph struct {
 	adjSlab []uint32
 	// adj is the adjacency walks read (see csr).
 	adj csr
+	// labels and labelID intern the edges' labels: the CSR and walks carry
+	// an index, not a string.
+	labels  []string
+	labelID map[string]uint32
 
 	pool sync.Pool // *walkState
 }
@@ -97,6 +102,8 @@ func New(prefix []byte) *Graph {
 		byNorm: make(map[string]uint32),
 		byDoc:  make(map[uint32]uint32),
 		first:  make(map[string][]uint32),
+
+		labelID: make(map[string]uint32),
 	}
 }
 
@@ -282,6 +289,7 @@ func (g *Graph) dropEntity(id uint32) {
 
 // installEdge links e in memory. Caller owns g or holds the write lock.
 func (g *Graph) installEdge(e edge) {
+	e.lab = g.internLabel(e.label)
 	var slot uint32
 	if n := len(g.free); n > 0 {
 		slot = g.free[n-1]

@@ -19,16 +19,13 @@ type node struct {
 
 // reach is one walked edge: the node it was walked from, the edge's slot
 // (invBit set if walked against its direction), the entity at its other
-// end, its doc and its label (an index in the CSR's labels, or noLabel:
-// read it from the edge). Paths are built from these only for the edges a
-// caller serves.
+// end, its doc and its label's index in Graph.labels. Paths are built
+// from these only for the edges a caller serves.
 type reach struct {
 	from             int32
 	slot, other, doc uint32
 	lab              uint32
 }
-
-const noLabel = ^uint32(0)
 
 type walkState struct {
 	// seenEnt (entity IDs) and seenEdge (edge slots) are the visited sets,
@@ -159,7 +156,7 @@ func (g *Graph) walk(ctx context.Context, ws *walkState, seeds []string, depth, 
 					if e.from != u {
 						other, sl = e.from, s|invBit
 					}
-					if ws.step(d, reach{from: ni, slot: sl, other: other, doc: e.doc, lab: noLabel}, limit) {
+					if ws.step(d, reach{from: ni, slot: sl, other: other, doc: e.doc, lab: e.lab}, limit) {
 						return nil
 					}
 				}
@@ -204,13 +201,7 @@ func (ws *walkState) step(d int, r reach, limit int) bool {
 
 // hop renders edge r walked from entity from.
 func (g *Graph) hop(from uint32, r reach) Hop {
-	var label string
-	if r.lab != noLabel {
-		label = g.adj.labels[r.lab]
-	} else {
-		label = g.edges[r.slot&^invBit].label
-	}
-	return Hop{From: g.name(from), Label: label, To: g.name(r.other), Doc: r.doc, Inverse: r.slot&invBit != 0}
+	return Hop{From: g.name(from), Label: g.labels[r.lab], To: g.name(r.other), Doc: r.doc, Inverse: r.slot&invBit != 0}
 }
 
 // path builds the path of reached edge r: the hops from a seed to the node
@@ -325,7 +316,7 @@ func (g *Graph) Out(subject, label string, allow *roaring.Bitmap) []Hop {
 		}
 	}
 	if c := &g.adj; c.clean(id) {
-		l, ok := c.labelID[label]
+		l, ok := g.labelID[label]
 		if !ok {
 			return nil
 		}
