@@ -55,13 +55,6 @@ func (s copyKV) Set(k, v []byte) error { return s.memKV.Set(k, append([]byte(nil
 
 func entityName(i int) string { return fmt.Sprintf("entity %d", i) }
 
-// discard is a kv.Writer that drops writes: the walk under test is in
-// memory, so persisting the graph would only slow the setup.
-type discard struct{}
-
-func (discard) Set(k, v []byte) error { return nil }
-func (discard) Delete(k []byte) error { return nil }
-
 // traverseSQL is the peer: a recursive CTE over an edges table indexed on
 // src and dst, walking both directions, skipping superseded edges, and
 // returning the edges within reach, as memor's BFS does.
