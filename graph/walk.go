@@ -248,6 +248,12 @@ func (g *Graph) BFSLimit(ctx context.Context, seeds []string, depth, maxPaths in
 	var paths []Path
 	if len(ws.reached) > 0 {
 		paths = make([]Path, len(ws.reached))
+		// Every path is built: carve them all from one allocation.
+		total := 0
+		for _, r := range ws.reached {
+			total += int(ws.nodes[r.from].depth) + 1
+		}
+		ws.arena = make([]Hop, 0, total)
 	}
 	for i, r := range ws.reached {
 		paths[i] = g.path(ws, r)
