@@ -203,7 +203,7 @@ func ivfIndex(b *testing.B, d *vectorData) *ivfFlat {
 //	cd bench && go test -run '^$' -bench 'IVFSearch' -timeout 1h
 func BenchmarkIVFSearch(b *testing.B) {
 	n := hnswN(b)
-	for _, nprobe := range []int{1, 2, 4, 6, 8, 12, 16, 32} {
+	for _, nprobe := range []int{1, 2, 3, 4, 6, 8, 16, 32} {
 		b.Run(fmt.Sprintf("n=%d/engine=ivf-flat/nprobe=%d", n, nprobe), func(b *testing.B) {
 			d := vectorSet(n)
 			ix := ivfIndex(b, d)
