@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -21,15 +22,24 @@ type traverseEdge struct {
 }
 
 // traverseData is a random fact graph: edges between uniformly drawn
-// entities, a tenth of them superseded (not visible to a current query).
-func traverseData(edges, entities int) []traverseEdge {
+// entities, except that the first hubs entities are each an endpoint of
+// hubEdges edges; a tenth of the edges are superseded (not visible to a
+// current query).
+func traverseData(edges, entities, hubs, hubEdges int) []traverseEdge {
 	r := rand.New(rand.NewPCG(2026, uint64(edges)))
 	out := make([]traverseEdge, edges)
 	for i := range out {
+		src, dst := r.IntN(entities), r.IntN(entities)
+		if i < hubs*hubEdges {
+			src = i % hubs
+		}
+		if r.IntN(2) == 0 {
+			src, dst = dst, src
+		}
 		out[i] = traverseEdge{
 			doc:        uint32(i + 1),
-			src:        r.IntN(entities),
-			dst:        r.IntN(entities),
+			src:        src,
+			dst:        dst,
 			label:      fmt.Sprintf("rel%d", r.IntN(8)),
 			superseded: r.IntN(10) == 0,
 		}
@@ -37,14 +47,13 @@ func traverseData(edges, entities int) []traverseEdge {
 	return out
 }
 
+// copyKV is memKV for a writer that reuses its buffers (graph does):
+// it keeps a copy of every value.
+type copyKV struct{ *memKV }
+
+func (s copyKV) Set(k, v []byte) error { return s.memKV.Set(k, append([]byte(nil), v...)) }
+
 func entityName(i int) string { return fmt.Sprintf("entity %d", i) }
-
-// discard is a kv.Writer that drops writes: the walk under test is in
-// memory, so persisting the graph would only slow the setup.
-type discard struct{}
-
-func (discard) Set(k, v []byte) error { return nil }
-func (discard) Delete(k []byte) error { return nil }
 
 // traverseSQL is the peer: a recursive CTE over an edges table indexed on
 // src and dst, walking both directions, skipping superseded edges, and
@@ -66,39 +75,91 @@ SELECT count(*) FROM (
 	SELECT e.doc FROM nodes n JOIN edges e ON e.dst = n.node WHERE e.superseded = 0
 )`
 
-// BenchmarkTraverse compares a 3-hop walk from one entity over the current
-// edges: memor's graph.BFS (paths included) against a recursive CTE in
-// SQLite. Both visit the same edges; the benchmark fails if their counts
-// differ.
+// traverseCase is one graph and walk depth of BenchmarkTraverse.
+type traverseCase struct {
+	name                            string
+	edges, entities, hubs, hubEdges int
+	depth                           int
+}
+
+// servedPaths is how many paths the memor engine builds per walk: the
+// paths of the results a query serves (Query asks for a few times
+// candidatesPerSignal = 50); the rest of the walk yields docs only.
+const servedPaths = 50
+
+// BenchmarkTraverse compares a walk from one entity over the current
+// edges (a tenth are superseded) to depth 2, 3 and 4 on a uniform graph
+// (100k edges, 20k entities) and to depth 2 on a graph with hubs (5
+// entities with 10k edges each, 100k edges): memor's graph, loaded from a
+// store as the engine loads it (the CSR adjacency built once), against a
+// recursive CTE in SQLite over an edges table indexed on both ends. Both
+// return the same edges (the benchmark fails if their counts differ).
+//
+//   - engine=memor: graph.Reach, every reached edge's doc, and the paths
+//     of the first servedPaths edges (the results served).
+//   - engine=memor-all-paths: graph.BFSLimit with no limit, a path built
+//     for every reached edge.
+//   - engine=sqlite-cte: the count of the reached edges.
+//
+// Each reports edges/s (reached edges per second of wall time; the walk
+// is single-threaded, so per core) and cpu-edges/s (per second of the
+// walking thread's CPU time, which a loaded machine disturbs less); the
+// CTE line reports x-memor and x-memor-cpu, memor's edges/s and
+// cpu-edges/s over its own in the same run (per edge, so that runs of a
+// few slow CTE walks from seeds that reach more or fewer edges than
+// memor's average compare fairly).
 func BenchmarkTraverse(b *testing.B) {
-	nEdges, nEnts := 100_000, 20_000
-	if testing.Short() {
-		nEdges, nEnts = 5_000, 1_000
+	cases := []traverseCase{
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 2},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 3},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 4},
+		{name: "hubs", edges: 100_000, entities: 20_000, hubs: 5, hubEdges: 10_000, depth: 2},
 	}
-	const depth = 3
-	data := traverseData(nEdges, nEnts)
+	if testing.Short() {
+		for i := range cases {
+			cases[i].edges, cases[i].entities, cases[i].hubEdges = 5_000, 1_000, cases[i].hubEdges/20
+		}
+	}
+	for _, tc := range cases {
+		benchTraverse(b, tc)
+	}
+}
+
+func benchTraverse(b *testing.B, tc traverseCase) {
+	data := traverseData(tc.edges, tc.entities, tc.hubs, tc.hubEdges)
 	r := rand.New(rand.NewPCG(7, 7))
 	seeds := make([]int, 64)
 	for i := range seeds {
-		seeds[i] = r.IntN(nEnts)
+		seeds[i] = r.IntN(tc.entities)
 	}
-	name := fmt.Sprintf("edges=%d/entities=%d/depth=%d", nEdges, nEnts, depth)
+	name := fmt.Sprintf("graph=%s/edges=%d/entities=%d/depth=%d", tc.name, tc.edges, tc.entities, tc.depth)
+	depth := tc.depth
+	ctx := context.Background()
 
 	// Reference counts from memor, checked against SQLite below.
 	want := make([]int, len(seeds))
+	var memorRate, memorCPURate float64 // memor's edges/s and cpu-edges/s
 
-	b.Run(name+"/engine=memor", func(b *testing.B) {
-		g := graph.New(nil)
-		allow := roaring.New()
+	var g *graph.Graph
+	allow := roaring.New()
+	setup := func(b *testing.B) {
+		if g != nil {
+			return
+		}
+		store := copyKV{&memKV{m: map[string][]byte{}}}
+		w := graph.New([]byte("g/"))
 		for _, e := range data {
-			if err := g.AddEdge(discard{}, e.doc, entityName(e.src), e.label, entityName(e.dst)); err != nil {
+			if err := w.AddEdge(store, e.doc, entityName(e.src), e.label, entityName(e.dst)); err != nil {
 				b.Fatal(err)
 			}
 			if !e.superseded {
 				allow.Add(e.doc)
 			}
 		}
-		ctx := context.Background()
+		var err error
+		if g, err = graph.Load(ctx, store, []byte("g/")); err != nil {
+			b.Fatal(err)
+		}
 		for i, s := range seeds {
 			ps, err := g.BFSLimit(ctx, []string{entityName(s)}, depth, 1<<30, allow)
 			if err != nil {
@@ -106,19 +167,63 @@ func BenchmarkTraverse(b *testing.B) {
 			}
 			want[i] = len(ps)
 		}
+	}
+	names := make([]string, len(seeds))
+	for i, s := range seeds {
+		names[i] = entityName(s)
+	}
+	// measure runs walk(i), the walk from seeds[i], over the seeds in turn
+	// and returns its edges/s and cpu-edges/s.
+	measure := func(b *testing.B, walk func(i int) int) (float64, float64) {
 		b.ReportAllocs()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cpu0 := threadCPU()
 		i, found := 0, 0
 		for b.Loop() {
-			ps, err := g.BFSLimit(ctx, []string{entityName(seeds[i%len(seeds)])}, depth, 1<<30, allow)
+			found += walk(i % len(seeds))
+			i++
+		}
+		cpu := threadCPU() - cpu0
+		b.ReportMetric(float64(found)/float64(i), "edges/op")
+		rate, cpuRate := float64(found)/b.Elapsed().Seconds(), 0.0
+		b.ReportMetric(rate, "edges/s")
+		if cpu > 0 {
+			cpuRate = float64(found) / cpu.Seconds()
+			b.ReportMetric(cpuRate, "cpu-edges/s")
+		}
+		return rate, cpuRate
+	}
+
+	b.Run(name+"/engine=memor", func(b *testing.B) {
+		setup(b)
+		memorRate, memorCPURate = measure(b, func(i int) int {
+			n := 0
+			err := g.Reach(ctx, names[i:i+1], depth, allow, func(x graph.Reached) bool {
+				if n < servedPaths {
+					_ = x.Path()
+				} else {
+					_ = x.Doc()
+				}
+				n++
+				return true
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			found += len(ps)
-			i++
-		}
-		b.ReportMetric(float64(found)/float64(i), "edges/op")
+			return n
+		})
 	})
-
+	b.Run(name+"/engine=memor-all-paths", func(b *testing.B) {
+		setup(b)
+		measure(b, func(i int) int {
+			ps, err := g.BFSLimit(ctx, names[i:i+1], depth, 1<<30, allow)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return len(ps)
+		})
+	})
 	b.Run(name+"/engine=sqlite-cte", func(b *testing.B) {
 		db, err := sql.Open("sqlite", "file::memory:")
 		if err != nil {
@@ -171,12 +276,12 @@ func BenchmarkTraverse(b *testing.B) {
 				b.Fatalf("seed %d: sqlite reaches %d edges, memor %d", s, got, want[i])
 			}
 		}
-		b.ReportAllocs()
-		i, found := 0, 0
-		for b.Loop() {
-			found += count(seeds[i%len(seeds)])
-			i++
+		rate, cpuRate := measure(b, func(i int) int { return count(seeds[i]) })
+		if memorRate > 0 && rate > 0 {
+			b.ReportMetric(memorRate/rate, "x-memor")
 		}
-		b.ReportMetric(float64(found)/float64(i), "edges/op")
+		if memorCPURate > 0 && cpuRate > 0 {
+			b.ReportMetric(memorCPURate/cpuRate, "x-memor-cpu")
+		}
 	})
 }

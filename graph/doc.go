@@ -32,6 +32,16 @@
 // edge yields one [Path]: the shortest path from a seed to the entity it
 // was walked from, plus the edge. Paths come out in breadth-first order
 // (shorter first); the walk stops after depth hops or the path limit.
+// [Graph.Reach] walks the same way without a limit and builds no paths:
+// the caller builds the paths of the edges it serves.
+//
+// Walks read the adjacency in compressed sparse row form (offsets into
+// flat neighbour, doc, slot and label arrays over the dense entity IDs),
+// built when the graph loads. A write marks the entities whose edges
+// changed; a walk reads those from their own edge lists, and once an
+// eighth of the entities are marked the write rebuilds the arrays. When a
+// hop is large enough, the allow bitmap is copied once into a dense
+// bitmap over docs, so each edge's time check is a word test.
 //
 // # Key layout
 //

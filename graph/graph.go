@@ -12,7 +12,6 @@ import (
 	"unicode"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/kelindar/bitmap"
 	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
@@ -56,6 +55,7 @@ type edge struct {
 	doc      uint32
 	from, to uint32
 	label    string
+	lab      uint32 // label's index in Graph.labels
 	live     bool
 }
 
@@ -85,6 +85,12 @@ type Graph struct {
 	// adjSlab is carved into the one-slot adjacency lists of new entities
 	// (most have one edge), so that each does not cost an allocation.
 	adjSlab []uint32
+	// adj is the adjacency walks read (see csr).
+	adj csr
+	// labels and labelID intern the edges' labels: the CSR and walks carry
+	// an index, not a string.
+	labels  []string
+	labelID map[string]uint32
 
 	pool sync.Pool // *walkState
 }
@@ -96,6 +102,8 @@ func New(prefix []byte) *Graph {
 		byNorm: make(map[string]uint32),
 		byDoc:  make(map[uint32]uint32),
 		first:  make(map[string][]uint32),
+
+		labelID: make(map[string]uint32),
 	}
 }
 
@@ -129,6 +137,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Graph, error) {
 			return nil, fmt.Errorf("graph: load: %w: entity %d %q has no edges", ErrCorrupt, ent.key, ent.display)
 		}
 	}
+	g.buildCSR()
 	return g, nil
 }
 
@@ -280,6 +289,7 @@ func (g *Graph) dropEntity(id uint32) {
 
 // installEdge links e in memory. Caller owns g or holds the write lock.
 func (g *Graph) installEdge(e edge) {
+	e.lab = g.internLabel(e.label)
 	var slot uint32
 	if n := len(g.free); n > 0 {
 		slot = g.free[n-1]
@@ -297,6 +307,7 @@ func (g *Graph) installEdge(e edge) {
 }
 
 func (g *Graph) link(id, slot uint32) {
+	g.markDirty(id)
 	ent := &g.ents[id]
 	ent.refs++
 	if ent.adj == nil {
@@ -313,6 +324,7 @@ func (g *Graph) link(id, slot uint32) {
 // unlink removes edge slot from entity id and reports whether the entity
 // has no edges left.
 func (g *Graph) unlink(id, slot uint32) bool {
+	g.markDirty(id)
 	ent := &g.ents[id]
 	if i, ok := slices.BinarySearchFunc(ent.adj, g.edges[slot].doc, func(s, doc uint32) int { return cmp.Compare(g.edges[s].doc, doc) }); ok {
 		ent.adj = slices.Delete(ent.adj, i, i+1)
@@ -416,6 +428,7 @@ func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
 		return err
 	}
 	g.installEdge(edge{doc: doc, from: fid, to: tid, label: label, live: true})
+	g.patched()
 	return nil
 }
 
@@ -427,7 +440,11 @@ func (g *Graph) RemoveEdge(w kv.Writer, doc uint32) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.removeEdge(w, doc)
+	if err := g.removeEdge(w, doc); err != nil {
+		return err
+	}
+	g.patched()
+	return nil
 }
 
 func (g *Graph) removeEdge(w kv.Writer, doc uint32) error {
@@ -492,28 +509,6 @@ func (g *Graph) AddSubjectDocs(out *roaring.Bitmap, names ...string) {
 		}
 	}
 	out.AddMany(buf[:n])
-}
-
-// Out returns the edges of allow (nil: every edge) leaving subject with
-// the given label, in document order, each as a hop from subject: the
-// values of one of subject's slots. It builds no paths, so it is cheap to
-// ask for many subjects.
-func (g *Graph) Out(subject, label string, allow *roaring.Bitmap) []Hop {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	id, ok := g.byNorm[norm.Key(subject)]
-	if !ok {
-		return nil
-	}
-	var out []Hop
-	for _, slot := range g.ents[id].adj {
-		e := &g.edges[slot]
-		if e.from != id || e.label != label || (allow != nil && !allow.Contains(e.doc)) {
-			continue
-		}
-		out = append(out, Hop{From: g.ents[id].display, Label: e.label, To: g.ents[e.to].display, Doc: e.doc})
-	}
-	return out
 }
 
 // Entities returns the display names of known entities that occur in text,
@@ -596,135 +591,6 @@ func (p Path) String() string {
 	return b.String()
 }
 
-// node is one entity reached by a walk.
-type node struct {
-	ent     uint32
-	parent  int32 // index in walkState.nodes; -1 for a seed
-	slot    uint32
-	inverse bool
-}
-
-type walkState struct {
-	seenEnt, seenEdge bitmap.Bitmap
-	nodes             []node
-	frontier, next    []int32
-	arena             []Hop // hops of the returned paths, carved in chunks
-}
-
-// hops returns a slice of n hops carved from the arena, so that a walk
-// allocates a few chunks rather than one slice per path. The arena is not
-// reused across walks: returned paths keep their chunks.
-func (ws *walkState) hops(n int) []Hop {
-	if cap(ws.arena)-len(ws.arena) < n {
-		// Chunks double from 16 to 512 hops: most walks (a one-hop look
-		// around an entity) return a few paths, and a fixed 512-hop chunk
-		// (28 KB) per walk was most of what Query allocated.
-		ws.arena = make([]Hop, 0, max(n, min(512, max(16, 2*cap(ws.arena)))))
-	}
-	l := len(ws.arena)
-	ws.arena = ws.arena[:l+n]
-	return ws.arena[l : l+n : l+n]
-}
-
-// BFS walks at most depth hops (DefaultDepth when depth ≤ 0) from the named
-// seed entities (unknown names are ignored) over the edges whose doc is in
-// allow (every edge when allow is nil) and returns one path per walked edge,
-// at most DefaultMaxPaths, shortest first. It returns ctx's error if ctx
-// ends during the walk.
-func (g *Graph) BFS(ctx context.Context, seeds []string, depth int, allow *roaring.Bitmap) ([]Path, error) {
-	return g.BFSLimit(ctx, seeds, depth, DefaultMaxPaths, allow)
-}
-
-// BFSLimit is BFS returning at most maxPaths paths (DefaultMaxPaths when
-// maxPaths ≤ 0).
-func (g *Graph) BFSLimit(ctx context.Context, seeds []string, depth, maxPaths int, allow *roaring.Bitmap) ([]Path, error) {
-	if depth <= 0 {
-		depth = DefaultDepth
-	}
-	if maxPaths <= 0 {
-		maxPaths = DefaultMaxPaths
-	}
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	ws, _ := g.pool.Get().(*walkState)
-	if ws == nil {
-		ws = &walkState{}
-	}
-	defer func() {
-		ws.seenEnt.Clear()
-		ws.seenEdge.Clear()
-		ws.nodes, ws.frontier, ws.next, ws.arena = ws.nodes[:0], ws.frontier[:0], ws.next[:0], nil
-		g.pool.Put(ws)
-	}()
-	for _, s := range seeds {
-		id, ok := g.byNorm[norm.Key(s)]
-		if !ok || ws.seenEnt.Contains(id) {
-			continue
-		}
-		ws.seenEnt.Set(id)
-		ws.nodes = append(ws.nodes, node{ent: id, parent: -1})
-		ws.frontier = append(ws.frontier, int32(len(ws.nodes)-1))
-	}
-	var paths []Path
-	steps := 0
-	for d := 0; d < depth && len(ws.frontier) > 0; d++ {
-		for _, ni := range ws.frontier {
-			for _, slot := range g.ents[ws.nodes[ni].ent].adj {
-				if steps++; steps&1023 == 0 {
-					if err := ctx.Err(); err != nil {
-						return nil, fmt.Errorf("graph: bfs: %w", err)
-					}
-				}
-				if ws.seenEdge.Contains(slot) {
-					continue
-				}
-				e := &g.edges[slot]
-				if allow != nil && !allow.Contains(e.doc) {
-					continue
-				}
-				ws.seenEdge.Set(slot)
-				from := ws.nodes[ni].ent
-				other, inverse := e.to, false
-				if e.from != from {
-					other, inverse = e.from, true
-				}
-				paths = append(paths, g.path(ws, ni, d+1, Hop{
-					From: g.ents[from].display, Label: e.label, To: g.ents[other].display, Doc: e.doc, Inverse: inverse,
-				}))
-				if len(paths) >= maxPaths {
-					return paths, nil
-				}
-				if !ws.seenEnt.Contains(other) {
-					ws.seenEnt.Set(other)
-					ws.nodes = append(ws.nodes, node{ent: other, parent: ni, slot: slot, inverse: inverse})
-					ws.next = append(ws.next, int32(len(ws.nodes)-1))
-				}
-			}
-		}
-		ws.frontier, ws.next = ws.next, ws.frontier[:0]
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("graph: bfs: %w", err)
-	}
-	return paths, nil
-}
-
-// path builds the hops from a seed to node ni followed by last; n is the
-// total number of hops.
-func (g *Graph) path(ws *walkState, ni int32, n int, last Hop) Path {
-	nodes := ws.nodes
-	hops := ws.hops(n)
-	hops[n-1] = last
-	for i := n - 2; i >= 0; i-- {
-		nd := nodes[ni]
-		e := &g.edges[nd.slot]
-		from := nodes[nd.parent].ent
-		hops[i] = Hop{From: g.ents[from].display, Label: e.label, To: g.ents[nd.ent].display, Doc: e.doc, Inverse: nd.inverse}
-		ni = nd.parent
-	}
-	return Path{Hops: hops}
-}
-
 // Check verifies the graph against what r holds under its prefix and its
 // own invariants: dictionary and edges equal in store and memory, reference
 // counts, adjacency and the match index. It returns the errors.Join of
@@ -805,6 +671,7 @@ func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 			bad("entity %d %q missing from the match index", id, ent.display)
 		}
 	}
+	g.checkCSR(bad)
 	if live != len(g.byNorm) || live != len(st.ents) {
 		bad("%d live entities, %d by identity, %d stored", live, len(g.byNorm), len(st.ents))
 	}
