@@ -73,10 +73,6 @@ type QueryOptions struct {
 	// Explain fills Result.Explanation: why each result ranked where it
 	// did (off by default: it costs a BM25 explanation per result).
 	Explain bool
-	// sameMatter, if > 0, turns on newerWins among the served results
-	// with this similarity threshold. Off by default: on the development
-	// benchmark every threshold tried cost recall (see newerWins).
-	sameMatter float64
 }
 
 // Signals is a result's score broken down by signal (after normalisation).
@@ -90,9 +86,9 @@ type Signals struct {
 	// Source is the score a fact gained from the episode it came from,
 	// ranked with it (see factsOverSources).
 	Source float64 `json:"source,omitempty"`
-	// Newer is the score a result gained from an earlier one that says
-	// the same matter; Stale the factor an earlier result's score was
-	// multiplied by for the later ones (see newerWins; off by default).
+	// Newer is the score a turn gained by being served above an earlier
+	// turn of its speaker on the same matter; Stale the factor the
+	// earlier one's score was multiplied by (see newestFirst).
 	Newer float64 `json:"newer,omitempty"`
 	Stale float64 `json:"stale,omitempty"`
 	// Voice is the factor a turn gained for being said by whom the
@@ -382,6 +378,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		if err := completeSignals(ctx, ui, text, q, cands); err != nil {
 			return nil, err
 		}
+		e.vectorLength(ui.bm, cands)
 	}
 	if minSupport := opts.MinSupport; minSupport >= 0 && !foc.named {
 		if minSupport == 0 {
@@ -440,10 +437,6 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	list = loaded
 	factsOverSources(list)
 	sortCandidates(list)
-	if opts.sameMatter > 0 {
-		newerWins(ui.bm, list[:min(k, len(list))], opts.sameMatter)
-		sortCandidates(list)
-	}
 	clock.lap(StageLoad)
 
 	rr := opts.Reranker
@@ -470,6 +463,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		clock.lap(StageRerank)
 	}
 
+	newestFirst(ui.bm, text, list[:min(k, len(list))])
 	out := make([]Result, 0, min(k, len(list)))
 	for _, c := range list[:min(k, len(list))] {
 		out = append(out, c.result())
