@@ -125,16 +125,6 @@ func (c *candidate) said() time.Time {
 	return time.Time{}
 }
 
-func (c *candidate) text() string {
-	switch {
-	case c.fact != nil:
-		return c.fact.String()
-	case c.episode != nil:
-		return c.episode.Text
-	}
-	return ""
-}
-
 // completeSignals gives every candidate the text and vector scores it
 // has, not only those of the signals that found it: a turn in BM25's top
 // 50 but not in the vector index's counted 0 for the vector (and the
@@ -299,8 +289,7 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 	for i := range group {
 		group[i] = i
 	}
-	var root func(int) int
-	root = func(i int) int {
+	root := func(i int) int {
 		for group[i] != i {
 			group[i] = group[group[i]]
 			i = group[i]
