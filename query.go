@@ -64,10 +64,6 @@ type QueryOptions struct {
 	// Explain fills Result.Explanation: why each result ranked where it
 	// did (off by default: it costs a BM25 explanation per result).
 	Explain bool
-	// sameMatter, if > 0, turns on newerWins among the served results
-	// with this similarity threshold. Off by default: on the development
-	// benchmark every threshold tried cost recall (see newerWins).
-	sameMatter float64
 }
 
 // Signals is a result's score broken down by signal (after normalisation).
@@ -81,9 +77,9 @@ type Signals struct {
 	// Source is the score a fact gained from the episode it came from,
 	// ranked with it (see factsOverSources).
 	Source float64 `json:"source,omitempty"`
-	// Newer is the score a result gained from an earlier one that says
-	// the same matter; Stale the factor an earlier result's score was
-	// multiplied by for the later ones (see newerWins; off by default).
+	// Newer is the score a turn gained by being served above an earlier
+	// turn of its speaker on the same matter; Stale the factor the
+	// earlier one's score was multiplied by (see newestFirst).
 	Newer float64 `json:"newer,omitempty"`
 	Stale float64 `json:"stale,omitempty"`
 	// Voice is the factor a turn gained for being said by whom the
@@ -301,6 +297,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		if err := completeSignals(ctx, ui, text, q, cands); err != nil {
 			return nil, err
 		}
+		e.vectorLength(ui.bm, cands)
 	}
 
 	_, s := e.tel.start(ctx, spanQueryFuse)
@@ -339,6 +336,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 		clock.lap(StageRerank)
 	}
 
+	newestFirst(ui.bm, text, list[:min(p.k, len(list))])
 	out := make([]Result, 0, min(p.k, len(list)))
 	for _, c := range list[:min(p.k, len(list))] {
 		out = append(out, c.result())

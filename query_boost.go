@@ -65,9 +65,5 @@ func (e *Engine) loadAndBoost(qv *qview, user string, p queryPlan, foc focus, li
 	list = loaded
 	factsOverSources(list)
 	sortCandidates(list)
-	if p.opts.sameMatter > 0 {
-		newerWins(qv.ui.bm, list[:min(p.k, len(list))], p.opts.sameMatter)
-		sortCandidates(list)
-	}
 	return list, nil
 }

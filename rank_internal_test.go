@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/index/bm25"
 )
 
 func openRankTest(t *testing.T) *Engine {
@@ -139,11 +143,11 @@ func TestFactsOverSources(t *testing.T) {
 	}
 }
 
-// TestNewerWins: with the mechanism on, a later message restating the
-// same matter with a new value ranks above the earlier one, without any
-// fact extracted from either, and says so in its Signals; a message on
-// another matter keeps its place.
-func TestNewerWins(t *testing.T) {
+// TestNewestFirst: a later message restating the same matter with a new
+// value is served above the earlier one, without any fact extracted from
+// either, and says so in its Signals; a message on another matter gains
+// nothing.
+func TestNewestFirst(t *testing.T) {
 	ctx := context.Background()
 	e := openRankTest(t)
 	at := chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 20)
@@ -168,119 +172,120 @@ func TestNewerWins(t *testing.T) {
 		}
 		return -1
 	}
-	plain, err := e.Query(ctx, "u", q, QueryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if po, pn := rank(plain, old.Seq), rank(plain, newer.Seq); po < 0 || pn < 0 || po > pn {
-		t.Fatalf("without newerWins: old at %d, newer at %d; want both, the old (closer wording) first, or the test shows nothing", po, pn)
-	}
-	rs, err := e.Query(ctx, "u", q, QueryOptions{sameMatter: 0.3})
+	rs, err := e.Query(ctx, "u", q, QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ro, rn := rank(rs, old.Seq), rank(rs, newer.Seq)
-	if rn < 0 || ro >= 0 && ro < rn {
-		t.Fatalf("with newerWins: old at %d, newer at %d; want the newer first", ro, rn)
+	if rn < 0 || ro < 0 || ro < rn {
+		t.Fatalf("old at %d, newer at %d; want both, the newer first", ro, rn)
 	}
-	if rs[rn].Signals.Newer <= 0 || ro >= 0 && rs[ro].Signals.Stale >= 1 {
+	// The old one has the closer wording: it ranked first before the
+	// reordering, so the newer one gained and the old one lost.
+	if rs[rn].Signals.Newer <= 0 || rs[ro].Signals.Stale <= 0 || rs[ro].Signals.Stale >= 1 {
 		t.Errorf("signals: newer %+v, old %+v", rs[rn].Signals, rs[ro].Signals)
 	}
 	for i, r := range rs {
+		if i > 0 && r.Score > rs[i-1].Score {
+			t.Errorf("scores out of order at %d: %v after %v", i, r.Score, rs[i-1].Score)
+		}
 		if r.Episode != nil && strings.HasPrefix(r.Episode.Text, "What") && r.Signals.Newer > 0 {
 			t.Errorf("result %d %q gained from another matter", i, r.Episode.Text)
 		}
 	}
 }
 
-// TestScaleTextKeepsRatios: BM25 is scaled as a fraction of the best
-// candidate's score, so a match a third as strong is worth a third, not
-// the 0.1 min-max gave the weakest whatever the gap.
-func TestScaleTextKeepsRatios(t *testing.T) {
-	a, b, c := &candidate{}, &candidate{}, &candidate{}
-	a.signals.BM25, b.signals.BM25 = 6, 2
-	scaleText([]*candidate{a, b, c})
-	if a.signals.BM25 != 1 || math.Abs(b.signals.BM25-1.0/3) > 1e-12 || c.signals.BM25 != 0 {
-		t.Errorf("scaled %g %g %g, want 1 1/3 0", a.signals.BM25, b.signals.BM25, c.signals.BM25)
+// nopWriter discards what an index writes: the tests below need its
+// in-memory statistics only.
+type nopWriter struct{}
+
+func (nopWriter) Set(_, _ []byte) error { return nil }
+func (nopWriter) Delete([]byte) error   { return nil }
+
+// TestNewestFirstPermutes states newestFirst's semantics on a served list:
+// the owner's two turns on the question's matter swap places so the later
+// is first; the assistant's echo of the update (another speaker) and the
+// owner's later turn on another matter keep theirs; the list holds the
+// same results, with scores still in order.
+func TestNewestFirstPermutes(t *testing.T) {
+	ix := bm25.New([]byte("t"), bm25.Options{})
+	day := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	turns := []struct {
+		speaker, text string
+		day           int
+	}{
+		{"", "I have uploaded 25 documents to the shared research folder so far.", 1},
+		{"assistant", "Great, so you have uploaded 30 documents to the shared research folder: here is how to tag them.", 9},
+		{"", "I have now uploaded 30 documents to the research folder, two more to go.", 8},
+		{"", "The research seminar moved to Thursday, so I will present then.", 10},
+	}
+	for i, tu := range turns {
+		if err := ix.Add(nopWriter{}, uint32(i), tu.text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 30 {
+		if err := ix.Add(nopWriter{}, uint32(100+i), fmt.Sprintf("What did you think of the weather today? (%d)", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var list []*candidate
+	for i, tu := range turns {
+		list = append(list, &candidate{doc: uint32(i), score: 1 - 0.1*float64(i),
+			episode: &Episode{Seq: uint64(i), User: "u", Speaker: tu.speaker, Text: tu.text, At: day.AddDate(0, 0, tu.day)}})
+	}
+	newestFirst(ix, "How many documents have I uploaded to the shared research folder?", list)
+	var got []uint32
+	for i, c := range list {
+		got = append(got, c.doc)
+		if i > 0 && c.score > list[i-1].score {
+			t.Errorf("scores out of order at %d", i)
+		}
+	}
+	if want := []uint32{2, 1, 0, 3}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v (the owner's later statement first, the others in place)", got, want)
+	}
+	if list[0].signals.Newer <= 0 || list[2].signals.Stale <= 0 || list[2].signals.Stale >= 1 {
+		t.Errorf("signals: moved up %+v, moved down %+v", list[0].signals, list[2].signals)
+	}
+	if list[1].signals.Newer != 0 || list[3].signals.Newer != 0 {
+		t.Errorf("a result that kept its place gained: %+v, %+v", list[1].signals, list[3].signals)
 	}
 }
 
-// TestScaleVectorFloor: cosine counts by its height above the noise floor
-// relative to the best candidate's: a hit at the floor is worth nothing,
-// and two hits both barely above it are not stretched to 0.1 and 1.
-func TestScaleVectorFloor(t *testing.T) {
-	best, mid, floor := &candidate{}, &candidate{}, &candidate{}
-	best.signals.Vector = minVector + 0.4
-	mid.signals.Vector = minVector + 0.1
-	floor.signals.Vector = minVector
-	scaleVector([]*candidate{best, mid, floor})
-	if best.signals.Vector != 1 || math.Abs(mid.signals.Vector-0.25) > 1e-9 || floor.signals.Vector != 0 {
-		t.Errorf("scaled %g %g %g, want 1 0.25 0", best.signals.Vector, mid.signals.Vector, floor.signals.Vector)
-	}
-}
-
-// TestCompleteSignals: a candidate one signal found gets the other
-// signal's score too (it shares words with the question and its vector is
-// close), instead of counting 0 there; one that shares no word gets no
-// BM25 score.
-func TestCompleteSignals(t *testing.T) {
-	ctx := context.Background()
-	e := openRankTest(t)
-	chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 10)
-	if _, err := e.Add(ctx, "u", "Gina started a pottery class at the community centre", At(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC))); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Flush(ctx, "u"); err != nil {
-		t.Fatal(err)
-	}
-	ui, err := e.idx.get(ctx, e.db, "u")
+// TestLengthNormalise: the vector signal's height above the noise floor
+// is divided by len/avg for a text longer than the average, so of two
+// turns equally close to the question the long one (a real assistant
+// reply in Markdown) falls below the short one, which is not raised; a hit
+// at the noise floor is left alone, and so is the raw cosine the noise
+// thresholds read.
+func TestLengthNormalise(t *testing.T) {
+	long, err := os.ReadFile(filepath.Join("testdata", "texts", "assistant-reply-markdown.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := "Gina's pottery class"
-	hits, err := ui.bm.Search(ctx, q, 5, nil)
-	if err != nil || len(hits) == 0 {
-		t.Fatalf("search: %v, %v", hits, err)
+	ix := bm25.New([]byte("t"), bm25.Options{})
+	texts := []string{"I moved the standup to nine.", string(long), "What did you think of the weather today?"}
+	for i, s := range texts {
+		if err := ix.Add(nopWriter{}, uint32(i), s); err != nil {
+			t.Fatal(err)
+		}
 	}
-	qv, err := e.queryVector(ctx, ui, q)
-	if err != nil {
-		t.Fatal(err)
+	cands := map[uint32]*candidate{}
+	for i := range texts {
+		cands[uint32(i)] = &candidate{doc: uint32(i), rawVector: 0.6, signals: Signals{Vector: 0.6}}
 	}
-	// The pottery turn as if only the vector found it, a chatter turn as
-	// if only BM25 had.
-	pottery := &candidate{doc: hits[0].Doc, rawVector: 0.5}
-	pottery.signals.Vector = 0.5
-	other, err := ui.bm.Search(ctx, "weather today", 1, nil)
-	if err != nil || len(other) == 0 {
-		t.Fatalf("search: %v, %v", other, err)
+	cands[2].signals.Vector, cands[2].rawVector = minVector, minVector
+	lengthNormalise(ix, cands)
+	short, lng := cands[0].signals.Vector, cands[1].signals.Vector
+	if short != 0.6 || !(lng < 0.6 && lng > minVector) {
+		t.Errorf("short %.3f, long %.3f: want the short kept at 0.6, the long below it and above the floor", short, lng)
 	}
-	chat := &candidate{doc: other[0].Doc}
-	chat.signals.BM25 = other[0].Score
-	cands := map[uint32]*candidate{pottery.doc: pottery, chat.doc: chat}
-	if err := completeSignals(ctx, ui, q, qv, cands); err != nil {
-		t.Fatal(err)
+	n, _ := ix.DocLen(1)
+	if want := minVector + (0.6-minVector)*ix.AvgDocLen()/float64(n); math.Abs(lng-want) > 1e-12 {
+		t.Errorf("long %.6f, want %.6f", lng, want)
 	}
-	if d := pottery.signals.BM25 - hits[0].Score; d > 1e-9 || d < -1e-9 {
-		t.Errorf("pottery turn BM25 %g, want its score %g", pottery.signals.BM25, hits[0].Score)
-	}
-	if pottery.rawVector != 0.5 {
-		t.Errorf("a signal the candidate had was changed: %g", pottery.rawVector)
-	}
-	if chat.signals.BM25 != other[0].Score {
-		t.Errorf("a BM25 score the candidate had was changed")
-	}
-	// The other way round: the pottery turn as if only BM25 found it.
-	byText := &candidate{doc: hits[0].Doc}
-	byText.signals.BM25 = hits[0].Score
-	if err := completeSignals(ctx, ui, q, qv, map[uint32]*candidate{byText.doc: byText}); err != nil {
-		t.Fatal(err)
-	}
-	if byText.rawVector < minVector || byText.signals.Vector != byText.rawVector {
-		t.Errorf("pottery turn found by BM25: vector %g / %g, want its cosine", byText.signals.Vector, byText.rawVector)
-	}
-	// The chatter turn shares no word with the question: its vector,
-	// if filled in at all, is at most noise-level.
-	if chat.rawVector != 0 && chat.rawVector < minVector {
-		t.Errorf("vector filled in below the noise floor: %g", chat.rawVector)
+	if cands[2].signals.Vector != minVector || cands[0].rawVector != 0.6 || cands[1].rawVector != 0.6 {
+		t.Errorf("floor hit %v, raw cosines %v %v: want them untouched", cands[2].signals.Vector, cands[0].rawVector, cands[1].rawVector)
 	}
 }

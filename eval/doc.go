@@ -46,7 +46,11 @@
 // message: an Episode by its sequence number, a Fact by Fact.Episode (the
 // episode it came from). A question's recall@k is the fraction of its
 // distinct evidence message IDs among the messages of the first k results.
-// A fact and its episode in the top k take two slots but count once.
+// For the methods that go through Query, the k results are what Query
+// serves when asked for k (K=5, 10 and 20 are three queries): Query orders
+// within the list it serves (the newest statement of a matter first), so
+// its top 10 need not be the first 10 of its top 20. A fact and its
+// episode in the top k take two slots but count once.
 // "all" is the mean over every question with evidence.
 //
 // Methods: memor (Query, default options, K=20); memor-bm25, memor-vector,
@@ -57,7 +61,7 @@
 //
 // For knowledge_update questions with original and updated messages, the
 // update "ranks above" the original when its best rank in the method's top
-// K is better than the original's (absent = below everything); "neither
+// 20 is better than the original's (per question in QuestionResult.UpdateAbove) (absent = below everything); "neither
 // retrieved" counts as a miss.
 //
 // Abstention: for questions without evidence, the share for which memor

@@ -139,6 +139,16 @@ func TestRunSynthetic(t *testing.T) {
 			t.Errorf("%s: recent update above %+v, want 1/1", path, a)
 		}
 		near("memor information_extraction r5", r.ByType["information_extraction"]["memor"].R5, 1)
+		// memor serves the later of the owner's two upload statements
+		// first (newestFirst), and says so per question.
+		if a := r.UpdateAbove["memor"]; a.Above != 1 || a.N != 1 {
+			t.Errorf("%s: memor update above %+v, want 1/1", path, a)
+		}
+		for _, q := range r.PerQuestion {
+			if _, ok := q.UpdateAbove["memor"]; ok != (q.Type == "knowledge_update") {
+				t.Errorf("%s: question %s (%s): update_above %v", path, q.ID, q.Type, q.UpdateAbove)
+			}
+		}
 		var sb strings.Builder
 		if err := r.WriteTable(&sb); err != nil {
 			t.Fatal(err)

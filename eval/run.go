@@ -57,6 +57,9 @@ type QuestionResult struct {
 	ID           string                `json:"id"`
 	Type         string                `json:"type"`
 	Recall       map[string][3]float64 `json:"recall"`
+	// UpdateAbove, for a knowledge update, says per method whether the
+	// newer message ranks above the original one in the top 20.
+	UpdateAbove map[string]bool `json:"update_above,omitempty"`
 }
 
 // Report is the outcome of Run.
@@ -244,11 +247,19 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 		return out
 	}
 	weights := map[string]memor.Weights{"memor-bm25": {BM25: 1}, "memor-vector": {Vector: 1}, "memor-graph": {Entity: 1}}
+	queried := map[string]memor.Weights{"memor": {}}
+	for m, w := range weights {
+		queried[m] = w
+	}
 	for _, q := range c.Questions {
 		if strings.TrimSpace(q.Text) == "" {
 			continue
 		}
 		ranked := map[string][]string{}
+		// served[m][j] is what method m serves when asked for Ks[j]
+		// results: Query orders within the list it serves (newestFirst),
+		// so its top 10 need not be the first 10 of its top 20.
+		served := map[string][][]string{}
 		rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: depth, MinSupport: o.MinSupport})
 		if err != nil {
 			return fmt.Errorf("question %s: %w", q.ID, err)
@@ -278,6 +289,24 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 			}
 			ranked[m] = toIDs(rs, true)
 		}
+		for m, w := range queried {
+			served[m] = nil
+			for _, k := range Ks {
+				if k == depth {
+					served[m] = append(served[m], ranked[m])
+					continue
+				}
+				minSupport := -1.0
+				if m == "memor" {
+					minSupport = o.MinSupport
+				}
+				rs, err := e.Query(ctx, user, q.Text, memor.QueryOptions{K: k, Weights: w, MinSupport: minSupport})
+				if err != nil {
+					return fmt.Errorf("question %s: %w", q.ID, err)
+				}
+				served[m] = append(served[m], toIDs(rs, m != "memor"))
+			}
+		}
 		hits, err := bm.Search(ctx, q.Text, depth, nil)
 		if err != nil {
 			return err
@@ -292,15 +321,24 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 		for _, m := range Methods {
 			var v [3]float64
 			for j, k := range Ks {
-				v[j] = RecallAt(ranked[m], q.Evidence, k)
+				list := ranked[m]
+				if served[m] != nil {
+					list = served[m][j]
+				}
+				v[j] = RecallAt(list, q.Evidence, k)
 			}
 			qr.Recall[m] = v
 			if len(q.Original) > 0 && len(q.Updated) > 0 {
 				a := r.UpdateAbove[m]
 				a.N++
-				if UpdateAbove(ranked[m], q.Original, q.Updated) {
+				above := UpdateAbove(ranked[m], q.Original, q.Updated)
+				if above {
 					a.Above++
 				}
+				if qr.UpdateAbove == nil {
+					qr.UpdateAbove = map[string]bool{}
+				}
+				qr.UpdateAbove[m] = above
 				r.UpdateAbove[m] = a
 			}
 		}
