@@ -468,7 +468,7 @@ func (s *indexSet) prefetchVectors(t *txn, all []string) error {
 	if len(texts) < 2 {
 		return nil
 	}
-	if sp, ok := s.emb.(embed.SparseEmbedder); ok && t.fresh && len(texts) >= importMinDocs {
+	if sp, ok := s.emb.(embed.SparseEmbedder); ok && t.fresh && len(texts) >= s.e.tune.importMinDocs {
 		// A new user's import: its vectors go to the index records as
 		// their non-zero components (hnsw.Writer.AddSparse).
 		t.vecBuf = vectorPool.Get().(*vectorBuf)
@@ -511,10 +511,6 @@ func (s *indexSet) prefetchVectors(t *txn, all []string) error {
 	}
 	return nil
 }
-
-// importMinDocs is the size from which a new user's first write is an
-// import (see importIndex); a variable so that tests can take every path.
-var importMinDocs = 256
 
 // importIndex is how a new user's large first write (a bulk import)
 // indexes its documents: it writes the records the indexes would write,

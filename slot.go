@@ -544,11 +544,6 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 	return false, nil
 }
 
-// appendFastPath enables resolveSub's append path, and memFastPath its
-// resolution of a new user's slots from memory (tests turn them off to
-// compare them with the full fold over the batch).
-var appendFastPath, memFastPath = true, true
-
 // memClaims is what slotClaims reads for slot, in the same order, in a
 // write of a new user: the claims this write made under the slot (ms) in
 // key order (valid time, then ID), then for an object of a Many predicate
@@ -626,7 +621,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 	// can (it is resolved after or before this slot), so the full fold
 	// takes those. (The ends' own slot holds no assertion, so the scan
 	// below sends it to the full fold too.)
-	if !appendFastPath || w.allObjects || w.endsTouched || w.fresh.len() == 0 {
+	if !t.e.tune.appendPath || w.allObjects || w.endsTouched || w.fresh.len() == 0 {
 		return nil, nil
 	}
 	var fresh []claimRec

@@ -541,7 +541,7 @@ func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, er
 	}
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[ctxGroup]map[string]bool{},
 		root: kv.UserRoot(user)}
-	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && memFastPath {
+	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && e.tune.memPath {
 		t.fresh, t.mem, t.memIDs = true, map[string]*memSlot{}, map[[idLen]byte]bool{}
 	}
 	t.now = e.tick(m.Txn)
@@ -856,7 +856,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		return err
 	}
 	switch {
-	case t.fresh && added >= importMinDocs && t.ui == nil && t.imp == nil:
+	case t.fresh && added >= t.e.tune.importMinDocs && t.ui == nil && t.imp == nil:
 		// A new user's large import writes the index records only (see
 		// importIndex), if the vector index can take them without its
 		// graph.
