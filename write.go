@@ -336,14 +336,35 @@ func episodeBytes(ep Episode) []byte {
 	return appendEpisode(nil, &ep)
 }
 
-// txn is one write: a batch, the user's counters and the transaction time.
+// txn is one write of one user: the batch it commits, the episode being
+// applied, and the state the pipeline keeps along the way, in groups.
 type txn struct {
-	e         *Engine
-	ctx       context.Context
-	b         *kv.Batch
-	user      string
-	meta      userMeta
-	now       int64
+	e    *Engine
+	ctx  context.Context
+	user string
+
+	// The batch, the user's counters it commits and the transaction
+	// time. derived: the write only applies an episode already durable
+	// in the log, so its commit need not wait for a sync (recovery
+	// re-applies it). outcomes counts the episodes applied and failed in
+	// this write, added to the engine's counters once it commits.
+	b        *kv.Batch
+	meta     userMeta
+	now      int64
+	derived  bool
+	outcomes episodeOutcomes
+
+	episodeState
+
+	scratch txnScratch
+	cache   txnCache
+	fresh   freshWrite
+	// idx is the user's index sink for this write.
+	idx *indexWrite
+}
+
+// episodeState is the episode a txn is applying and what it decided.
+type episodeState struct {
 	ep        Episode
 	decisions []Decision
 	pre       *extracted // the next text episode's extraction, if done already
@@ -361,48 +382,15 @@ type txn struct {
 	failure error // why the last text episode applied failed (see Retry), or nil
 	// fails: episodes whose application failed in an earlier try of this
 	// write; apply records them as failed instead (see failures).
-	fails failures
-	// Per-transaction caches of reads that a bulk batch would repeat.
-	ends     map[string][]claimRec        // see slotClaims
-	contexts map[ctxGroup]map[string]bool // subject, predicate → context → other contexts exist
-	caught   int                          // queued episodes applied by catchUp
-	// outcomes counts the episodes applied and failed in this write,
-	// added to the engine's counters once it commits.
-	outcomes episodeOutcomes
-	// ui: the user's indexes, once this write needs them. indexed: the
-	// write changed them, so they must be dropped from the cache unless
-	// it commits.
-	ui                 *userIndex
-	indexed, committed bool
-	// derived: the write only applies an episode already durable in the
-	// log, so its commit need not wait for a sync (recovery re-applies it).
-	derived bool
-	// fresh: the user had nothing stored when the write began (see
-	// Batch.SetLocal), so every claim of the user is one this write made:
-	// mem holds them by slot, and a slot not yet resolved in this write
-	// has no live version. Resolution then reads memory, not the batch
-	// (see memClaims).
-	fresh    bool
-	mem      map[string]*memSlot
-	memSlots []memSlot                   // where mem's slots are allocated (see newMemSlot)
-	memRecs  []claimRec                  // the claims in mem, in the order they came
-	memNext  []int32                     // the next claim of a claim's slot in memRecs, or -1
-	memBuf   []claimRec                  // scratch for a slot's claims (see memClaims)
-	memEnds  bool                        // mem holds an end
-	live     map[ctxGroup]map[string]int // live values written, by context (see otherContexts)
-	memIDs   map[[idLen]byte]bool        // IDs of the claims in mem
-	// vectors: embeddings of this write's fact texts, fetched in one call
-	// (see prefetchVectors).
-	vectors map[string][]float32
-	// vecBuf holds the vectors of this write's facts, if pooled (see
-	// prefetchVectors); returned when the write ends.
-	vecBuf *vectorBuf
-	// imp: this write is a new user's import, which writes the index
-	// records without the indexes (see importIndex); ui stays nil.
-	imp *importIndex
-	// root is the user's key prefix; kb, vb and sb are scratch for the
-	// keys, values and key suffixes of set (the batch copies them); ck
-	// is scratch for a claim's key suffix (see applyOps and put).
+	fails  failures
+	caught int // queued episodes applied by catchUp
+}
+
+// txnScratch is a write's reused buffers. root is the user's key prefix;
+// kb, vb and sb are scratch for the keys, values and key suffixes of set
+// (the batch copies them), so suffix and value must not be kb; ck is
+// scratch for a claim's key suffix (see applyOps and put).
+type txnScratch struct {
 	root, kb, vb, sb, ck []byte
 	// rc is scratch for the claims handed to resolve.Fold, which keeps
 	// nothing of its input.
@@ -412,111 +400,115 @@ type txn struct {
 	fold resolve.Folder
 }
 
+// txnCache holds reads that a bulk batch would repeat.
+type txnCache struct {
+	ends     map[string][]claimRec        // see slotClaims
+	contexts map[ctxGroup]map[string]bool // subject, predicate → context → other contexts exist
+}
+
+// freshWrite is what a new user's write holds in memory. on: the user
+// had nothing stored when the write began (see Batch.SetLocal), so every
+// claim of the user is one this write made: mem holds them by slot, and a
+// slot not yet resolved in this write has no live version. Resolution
+// then reads memory, not the batch (see memClaims).
+type freshWrite struct {
+	on    bool
+	mem   map[string]*memSlot
+	slots []memSlot                   // where mem's slots are allocated (see newSlot)
+	recs  []claimRec                  // the claims in mem, in the order they came
+	next  []int32                     // the next claim of a claim's slot in recs, or -1
+	buf   []claimRec                  // scratch for a slot's claims (see memClaims)
+	ends  bool                        // mem holds an end
+	live  map[ctxGroup]map[string]int // live values written, by context (see otherContexts)
+	ids   map[[idLen]byte]bool        // IDs of the claims in mem
+}
+
 // memSlot is what a new user's write holds in memory for one slot (see
-// txn.fresh): its claims, linked through t.memRecs in the order they
-// came, and whether the slot was resolved already (from then on it
-// resolves through the batch, see resolveSub). Claims are kept in one
-// slice for the write rather than one per slot: a slot of an import
-// mostly gets one claim, some (a One predicate's) many.
+// freshWrite): its claims, linked through recs in the order they came, and
+// whether the slot was resolved already (from then on it resolves through
+// the batch, see resolveSub). Claims are kept in one slice for the write
+// rather than one per slot: a slot of an import mostly gets one claim,
+// some (a One predicate's) many.
 type memSlot struct {
 	head, tail, n int32
 	resolved      bool
 }
 
-// newMemSlot returns a new empty slot for t.mem. Slots are allocated in
-// chunks of about hint (a slot is only ever used through its pointer, so
-// a chunk that fills up is left to the slots it holds).
-func (t *txn) newMemSlot(hint int) *memSlot {
-	if len(t.memSlots) == cap(t.memSlots) {
-		t.memSlots = make([]memSlot, 0, max(hint, 16))
-	}
-	t.memSlots = t.memSlots[:len(t.memSlots)+1]
-	return &t.memSlots[len(t.memSlots)-1]
+// start readies f for a first write of about n claims.
+func (f *freshWrite) start(n int) {
+	f.mem, f.ids = make(map[string]*memSlot, n), make(map[[idLen]byte]bool, n)
+	f.slots = nil
+	f.recs, f.next = make([]claimRec, 0, n), make([]int32, 0, n)
 }
 
-// addMem appends c to the claims of m.
-func (t *txn) addMem(m *memSlot, c *claimRec) {
-	i := int32(len(t.memRecs))
-	t.memRecs = append(t.memRecs, *c)
-	t.memNext = append(t.memNext, -1)
+// slot returns the memory of slot key sk, made (for about hint slots) if
+// new.
+func (f *freshWrite) slot(sk string, hint int) *memSlot {
+	ms := f.mem[sk]
+	if ms == nil {
+		ms = f.newSlot(hint)
+		f.mem[sk] = ms
+	}
+	return ms
+}
+
+// newSlot returns a new empty slot for mem. Slots are allocated in chunks
+// of about hint (a slot is only ever used through its pointer, so a chunk
+// that fills up is left to the slots it holds).
+func (f *freshWrite) newSlot(hint int) *memSlot {
+	if len(f.slots) == cap(f.slots) {
+		f.slots = make([]memSlot, 0, max(hint, 16))
+	}
+	f.slots = f.slots[:len(f.slots)+1]
+	return &f.slots[len(f.slots)-1]
+}
+
+// add appends c, with ID id, to the claims of m.
+func (f *freshWrite) add(m *memSlot, c *claimRec, id [idLen]byte) {
+	i := int32(len(f.recs))
+	f.recs = append(f.recs, *c)
+	f.next = append(f.next, -1)
 	if m.n == 0 {
 		m.head = i
 	} else {
-		t.memNext[m.tail] = i
+		f.next[m.tail] = i
 	}
 	m.tail = i
 	m.n++
+	f.ids[id] = true
+	f.ends = f.ends || resolve.Kind(c.Kind) == resolve.End
 }
 
-// appendMem appends the claims of m, in the order they came, to out.
-func (t *txn) appendMem(out []claimRec, m *memSlot) []claimRec {
-	for i, k := m.head, int32(0); k < m.n; i, k = t.memNext[i], k+1 {
-		out = append(out, t.memRecs[i])
+// appendSlot appends the claims of m, in the order they came, to out.
+func (f *freshWrite) appendSlot(out []claimRec, m *memSlot) []claimRec {
+	for i, k := m.head, int32(0); k < m.n; i, k = f.next[i], k+1 {
+		out = append(out, f.recs[i])
 	}
 	return out
 }
 
 // set writes the user's key sub+suffix = v through the batch, building
-// the key in scratch. suffix and v must not be t.kb.
+// the key in scratch. suffix and v must not be t.scratch.kb.
 func (t *txn) set(sub kv.Sub, suffix, v []byte) error {
-	t.kb = append(append(append(t.kb[:0], t.root...), byte(sub)), suffix...)
-	return t.b.Set(t.kb, v)
+	sc := &t.scratch
+	sc.kb = append(append(append(sc.kb[:0], sc.root...), byte(sub)), suffix...)
+	return t.b.Set(sc.kb, v)
 }
 
-// setDoc writes document doc's map value, in the store and in the cached
-// indexes.
+// setDoc writes document doc's map value, in the store and through the
+// index sink.
 func (t *txn) setDoc(doc uint32, v []byte) error {
-	t.sb = kv.AppendUint32(t.sb[:0], doc)
-	if err := t.set(kv.SubDoc, t.sb, v); err != nil {
+	t.scratch.sb = kv.AppendUint32(t.scratch.sb[:0], doc)
+	if err := t.set(kv.SubDoc, t.scratch.sb, v); err != nil {
 		return err
 	}
-	if t.imp != nil {
-		return nil // the indexes load from the store when first used
-	}
-	ui, err := t.indexes()
-	if err != nil {
-		return err
-	}
-	// Every document this write indexes (a version, an episode) is
-	// mapped here first: marked pending before any index holds it.
-	ui.touch(doc)
-	ui.setDoc(doc, v)
-	return nil
+	return t.idx.setDoc(doc, v)
 }
 
-// indexes returns the user's indexes for this write, looked up once: if
-// the cache evicts them meanwhile, the write finishes on them (see
-// indexSet).
-func (t *txn) indexes() (*userIndex, error) {
-	if t.imp != nil {
-		// The store holds this write's index records only at commit.
-		return nil, fmt.Errorf("memor: internal error: indexes read during an import write of user %q", t.user)
-	}
-	t.indexed = true
-	if t.ui == nil {
-		ui, err := t.e.idx.get(t.ctx, t.b, t.user)
-		if err != nil {
-			return nil, err
-		}
-		t.ui = ui
-	}
-	return t.ui, nil
-}
-
-// close releases the batch. A write that changed the cached indexes and did
-// not commit (an error, a cancelled context) drops them, so that the next
-// use reloads what was committed instead of building on changes that never
-// were.
+// close releases the batch and the index sink.
 func (t *txn) close() {
 	t.b.Close()
-	if t.vecBuf != nil {
-		t.vectors = nil
-		t.vecBuf.release()
-		t.vecBuf = nil
-	}
-	if t.indexed && !t.committed {
-		t.e.idx.dropUser(t.user)
-	}
+	t.idx.close()
 }
 
 // bytesPerFact is about how many bytes of batch one asserted fact writes.
@@ -539,25 +531,19 @@ func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, er
 	} else {
 		b = e.db.NewBatchSized(sizeHint)
 	}
-	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, ends: map[string][]claimRec{}, contexts: map[ctxGroup]map[string]bool{},
-		root: kv.UserRoot(user)}
+	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, idx: e.idx.writer(ctx, b, user),
+		cache:   txnCache{ends: map[string][]claimRec{}, contexts: map[ctxGroup]map[string]bool{}},
+		scratch: txnScratch{root: kv.UserRoot(user)}}
 	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && e.tune.memPath {
-		t.fresh, t.mem, t.memIDs = true, map[string]*memSlot{}, map[[idLen]byte]bool{}
+		t.fresh = freshWrite{on: true, mem: map[string]*memSlot{}, ids: map[[idLen]byte]bool{}}
 	}
 	t.now = e.tick(m.Txn)
 	return t, nil
 }
 
 func (t *txn) commit() error {
-	if t.ui != nil {
-		if err := t.ui.vec.Flush(t.b); err != nil {
-			return err
-		}
-	}
-	if t.imp != nil {
-		if err := t.imp.vec.Finish(t.b); err != nil {
-			return err
-		}
+	if err := t.idx.flush(); err != nil {
+		return err
 	}
 	t.meta.Txn = max(t.meta.Txn, t.now)
 	if err := t.b.Set(kv.UserKey(t.user, kv.SubMeta), mustJSON(t.meta)); err != nil {
@@ -574,16 +560,8 @@ func (t *txn) commit() error {
 	if err := commit(); err != nil {
 		return err
 	}
-	t.committed = true
 	t.e.counters.settle(t.outcomes)
-	if t.ui != nil {
-		t.ui.settle()
-	}
-	if t.imp != nil {
-		// A reader may have cached the user's empty indexes before this
-		// write (the user's lock is held: none can load meanwhile).
-		t.e.idx.dropUser(t.user)
-	}
+	t.idx.done()
 	return nil
 }
 
@@ -746,11 +724,8 @@ func writeOp(b *strings.Builder, op *extract.Op) {
 // whose quotes are the caller's).
 func (t *txn) applyOps(ops []extract.Op, text string) error {
 	touched := make(map[string]*slotWork, len(ops))
-	if t.fresh && len(t.memIDs) == 0 {
-		// A new user's import: about one slot per op.
-		t.mem, t.memIDs = make(map[string]*memSlot, len(ops)), make(map[[idLen]byte]bool, len(ops))
-		t.memSlots = nil
-		t.memRecs, t.memNext = make([]claimRec, 0, len(ops)), make([]int32, 0, len(ops))
+	if t.fresh.on && len(t.fresh.ids) == 0 {
+		t.fresh.start(len(ops)) // a new user's import: about one slot per op
 	}
 	// The slots in the order they were first touched; works holds them
 	// (at most one per op, so it never grows and the pointers stay put).
@@ -792,10 +767,10 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		}
 		// The claim's key suffix is built in scratch (the batch copies
 		// it); only a slot seen for the first time copies its key.
-		t.ck = appendSlotKey(t.ck[:0], subjKey, pred, ctxKey, one, objKey)
-		slotLen := len(t.ck)
-		t.ck = appendClaimSuffix(t.ck, nil, vf, id)
-		suf, slot := t.ck, t.ck[:slotLen]
+		t.scratch.ck = appendSlotKey(t.scratch.ck[:0], subjKey, pred, ctxKey, one, objKey)
+		slotLen := len(t.scratch.ck)
+		t.scratch.ck = appendClaimSuffix(t.scratch.ck, nil, vf, id)
+		suf, slot := t.scratch.ck, t.scratch.ck[:slotLen]
 		conf := op.Confidence
 		if conf == 0 {
 			conf = 1
@@ -823,53 +798,39 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			allObjects = allObjects || w.allObjects
 			touched[sk] = w
 			order = append(order, w)
-			if t.fresh {
-				if w.mem = t.mem[sk]; w.mem == nil {
-					w.mem = t.newMemSlot(len(ops))
-					t.mem[sk] = w.mem
-				}
+			if t.fresh.on {
+				w.mem = t.fresh.slot(sk, len(ops))
 			}
 		}
 		w.judged = w.judged || judged
 		w.fresh.add(c.ID)
-		t.vb = appendClaim(t.vb[:0], &c)
-		if err := t.set(kv.SubClaim, suf, t.vb); err != nil {
+		t.scratch.vb = appendClaim(t.scratch.vb[:0], &c)
+		if err := t.set(kv.SubClaim, suf, t.scratch.vb); err != nil {
 			return err
 		}
-		if t.fresh {
-			t.addMem(w.mem, &c)
-			t.memIDs[id] = true
-			t.memEnds = t.memEnds || op.Kind == extract.End
+		if t.fresh.on {
+			t.fresh.add(w.mem, &c, id)
 		}
 		added++
 		if op.Kind == extract.Assert {
 			texts = append(texts, t.e.preds.factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context}))
 		}
 		if op.Kind == extract.End {
-			delete(t.ends, string(slot))
+			delete(t.cache.ends, string(slot))
 		}
 		if err := t.set(kv.SubFactIndex, id[:], suf); err != nil {
 			return err
 		}
 	}
-	if err := t.e.idx.prefetchVectors(t, texts); err != nil {
+	if err := t.idx.prefetch(texts, t.fresh.on); err != nil {
 		return err
 	}
-	switch {
-	case t.fresh && added >= t.e.tune.importMinDocs && t.ui == nil && t.imp == nil:
-		// A new user's large import writes the index records only (see
-		// importIndex), if the vector index can take them without its
-		// graph.
-		if imp := t.e.idx.newImport(t.user); imp.vec.Room() > added {
-			t.imp, t.indexed = imp, true
-		}
-	case t.fresh && added > 1 && t.imp == nil:
-		// A new user's import: each claim is likely a document.
-		ui, err := t.indexes()
-		if err != nil {
+	if t.fresh.on && (added > 1 || added >= t.e.tune.importMinDocs) {
+		// A new user's import: each claim is likely a document. A large
+		// one writes the index records only (see importIndex).
+		if err := t.idx.expect(added, added >= t.e.tune.importMinDocs); err != nil {
 			return err
 		}
-		ui.vec.Reserve(added)
 	}
 	if allObjects {
 		// Only an end without object touches the sub-slot of a Many
@@ -878,8 +839,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			if !w.one && !w.allObjects {
 				// An end without object of the same predicate in this batch
 				// reaches this object's slot (see appended).
-				t.ck = appendSlotKey(t.ck[:0], w.subjKey, w.pred, w.ctxKey, false, "")
-				w.endsTouched = touched[string(t.ck)] != nil
+				t.scratch.ck = appendSlotKey(t.scratch.ck[:0], w.subjKey, w.pred, w.ctxKey, false, "")
+				w.endsTouched = touched[string(t.scratch.ck)] != nil
 			}
 		}
 	}
@@ -894,8 +855,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 // knownClaim reports whether the claim with key suffix suf is stored
 // already. (Its ID hashes everything the suffix holds.)
 func (t *txn) knownClaim(suf []byte, id [idLen]byte) (bool, error) {
-	if t.fresh {
-		return t.memIDs[id], nil
+	if t.fresh.on {
+		return t.fresh.ids[id], nil
 	}
 	_, err := t.b.Get(userKey(t.user, kv.SubClaim, suf))
 	if errors.Is(err, kv.ErrNotFound) {
@@ -921,7 +882,7 @@ func (t *txn) indexEpisode(ep Episode, text string, hasClaims, more bool) error 
 	if err := t.setDoc(doc, appendEpisodeDoc(nil, d)); err != nil {
 		return err
 	}
-	return t.e.idx.putEpisode(t, &ep, doc, text, d)
+	return t.idx.putEpisode(&ep, doc, text, d)
 }
 
 // saysMore reports whether text says something besides what its claims
@@ -986,9 +947,9 @@ func (t *txn) logDecision(d *Decision) {
 // in order, and completed after.
 func (t *txn) writeDecision(d *Decision) {
 	// A failed Set surfaces at Commit (Pebble batches only fail on misuse).
-	t.vb = appendDecision(t.vb[:0], d)
-	t.sb = kv.AppendUint64(t.sb[:0], d.Seq)
-	_ = t.set(kv.SubLog, t.sb, t.vb)
+	t.scratch.vb = appendDecision(t.scratch.vb[:0], d)
+	t.scratch.sb = kv.AppendUint64(t.scratch.sb[:0], d.Seq)
+	_ = t.set(kv.SubLog, t.scratch.sb, t.scratch.vb)
 }
 
 // vet defaults op's valid time to the episode's and says why the resolver
