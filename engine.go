@@ -198,7 +198,7 @@ func Open(dir string, o Options) (*Engine, error) {
 type tuning struct {
 	// appendPath enables resolveSub's append path (see txn.appended),
 	// memPath its resolution of a new user's slots from memory (see
-	// txn.fresh).
+	// freshWrite).
 	appendPath, memPath bool
 	// importMinDocs is the size from which a new user's first write is
 	// an import (see importIndex).

@@ -173,7 +173,7 @@ func (w *indexWrite) close() {
 // prefetch embeds the texts of the new assertions of a write (see
 // factText) in one call before they are resolved, so that a batch of facts
 // costs an HTTP embedder one request (split as it batches), not one per
-// fact. fresh: the write is a new user's first (see txn.fresh), whose
+// fact. fresh: the write is a new user's first (see freshWrite), whose
 // large batch may become an import.
 func (w *indexWrite) prefetch(all []string, fresh bool) error {
 	s := w.s

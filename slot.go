@@ -2,12 +2,10 @@ package memor
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/memor-db/memor/internal/resolve"
 	"github.com/memor-db/memor/kv"
@@ -527,20 +525,6 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	return t.idx.expireVersion(&cur)
 }
 
-// countLive adds d to the live values this write holds in g's context
-// ctxKey (kept for a new user's write, see otherContexts).
-func (f *freshWrite) countLive(g ctxGroup, ctxKey string, d int) {
-	if f.live == nil {
-		f.live = map[ctxGroup]map[string]int{}
-	}
-	m := f.live[g]
-	if m == nil {
-		m = map[string]int{}
-		f.live[g] = m
-	}
-	m[ctxKey] += d
-}
-
 // ctxGroup is a subject and predicate, whose contexts coexist.
 type ctxGroup struct{ subj, pred string }
 
@@ -612,54 +596,6 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// claims is what slotClaims reads for slot, in the same order, in a write
-// of a new user: the claims this write made under the slot (ms) in key
-// order (valid time, then ID), then for an object of a Many predicate the
-// ends without object, in key order. The result is scratch, valid until
-// the next call; a slot of one claim is returned in place. The caller may
-// change it: the slot is then resolved, and its claims in memory are not
-// read again (an end's, the only ones read for another slot, are never
-// changed).
-func (f *freshWrite) claims(ms *memSlot, slot []byte) []claimRec {
-	var out []claimRec
-	switch {
-	case ms.n == 1:
-		out = f.recs[ms.head : ms.head+1 : ms.head+1]
-	case ms.n > 1:
-		out = sortedClaims(f.appendSlot(slices.Grow(f.buf[:0], int(ms.n)), ms))
-		f.buf = out
-	}
-	if !f.ends {
-		return out // no end in this write: no slot has ends to add
-	}
-	subj, pred, ctxKey, obj, many, err := slotParts(slot)
-	if err == nil && many && obj != "" {
-		var ends []claimRec
-		if es := f.mem[string(slotKey(subj, pred, ctxKey, false, ""))]; es != nil {
-			for _, c := range f.appendSlot(nil, es) {
-				if resolve.Kind(c.Kind) == resolve.End {
-					ends = append(ends, c)
-				}
-			}
-		}
-		out = append(out, sortedClaims(ends)...)
-		if ms.n > 1 {
-			f.buf = out
-		}
-	}
-	return out
-}
-
-func sortedClaims(cs []claimRec) []claimRec {
-	slices.SortFunc(cs, func(a, b claimRec) int {
-		if c := cmp.Compare(a.ValidFrom, b.ValidFrom); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return cs
 }
 
 // appendedClaims is what resolving claims appended to a slot's history
