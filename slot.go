@@ -125,13 +125,15 @@ func (t *txn) foldSlot(w *slotWork) (slotFold, error) {
 		// A slot resolves from memory once; later it has versions in the
 		// batch.
 		if ms = w.mem; ms == nil {
-			ms = t.fresh.slot(string(w.slot), 0)
+			if ms = t.fresh.mem[string(w.slot)]; ms == nil { // a lookup converts without copying
+				ms = t.fresh.slot(string(w.slot), 0)
+			}
 		}
 	}
 	sc := &t.scratch
 	if ms != nil && !ms.resolved {
 		ms.resolved = true
-		sf.claims, sf.live = t.fresh.claims(ms, w.slot), map[string]Fact{}
+		sf.claims = t.fresh.claims(ms, w.slot) // and no live version (sf.live nil)
 		sc.rc = appendResolve(sc.rc[:0], sf.claims)
 		sf.out.outs = sc.fold.Fold(w.one, nil, resolve.Outcome{}, sc.rc)
 		return sf, nil
