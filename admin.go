@@ -321,7 +321,7 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 	if err != nil {
 		return err
 	}
-	t.ui, t.indexed = ui, true
+	t.idx.replace(ui)
 	wasApplied := t.meta.Applied
 	t.meta.Doc, t.meta.Log, t.meta.Applied = 0, 0, 0
 	prog := progressFrom(ctx, "rebuild", user, "episodes")
@@ -344,7 +344,7 @@ func (e *Engine) rebuild(ctx context.Context, user string, fails failures) error
 	if err := t.commit(); err != nil {
 		return err
 	}
-	e.idx.put(user, t.ui)
+	e.idx.put(user, ui)
 	if t.meta.Applied > wasApplied {
 		// Episodes still queued were applied by the replay: free their
 		// queue slots and wake their waiters, as the workers would have.

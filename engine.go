@@ -183,6 +183,9 @@ type Engine struct {
 	// queryView between reading the indexes and taking the snapshot of
 	// each try made without the user's lock.
 	hookQueryView func(try int)
+	// tune holds the write path's switches (defaultTuning outside the
+	// tests of this package, see openTuned).
+	tune tuning
 
 	ing      *ingester
 	counters engineCounters
@@ -197,6 +200,29 @@ type Engine struct {
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, o Options) (*Engine, error) {
+	return openTuned(dir, o, defaultTuning())
+}
+
+// tuning is the write path's fast paths and thresholds. Tests of this
+// package open engines with other values (openTuned) to compare a fast
+// path with the general one; each engine has its own, so such tests run
+// in parallel.
+type tuning struct {
+	// appendPath enables resolveSub's append path (see txn.appended),
+	// memPath its resolution of a new user's slots from memory (see
+	// freshWrite).
+	appendPath, memPath bool
+	// importMinDocs is the size from which a new user's first write is
+	// an import (see importIndex).
+	importMinDocs int
+}
+
+func defaultTuning() tuning {
+	return tuning{appendPath: true, memPath: true, importMinDocs: 256}
+}
+
+// openTuned is Open with the write path's tuning.
+func openTuned(dir string, o Options, tune tuning) (*Engine, error) {
 	if o.MaxTextBytes <= 0 {
 		o.MaxTextBytes = DefaultMaxTextBytes
 	}
@@ -229,7 +255,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		o.IndexCacheBytes = DefaultIndexCacheBytes
 	}
 	e := &Engine{db: db, opts: o, log: lg, clock: o.Clock, preds: preds, ext: o.Extractor,
-		closing: make(chan struct{})}
+		closing: make(chan struct{}), tune: tune}
 	if e.clock == nil {
 		e.clock = time.Now
 	}

@@ -365,7 +365,7 @@ func (e *Engine) knownNames(ctx context.Context, t *txn, user, voice string, seq
 	var r kv.Reader = e.db
 	var err error
 	if t != nil {
-		ui, err = t.indexes()
+		ui, err = t.idx.indexes()
 		r = t.b
 	} else {
 		ui, err = e.idx.view(ctx, user)

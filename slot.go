@@ -2,12 +2,10 @@ package memor
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/memor-db/memor/internal/resolve"
 	"github.com/memor-db/memor/kv"
@@ -58,7 +56,7 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 			closed[id] = append(closed[id], facts...)
 		}
 	}
-	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends)
+	claims, err := t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.cache.ends)
 	if err != nil {
 		return err
 	}
@@ -81,92 +79,145 @@ func (t *txn) resolveAllObjects(w *slotWork, cause Rule) error {
 
 // resolveSub resolves one slot and returns the ends that closed something.
 // logEnds is false when the caller logs the ends itself: closed then holds
-// the facts each end closed.
+// the facts each end closed. The steps: fold the slot's claims
+// (foldSlot), see what the fresh ones arrived to (arrivalOf), decide and
+// log each fresh claim (decideClaims), write the versions the fold calls
+// for (writeVersions), and complete the decisions that closed values.
 func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[string]bool, closed map[string][]string, err error) {
-	var claims []claimRec
-	var live map[string]Fact
-	var out slotOutcomes
-	var ap *appendedClaims
+	sf, err := t.foldSlot(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := t.arrivalOf(w, sf.claims)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := t.decideClaims(w, &sf, a, cause, logEnds)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(d.pending) > 0 || !logEnds {
+		closed = map[string][]string{}
+	}
+	if err := t.writeVersions(w, &sf, &d, closed); err != nil {
+		return nil, nil, err
+	}
+	t.completeClosed(d.pending, closed)
+	return d.applied, closed, nil
+}
+
+// slotFold is a slot's claims, the fold's outcomes of them, and the live
+// versions of its facts.
+type slotFold struct {
+	claims []claimRec
+	live   map[string]Fact
+	out    slotOutcomes
+}
+
+// foldSlot reads w's claims and folds them: from memory for a new user's
+// slot resolved for the first time (it has no live version), from the
+// fact in force when the fresh claims are appended to it (see appended),
+// else from the batch with the slot's live versions.
+func (t *txn) foldSlot(w *slotWork) (slotFold, error) {
+	var sf slotFold
 	var ms *memSlot
-	if t.fresh {
+	if t.fresh.on {
 		// A slot resolves from memory once; later it has versions in the
 		// batch.
 		if ms = w.mem; ms == nil {
-			if ms = t.mem[string(w.slot)]; ms == nil {
-				ms = t.newMemSlot(0)
-				t.mem[string(w.slot)] = ms
+			if ms = t.fresh.mem[string(w.slot)]; ms == nil { // a lookup converts without copying
+				ms = t.fresh.slot(string(w.slot), 0)
 			}
 		}
 	}
-	fromMem := ms != nil && !ms.resolved
-	if ms != nil {
+	sc := &t.scratch
+	if ms != nil && !ms.resolved {
 		ms.resolved = true
+		sf.claims = t.fresh.claims(ms, w.slot) // and no live version (sf.live nil)
+		sc.rc = appendResolve(sc.rc[:0], sf.claims)
+		sf.out.outs = sc.fold.Fold(w.one, nil, resolve.Outcome{}, sc.rc)
+		return sf, nil
 	}
-	if !fromMem {
-		if ap, err = t.appended(w); err != nil {
-			return nil, nil, err
-		}
+	ap, err := t.appended(w)
+	if err != nil {
+		return sf, err
 	}
-	switch {
-	case fromMem:
-		claims, live = t.memClaims(ms, w.slot), map[string]Fact{}
-		t.rc = appendResolve(t.rc[:0], claims)
-		out.outs = t.fold.Fold(w.one, nil, resolve.Outcome{}, t.rc)
-	case ap != nil:
-		claims, live = ap.claims, ap.live
-		t.rc = appendResolve(t.rc[:0], claims[1:])
-		out.outs, out.seeded = t.fold.Fold(w.one, ap.seed, ap.seedOutcome, t.rc), true
-	default:
-		if claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.ends); err != nil {
-			return nil, nil, err
-		}
-		t.rc = appendResolve(t.rc[:0], claims)
-		out.outs = t.fold.Fold(w.one, nil, resolve.Outcome{}, t.rc)
-		if live, err = liveVersions(t.ctx, t.b, t.user, w.slot); err != nil {
-			return nil, nil, err
-		}
+	if ap != nil {
+		sf.claims, sf.live = ap.claims, ap.live
+		sc.rc = appendResolve(sc.rc[:0], sf.claims[1:])
+		sf.out.outs, sf.out.seeded = sc.fold.Fold(w.one, ap.seed, ap.seedOutcome, sc.rc), true
+		return sf, nil
 	}
-	// applied is made for the first end applied. pending: the fresh
-	// claims' decisions that may close values, completed with Closed once
-	// the versions are written.
-	var pending []pendingDecision
+	if sf.claims, err = t.e.slotClaims(t.ctx, t.b, t.user, w.slot, t.cache.ends); err != nil {
+		return sf, err
+	}
+	sc.rc = appendResolve(sc.rc[:0], sf.claims)
+	sf.out.outs = sc.fold.Fold(w.one, nil, resolve.Outcome{}, sc.rc)
+	sf.live, err = liveVersions(t.ctx, t.b, t.user, w.slot)
+	return sf, err
+}
 
-	// What the fresh claims found on arrival (latestOld: the latest old
-	// assertion's valid time; none sorts before every instant).
-	latestOld := int64(math.MinInt64)
+// arrival is what a slot's fresh claims found when they arrived.
+// latestOld is the latest old assertion's valid time (none sorts before
+// every instant); coexist: every claim of the slot is fresh and the
+// subject and predicate have live values under another context.
+type arrival struct {
+	latestOld int64
+	coexist   bool
+}
+
+func (t *txn) arrivalOf(w *slotWork, claims []claimRec) (arrival, error) {
+	a := arrival{latestOld: math.MinInt64}
 	allFresh := true
 	for _, c := range claims {
 		if !w.fresh.has(c.ID) {
 			allFresh = false
-			if resolve.Kind(c.Kind) == resolve.Assert && !c.Retracted && c.ValidFrom > latestOld {
-				latestOld = c.ValidFrom
+			if resolve.Kind(c.Kind) == resolve.Assert && !c.Retracted && c.ValidFrom > a.latestOld {
+				a.latestOld = c.ValidFrom
 			}
 		}
 	}
-	coexist := false
 	if allFresh && w.fresh.len() > 0 {
-		if coexist, err = t.otherContexts(w); err != nil {
-			return nil, nil, err
+		var err error
+		if a.coexist, err = t.otherContexts(w); err != nil {
+			return a, err
 		}
 	}
-	slotRule := cause
-	// endedHere: an end of the episode being applied closed a value of
-	// this slot; the values it closed are what it stands on.
-	endedHere := false
+	return a, nil
+}
 
-	for i := range claims {
-		c := &claims[i]
-		o := out.of(i)
+// slotDecisions is what deciding a slot's fresh claims leaves for writing
+// its versions: the ends that closed something (applied, made for the
+// first), the logged decisions that may close values (pending, completed
+// with Closed once the versions are written), the slot's rule, and
+// whether an end of the episode being applied closed a value of the slot
+// (endedHere: the values it closed are what it stands on).
+type slotDecisions struct {
+	applied   map[string]bool
+	pending   []pendingDecision
+	rule      Rule
+	endedHere bool
+}
+
+// decideClaims names and logs what happened to each fresh claim of the
+// slot on arrival, and records what the episode being applied stands on.
+// A claim whose rule the fold alone cannot tell later (late, coexist,
+// judge) is rewritten with it.
+func (t *txn) decideClaims(w *slotWork, sf *slotFold, a arrival, cause Rule, logEnds bool) (slotDecisions, error) {
+	d := slotDecisions{rule: cause}
+	for i := range sf.claims {
+		c := &sf.claims[i]
+		o := sf.out.of(i)
 		fresh := w.fresh.has(c.ID)
 		if resolve.Kind(c.Kind) == resolve.End {
 			if o.Applied {
-				if applied == nil {
-					applied = map[string]bool{}
+				if d.applied == nil {
+					d.applied = map[string]bool{}
 				}
-				applied[c.ID] = true
+				d.applied[c.ID] = true
 			}
 			if fresh && o.Applied && c.Episode == t.ep.Seq {
-				endedHere = true
+				d.endedHere = true
 			}
 			if fresh && logEnds {
 				reason, detail := ReasonNothingToEnd, "nothing open to end"
@@ -175,13 +226,16 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[str
 				}
 				i := t.decide(RuleEnd, c, reason, "", detail)
 				if o.Applied {
-					pending = append(pending, pendingDecision{c.ID, i})
+					d.pending = append(d.pending, pendingDecision{c.ID, i})
 				}
-				slotRule = pick(slotRule, RuleEnd)
+				d.rule = pick(d.rule, RuleEnd)
 			}
 			continue
 		}
-		if fresh && c.Episode == t.ep.Seq {
+		if !fresh {
+			continue
+		}
+		if c.Episode == t.ep.Seq {
 			// What this claim of the episode being applied stands on.
 			if o.Into != "" {
 				t.stands = append(t.stands, o.Into)
@@ -189,41 +243,44 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[str
 				t.stands = append(t.stands, c.ID)
 			}
 		}
-		if fresh {
-			r := arrivalRule(o, w.judged, c.ValidFrom < latestOld && o.ValidTo != resolve.Open, coexist)
-			slotRule = pick(slotRule, r)
-			if r == RuleLate || r == RuleCoexist || r == RuleJudge {
-				c.Rule = r
-				suf := claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))
-				if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, c)); err != nil {
-					return nil, nil, err
-				}
-			}
-			reason, detail := ReasonNone, ""
-			if o.Into != "" {
-				reason, detail = ReasonReinforces, "reinforces "+o.Into
-			}
-			i := t.decide(r, c, reason, o.Into, detail)
-			if r == RuleSupersede || r == RuleLate || r == RuleJudge {
-				pending = append(pending, pendingDecision{c.ID, i})
+		r := arrivalRule(o, w.judged, c.ValidFrom < a.latestOld && o.ValidTo != resolve.Open, a.coexist)
+		d.rule = pick(d.rule, r)
+		if r == RuleLate || r == RuleCoexist || r == RuleJudge {
+			c.Rule = r
+			suf := claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))
+			if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, c)); err != nil {
+				return d, err
 			}
 		}
+		reason, detail := ReasonNone, ""
+		if o.Into != "" {
+			reason, detail = ReasonReinforces, "reinforces "+o.Into
+		}
+		i := t.decide(r, c, reason, o.Into, detail)
+		if r == RuleSupersede || r == RuleLate || r == RuleJudge {
+			d.pending = append(d.pending, pendingDecision{c.ID, i})
+		}
 	}
-	if len(pending) > 0 || !logEnds {
-		closed = map[string][]string{}
-	}
-	sup := supportOf(claims, &out)
+	return d, nil
+}
 
+// writeVersions writes the differences between the versions the fold
+// calls for and the live ones: new versions, expired ones, reinforcement.
+// A change of a fact no fresh claim made is logged. closed, if not nil,
+// collects the facts each end closed.
+func (t *txn) writeVersions(w *slotWork, sf *slotFold, d *slotDecisions, closed map[string][]string) error {
+	claims := sf.claims
+	sup := supportOf(claims, &sf.out)
 	for i, c := range claims {
 		if resolve.Kind(c.Kind) != resolve.Assert {
 			continue
 		}
-		o := out.of(i)
-		cur, has := live[c.ID]
+		o := sf.out.of(i)
+		cur, has := sf.live[c.ID]
 		if o.Status == resolve.None { // folded into another fact
 			if has {
 				if err := t.expire(w.slot, cur); err != nil {
-					return nil, nil, err
+					return err
 				}
 				if !w.fresh.has(c.ID) {
 					t.decide(RuleDup, &c, ReasonFolded, o.Into, "folded into "+o.Into)
@@ -233,12 +290,12 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[str
 		}
 		want := t.version(c, o)
 		var prior []uint64
-		if out.seeded && i == 0 {
+		if sf.out.seeded && i == 0 {
 			prior = cur.Episodes // the fact in force: its claims were not read
 		}
 		want.Episodes = sup.episodes(c, prior)
 		if closed != nil && o.Status == resolve.Active && o.ValidTo != resolve.Open && (!has || !cur.ValidTo.Equal(want.ValidTo)) {
-			if by := closer(claims, &out, o); by != "" {
+			if by := closer(claims, &sf.out, o); by != "" {
 				closed[by] = append(closed[by], c.ID)
 			}
 		}
@@ -246,25 +303,22 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[str
 		case !has:
 			want.Rule = versionRule(c, o)
 			if err := t.put(w, want); err != nil {
-				return nil, nil, err
+				return err
 			}
 		case cur.ValidFrom.Equal(want.ValidFrom) && cur.ValidTo.Equal(want.ValidTo) && cur.Status == want.Status:
-			if cur.Reinforced != want.Reinforced || !cur.LastSeen.Equal(want.LastSeen) || cur.Confidence != want.Confidence || !sameSupport(&cur, &want) {
-				cur.Reinforced, cur.LastSeen, cur.Confidence, cur.Episodes = want.Reinforced, want.LastSeen, want.Confidence, want.Episodes
-				if err := t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), appendFact(nil, &cur)); err != nil {
-					return nil, nil, err
-				}
+			if err := t.reinforce(w, &c, cur, &want); err != nil {
+				return err
 			}
 		default:
-			if endedHere && cur.ValidTo.IsZero() && !want.ValidTo.IsZero() {
+			if d.endedHere && cur.ValidTo.IsZero() && !want.ValidTo.IsZero() {
 				t.stands = append(t.stands, c.ID)
 			}
-			want.Rule = changeRule(cur, o, slotRule)
+			want.Rule = changeRule(cur, o, d.rule)
 			if err := t.expire(w.slot, cur); err != nil {
-				return nil, nil, err
+				return err
 			}
 			if err := t.put(w, want); err != nil {
-				return nil, nil, err
+				return err
 			}
 			if !w.fresh.has(c.ID) {
 				reason, detail := describeChange(cur, want)
@@ -272,6 +326,22 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[str
 			}
 		}
 	}
+	return nil
+}
+
+// reinforce updates in place the live version cur of c whose validity
+// want keeps: its reinforcement, last sighting, confidence and support.
+func (t *txn) reinforce(w *slotWork, c *claimRec, cur Fact, want *Fact) error {
+	if cur.Reinforced == want.Reinforced && cur.LastSeen.Equal(want.LastSeen) && cur.Confidence == want.Confidence && sameSupport(&cur, want) {
+		return nil
+	}
+	cur.Reinforced, cur.LastSeen, cur.Confidence, cur.Episodes = want.Reinforced, want.LastSeen, want.Confidence, want.Episodes
+	return t.b.Set(userKey(t.user, kv.SubLive, claimSuffix(w.slot, c.ValidFrom, mustID(c.ID))), appendFact(nil, &cur))
+}
+
+// completeClosed rewrites the pending decisions with the facts they
+// closed.
+func (t *txn) completeClosed(pending []pendingDecision, closed map[string][]string) {
 	for _, p := range pending {
 		if ids := closed[p.claim]; len(ids) > 0 {
 			d := &t.decisions[p.index]
@@ -280,7 +350,6 @@ func (t *txn) resolveSub(w *slotWork, cause Rule, logEnds bool) (applied map[str
 			t.writeDecision(d)
 		}
 	}
-	return applied, closed, nil
 }
 
 // pendingDecision is a logged decision of claim at t.decisions[index].
@@ -406,27 +475,28 @@ func (t *txn) put(w *slotWork, f Fact) error {
 	f.RecordedAt = fromNanos(t.now)
 	t.meta.Doc++
 	f.Doc = t.meta.Doc
-	// In scratch: the batch copies keys and values, and putVersion does
-	// not use t.ck.
-	t.ck = appendClaimSuffix(t.ck[:0], slot, nanos(f.ValidFrom), mustID(f.ID))
-	suf := t.ck
-	t.vb = appendFact(t.vb[:0], &f)
-	if err := t.set(kv.SubLive, suf, t.vb); err != nil {
+	// In scratch: the batch copies keys and values, and the index sink
+	// does not use them.
+	sc := &t.scratch
+	sc.ck = appendClaimSuffix(sc.ck[:0], slot, nanos(f.ValidFrom), mustID(f.ID))
+	suf := sc.ck
+	sc.vb = appendFact(sc.vb[:0], &f)
+	if err := t.set(kv.SubLive, suf, sc.vb); err != nil {
 		return err
 	}
 	t.sawContext(w)
-	if t.fresh {
+	if t.fresh.on {
 		g, ctxKey, err := slotNames(w)
 		if err != nil {
 			return err
 		}
-		t.countLive(g, ctxKey, 1)
+		t.fresh.countLive(g, ctxKey, 1)
 	}
-	t.vb = versionDoc(t.vb[:0], f.Episode, suf, nanos(f.RecordedAt))
-	if err := t.setDoc(f.Doc, t.vb); err != nil {
+	sc.vb = versionDoc(sc.vb[:0], f.Episode, suf, nanos(f.RecordedAt))
+	if err := t.setDoc(f.Doc, sc.vb); err != nil {
 		return err
 	}
-	return t.e.idx.putVersion(t, &f)
+	return t.idx.putVersion(&f)
 }
 
 // versionDoc appends the document-map value of a version to b.
@@ -444,31 +514,17 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	if err := t.b.Delete(userKey(t.user, kv.SubLive, suf)); err != nil {
 		return err
 	}
-	if t.fresh {
+	if t.fresh.on {
 		g, ctxKey, err := slotNames(&slotWork{slot: slot})
 		if err != nil {
 			return err
 		}
-		t.countLive(g, ctxKey, -1)
+		t.fresh.countLive(g, ctxKey, -1)
 	}
 	if err := t.b.Set(userKey(t.user, kv.SubHistory, versionSuffix(suf, nanos(cur.RecordedAt))), appendFact(nil, &cur)); err != nil {
 		return err
 	}
-	return t.e.idx.expireVersion(t, &cur)
-}
-
-// countLive adds d to the live values this write holds in g's context
-// ctxKey (kept for a new user's write, see otherContexts).
-func (t *txn) countLive(g ctxGroup, ctxKey string, d int) {
-	if t.live == nil {
-		t.live = map[ctxGroup]map[string]int{}
-	}
-	m := t.live[g]
-	if m == nil {
-		m = map[string]int{}
-		t.live[g] = m
-	}
-	m[ctxKey] += d
+	return t.idx.expireVersion(&cur)
 }
 
 // ctxGroup is a subject and predicate, whose contexts coexist.
@@ -487,16 +543,16 @@ func slotNames(w *slotWork) (ctxGroup, string, error) {
 // written in w's context: every other context of the same subject and
 // predicate now has a neighbour.
 func (t *txn) sawContext(w *slotWork) {
-	if len(t.contexts) == 0 {
+	if len(t.cache.contexts) == 0 {
 		return
 	}
 	g, mine, err := slotNames(w)
 	if err != nil {
 		return
 	}
-	for c := range t.contexts[g] {
+	for c := range t.cache.contexts[g] {
 		if c != mine {
-			t.contexts[g][c] = true
+			t.cache.contexts[g][c] = true
 		}
 	}
 }
@@ -510,27 +566,27 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if t.fresh {
+	if t.fresh.on {
 		// Every live value of a new user is one this write made: count
 		// them instead of reading the batch (a read would sort it).
-		for c, n := range t.live[g] {
+		for c, n := range t.fresh.live[g] {
 			if c != ctxKey && n > 0 {
 				return true, nil
 			}
 		}
 		return false, nil
 	}
-	if v, ok := t.contexts[g][ctxKey]; ok {
+	if v, ok := t.cache.contexts[g][ctxKey]; ok {
 		return v, nil
 	}
 	prefix := userKey(t.user, kv.SubLive, kv.AppendString(kv.AppendString(nil, g.subj), g.pred))
 	mine := kv.AppendString(append([]byte(nil), prefix...), ctxKey)
 	found := false
 	defer func() {
-		if t.contexts[g] == nil {
-			t.contexts[g] = map[string]bool{}
+		if t.cache.contexts[g] == nil {
+			t.cache.contexts[g] = map[string]bool{}
 		}
-		t.contexts[g][ctxKey] = found
+		t.cache.contexts[g][ctxKey] = found
 	}()
 	stop := func(_, _ []byte) error { found = true; return errStop }
 	for _, r := range [][2][]byte{{prefix, mine}, {kv.PrefixEnd(mine), kv.PrefixEnd(prefix)}} {
@@ -542,59 +598,6 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// appendFastPath enables resolveSub's append path, and memFastPath its
-// resolution of a new user's slots from memory (tests turn them off to
-// compare them with the full fold over the batch).
-var appendFastPath, memFastPath = true, true
-
-// memClaims is what slotClaims reads for slot, in the same order, in a
-// write of a new user: the claims this write made under the slot (ms) in
-// key order (valid time, then ID), then for an object of a Many predicate
-// the ends without object, in key order. The result is scratch, valid
-// until the next call; a slot of one claim is returned in place. The
-// caller may change it: the slot is then resolved, and its claims in
-// memory are not read again (an end's, the only ones read for another
-// slot, are never changed).
-func (t *txn) memClaims(ms *memSlot, slot []byte) []claimRec {
-	var out []claimRec
-	switch {
-	case ms.n == 1:
-		out = t.memRecs[ms.head : ms.head+1 : ms.head+1]
-	case ms.n > 1:
-		out = sortedClaims(t.appendMem(slices.Grow(t.memBuf[:0], int(ms.n)), ms))
-		t.memBuf = out
-	}
-	if !t.memEnds {
-		return out // no end in this write: no slot has ends to add
-	}
-	subj, pred, ctxKey, obj, many, err := slotParts(slot)
-	if err == nil && many && obj != "" {
-		var ends []claimRec
-		if es := t.mem[string(slotKey(subj, pred, ctxKey, false, ""))]; es != nil {
-			for _, c := range t.appendMem(nil, es) {
-				if resolve.Kind(c.Kind) == resolve.End {
-					ends = append(ends, c)
-				}
-			}
-		}
-		out = append(out, sortedClaims(ends)...)
-		if ms.n > 1 {
-			t.memBuf = out
-		}
-	}
-	return out
-}
-
-func sortedClaims(cs []claimRec) []claimRec {
-	slices.SortFunc(cs, func(a, b claimRec) int {
-		if c := cmp.Compare(a.ValidFrom, b.ValidFrom); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return cs
 }
 
 // appendedClaims is what resolving claims appended to a slot's history
@@ -626,7 +629,7 @@ func (t *txn) appended(w *slotWork) (*appendedClaims, error) {
 	// can (it is resolved after or before this slot), so the full fold
 	// takes those. (The ends' own slot holds no assertion, so the scan
 	// below sends it to the full fold too.)
-	if !appendFastPath || w.allObjects || w.endsTouched || w.fresh.len() == 0 {
+	if !t.e.tune.appendPath || w.allObjects || w.endsTouched || w.fresh.len() == 0 {
 		return nil, nil
 	}
 	var fresh []claimRec

@@ -21,26 +21,27 @@ import (
 // same-instant disagreement, late values, ends (with and without object)
 // and corrections.
 func TestAppendPathEqualsFullFold(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(6) {
 		var dumps [2][]byte
 		for i, fast := range []bool{true, false} {
-			appendFastPath = fast
-			dumps[i] = runAppendWorkload(t, seed)
+			tune := defaultTuning()
+			tune.appendPath = fast
+			dumps[i] = runAppendWorkload(t, seed, tune)
 		}
-		appendFastPath = true
 		if !bytes.Equal(dumps[0], dumps[1]) {
 			t.Fatalf("seed %d: the append path and the full fold stored different bytes (%d vs %d)", seed, len(dumps[0]), len(dumps[1]))
 		}
 	}
 }
 
-func runAppendWorkload(t *testing.T, seed uint64) []byte {
+func runAppendWorkload(t *testing.T, seed uint64, tune tuning) []byte {
 	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, Clock: func() time.Time {
+	e, err := openTuned(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, Clock: func() time.Time {
 		now = now.Add(time.Second)
 		return now
-	}})
+	}}, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,16 +119,17 @@ func TestMemPathEqualsBatchPath(t *testing.T) {
 		ingest    int
 	}{{"memory, ingested", true, false, 1}, {"memory, logged", true, false, -1}, {"batch, logged", false, false, -1},
 		{"batch, ingested", false, false, 1}, {"import, ingested", true, true, 1}, {"import, logged", true, true, -1}}
-	defer func(n int) { memFastPath, importMinDocs = true, n }(importMinDocs)
+	t.Parallel()
 	for seed := range uint64(8) {
 		var dumps [][]byte
 		for _, p := range paths {
-			memFastPath = p.fast
-			importMinDocs = 1 << 30
+			tune := defaultTuning()
+			tune.memPath = p.fast
+			tune.importMinDocs = 1 << 30
 			if p.imp {
-				importMinDocs = 1
+				tune.importMinDocs = 1
 			}
-			dump, ingested := runFirstBatchWorkload(t, seed, p.ingest, 0)
+			dump, ingested := runFirstBatchWorkload(t, seed, p.ingest, 0, tune)
 			want := uint64(0)
 			if p.ingest > 0 {
 				want = 12 // one per user: the first batch
@@ -157,12 +159,13 @@ func TestMemPathEqualsBatchPath(t *testing.T) {
 // the vector index takes without its graph), indexes them in memory as a
 // batch that never embedded sparse does, byte for byte.
 func TestRefusedImportEqualsMemPath(t *testing.T) {
-	defer func(n int) { importMinDocs = n }(importMinDocs)
+	t.Parallel()
 	for seed := range uint64(4) {
-		importMinDocs = 1 << 30
-		want, _ := runFirstBatchWorkload(t, seed, 1, 4)
-		importMinDocs = 1
-		got, _ := runFirstBatchWorkload(t, seed, 1, 4)
+		tune := defaultTuning()
+		tune.importMinDocs = 1 << 30
+		want, _ := runFirstBatchWorkload(t, seed, 1, 4, tune)
+		tune.importMinDocs = 1
+		got, _ := runFirstBatchWorkload(t, seed, 1, 4, tune)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("seed %d: a refused import stored other bytes than the memory path", seed)
 		}
@@ -172,13 +175,13 @@ func TestRefusedImportEqualsMemPath(t *testing.T) {
 // runFirstBatchWorkload returns the store's dump and how many writes
 // committed as ingested tables. A graphAt above 0 sets the vector index's
 // GraphAt.
-func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin, graphAt int) ([]byte, uint64) {
+func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin, graphAt int, tune tuning) ([]byte, uint64) {
 	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, IngestMinBytes: ingestMin, Clock: func() time.Time {
+	e, err := openTuned(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, IngestMinBytes: ingestMin, Clock: func() time.Time {
 		now = now.Add(time.Second)
 		return now
-	}})
+	}}, tune)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,6 +328,7 @@ func TestIndexCacheTotal(t *testing.T) {
 // reader cached before it (empty ones): the next query loads what the
 // import wrote and finds its facts, and the import itself caches nothing.
 func TestImportDropsCachedIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
 	if err != nil {
@@ -337,7 +341,7 @@ func TestImportDropsCachedIndexes(t *testing.T) {
 	if e.idx.cached("ann") == nil {
 		t.Fatal("the query did not cache the empty indexes (the test needs them)")
 	}
-	batch := make([]FactInput, importMinDocs+10)
+	batch := make([]FactInput, e.tune.importMinDocs+10)
 	for i := range batch {
 		batch[i] = FactInput{Subject: fmt.Sprint("colleague ", i), Predicate: "lives_in", Object: fmt.Sprint("town ", i)}
 	}
