@@ -12,9 +12,7 @@ import (
 )
 
 // Records (claims, fact versions, decisions, episodes) are stored in a
-// compact binary form: a leading recBinary byte, then fields in a fixed
-// order, strings as uvarint length + bytes, times as zig-zag varint Unix
-// nanoseconds (0 = the zero time), fact IDs as their 16 raw bytes.
+// compact binary form whose bytes, field by field, layout.go documents.
 // Format-1 stores hold JSON records, which always start with '{'; both are
 // read, only the binary form is written. The binary form is a third of the
 // bytes and a tenth of the CPU, which bulk ingestion spends mostly on
