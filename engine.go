@@ -148,6 +148,10 @@ type Engine struct {
 	// queryView between reading the indexes and taking the snapshot of
 	// each try made without the user's lock.
 	hookQueryView func(try int)
+	// hookForgetCommitted, if set (by openWithForgetHook, in this
+	// package's tests), runs between a Forget's deletion and its
+	// compaction: a test cuts Forget short there, as a crash would.
+	hookForgetCommitted func() error
 
 	ing      *ingester
 	counters engineCounters
