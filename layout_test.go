@@ -217,3 +217,18 @@ func TestParseDump(t *testing.T) {
 		t.Fatal("garbage parsed")
 	}
 }
+
+// TestEpisodeRecordInvariant: under invariants (every test binary) an
+// episode record that would not read back as written panics when it is
+// encoded, not when a Rebuild replays it.
+func TestEpisodeRecordInvariant(t *testing.T) {
+	t.Parallel()
+	ep := Episode{Seq: 1, Kind: EpisodeFacts, Ops: []extract.Op{{Kind: extract.Assert, Subject: "user",
+		Predicate: "likes", Object: "tea", Confidence: 1.5}}}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "invariant") {
+			t.Fatalf("recovered %v, want the invariant's panic", r)
+		}
+	}()
+	appendEpisode(nil, &ep)
+}
