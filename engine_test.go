@@ -16,18 +16,15 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/embed"
+	"github.com/memor-db/memor/internal/enginetest"
 	"github.com/memor-db/memor/kv"
 )
 
+// openTest opens an engine on a new folder; its cleanup runs Check (see
+// internal/enginetest).
 func openTest(t *testing.T, o memor.Options) (*memor.Engine, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "db")
-	e, err := memor.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e, dir
+	return enginetest.Open(t, o)
 }
 
 func day(d int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, d) }
@@ -180,7 +177,10 @@ func TestIdempotence(t *testing.T) {
 		t.Fatalf("replay changed state:\n%s\n---\n%s", before, after)
 	}
 	hist := dump(t, dir, e, "u")
-	log1, _ := e.Log(ctx, "u")
+	log1, err := e.Log(ctx, "u")
+	if err != nil || len(log1) == 0 {
+		t.Fatalf("log: %v, %v", log1, err)
+	}
 	for range 2 {
 		if err := e.Rebuild(ctx, "u"); err != nil {
 			t.Fatal(err)
@@ -188,7 +188,10 @@ func TestIdempotence(t *testing.T) {
 		if got := dump(t, dir, e, "u"); got != hist {
 			t.Fatalf("rebuild changed versions:\n%s\n---\n%s", hist, got)
 		}
-		log2, _ := e.Log(ctx, "u")
+		log2, err := e.Log(ctx, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
 		if fmt.Sprint(log1) != fmt.Sprint(log2) {
 			t.Fatalf("rebuild changed the resolution log")
 		}
@@ -223,7 +226,10 @@ func TestTenancy(t *testing.T) {
 		if len(fs) != 1 || fs[0].Object != fmt.Sprintf("city-%d", i) || fs[0].User != u {
 			t.Fatalf("user %d sees %v", i, fs)
 		}
-		eps, _ := e.Episodes(ctx, u)
+		eps, err := e.Episodes(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(eps) != 2 || eps[1].Text != fmt.Sprintf("episode of user %d", i) {
 			t.Fatalf("user %d sees episodes %v", i, eps)
 		}
@@ -236,7 +242,10 @@ func TestTenancy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, u := range users {
-		fs, _ := e.State(ctx, u)
+		fs, err := e.State(ctx, u)
+		if err != nil {
+			t.Fatalf("after Forget(a), user %d: %v", i, err)
+		}
 		if (u == "a") != (len(fs) == 0) {
 			t.Fatalf("after Forget(a), user %d has %v", i, fs)
 		}
@@ -479,14 +488,14 @@ func TestClockBackAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if fs, _ := e.State(ctx, "u"); len(fs) != 1 {
-		t.Fatalf("state after the clock went back: %v", fs)
+	if fs, err := e.State(ctx, "u"); err != nil || len(fs) != 1 {
+		t.Fatalf("state after the clock went back: %v, %v", fs, err)
 	}
 	if err := e.Rebuild(ctx, "nobody"); err != nil {
 		t.Fatal(err)
 	}
-	if us, _ := e.Users(ctx); len(us) != 1 {
-		t.Fatalf("Rebuild of an unknown user created %v", us)
+	if us, err := e.Users(ctx); err != nil || len(us) != 1 {
+		t.Fatalf("Rebuild of an unknown user created %v (%v)", us, err)
 	}
 }
 

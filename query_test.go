@@ -89,7 +89,10 @@ func TestQuerySeattle(t *testing.T) {
 		t.Fatalf("served Seattle in February:\n%s", texts(rs))
 	}
 	// Audit: on Feb 1 we knew nothing of Alex's dog.
-	rs, _ = e.Query(ctx, "me", "golden retriever", memor.QueryOptions{ValidAt: at("2026-02-01"), KnownAt: at("2026-02-01")})
+	rs, err = e.Query(ctx, "me", "golden retriever", memor.QueryOptions{ValidAt: at("2026-02-01"), KnownAt: at("2026-02-01")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if served(rs, "golden retriever") {
 		t.Fatalf("served a fact not yet known:\n%s", texts(rs))
 	}
@@ -186,11 +189,20 @@ func TestQueryEpisodes(t *testing.T) {
 	if len(rs) == 0 || rs[0].Episode == nil || !strings.Contains(rs[0].Text(), "[2026-07-20]") {
 		t.Fatalf("want the coffee episode first:\n%s", texts(rs))
 	}
-	rs, _ = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20})
+	rs, err = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if served(rs, "San Francisco") {
 		t.Fatalf("the San Francisco episode smuggled the old fact back:\n%s", texts(rs))
 	}
-	rs, _ = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20, ValidAt: at("2026-02-01"), NoEpisodes: true})
+	rs, err = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20, ValidAt: at("2026-02-01"), NoEpisodes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 {
+		t.Fatal("NoEpisodes served nothing: the check below proves nothing")
+	}
 	for _, r := range rs {
 		if r.Episode != nil {
 			t.Fatalf("NoEpisodes served %q", r.Text())
@@ -209,14 +221,20 @@ func TestContextFence(t *testing.T) {
 	if !strings.Contains(block, "Seattle") || !strings.HasPrefix(block, "<memor-recall>") {
 		t.Fatalf("context block:\n%s", block)
 	}
-	before, _ := e.State(ctx, "me")
+	before, err := e.State(ctx, "me")
+	if err != nil || len(before) == 0 {
+		t.Fatalf("state before: %v, %v", before, err)
+	}
 	// The agent pastes recalled memories into its next turn, with a
 	// recalled first-person sentence that would otherwise be learned.
 	prompt := block + "\n<memor-recall>I live in Paris.</memor-recall>\nThanks! What should I do this weekend?"
 	if _, err := e.Add(ctx, "me", prompt, memor.Sync()); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := e.State(ctx, "me")
+	after, err := e.State(ctx, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(after) != len(before) {
 		t.Fatalf("fenced recall was re-learned: %v → %v", before, after)
 	}

@@ -256,8 +256,8 @@ func TestFilterOnlyReturnsAllowed(t *testing.T) {
 			t.Errorf("hit %d is not allowed", h.ID)
 		}
 	}
-	if got, _ := ix.Search(context.Background(), vecs[3], 10, roaring.New()); len(got) != 0 {
-		t.Errorf("empty allow-list returned %v", got)
+	if got, err := ix.Search(context.Background(), vecs[3], 10, roaring.New()); err != nil || len(got) != 0 {
+		t.Errorf("empty allow-list returned %v, %v", got, err)
 	}
 }
 
