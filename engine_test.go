@@ -105,6 +105,7 @@ func validState(t *testing.T, e *memor.Engine, user string) string {
 // Random histories with colliding times, contexts, low-confidence claims
 // and ends are applied in order and shuffled; the states must match.
 func TestOrderIndependence(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true})
 	ctx := context.Background()
 	trials := 60
@@ -155,6 +156,7 @@ func dump(t *testing.T, dir string, e *memor.Engine, user string) string {
 // TestIdempotence: replaying an assertion changes nothing, and Rebuild
 // (which replays every episode) reproduces the same facts byte for byte.
 func TestIdempotence(t *testing.T) {
+	t.Parallel()
 	e, dir := openTest(t, memor.Options{})
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -205,6 +207,7 @@ func TestIdempotence(t *testing.T) {
 // were naively concatenated never see each other's data, and a raw scan of
 // the store shows every key under exactly its owner's prefix.
 func TestTenancy(t *testing.T) {
+	t.Parallel()
 	e, dir := openTest(t, memor.Options{})
 	ctx := context.Background()
 	long := strings.Repeat("é日本", 10<<10/7)
@@ -293,6 +296,7 @@ func TestTenancy(t *testing.T) {
 // TestBadInput: invalid input gets a typed error, never a panic and never
 // partial state.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{MaxTextBytes: 1000})
 	ctx := context.Background()
 	valid := memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Paris"}
@@ -367,6 +371,7 @@ func TestBadInput(t *testing.T) {
 // TestFormatVersion: a store written by a newer format fails to open
 // clearly, and nothing is overwritten.
 func TestFormatVersion(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := memor.Open(dir, memor.Options{})
 	if err != nil {
@@ -397,6 +402,7 @@ func TestFormatVersion(t *testing.T) {
 // TestConcurrency: many goroutines over many users, mixing writes, reads,
 // corrections and forgets; run under -race in CI.
 func TestConcurrency(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true})
 	ctx := context.Background()
 	raceOps(t, e, 8, 60, 1, func(r *rand.Rand, i int) error {
@@ -461,6 +467,7 @@ func raceOps(t *testing.T, e *memor.Engine, n, steps int, seed uint64, op func(r
 // TestLocked: a second Open of a store in use fails with ErrLocked, not a
 // corruption error.
 func TestLocked(t *testing.T) {
+	t.Parallel()
 	_, dir := openTest(t, memor.Options{})
 	if _, err := memor.Open(dir, memor.Options{}); !errors.Is(err, memor.ErrLocked) {
 		t.Fatalf("second open: %v", err)
@@ -470,6 +477,7 @@ func TestLocked(t *testing.T) {
 // TestClockBackAcrossRestart: facts applied before a restart stay current
 // when the clock comes back behind their transaction time.
 func TestClockBackAcrossRestart(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	clock.Set(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	dir := filepath.Join(t.TempDir(), "db")
@@ -518,6 +526,7 @@ func (f failingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 // its first facts went into the cached indexes, commits nothing; the
 // writes after it must not build on the indexes it touched.
 func TestFailedWriteLeavesNoIndexState(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true, Embedder: failingEmbedder{embed.NewHash(64), "Atlantis"}})
 	ctx := context.Background()
 	firstFact := func(q string) string {
@@ -564,6 +573,7 @@ func TestFailedWriteLeavesNoIndexState(t *testing.T) {
 // writes: one per Assert, one per Add (its episode), none for applying an
 // added episode (recovery re-applies it from the durable log).
 func TestDurableWriteSyncs(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	walSyncs := func() uint64 {
@@ -616,6 +626,7 @@ func TestDurableWriteSyncs(t *testing.T) {
 // and answer exactly as before, and writes, reads, corrections and
 // forgetting racing with evictions leave a store that checks clean.
 func TestIndexCacheBudget(t *testing.T) {
+	t.Parallel()
 	const budget = 400 << 10 // about three 40-fact users
 	e, _ := openTest(t, memor.Options{NoSync: true, IndexCacheBytes: budget})
 	ctx := context.Background()
@@ -708,6 +719,7 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 // HTTP embedder one request per its batch size), not one per fact, and
 // serves the same answers.
 func TestBatchEmbedsOnce(t *testing.T) {
+	t.Parallel()
 	emb := &countingEmbedder{Embedder: embed.NewHash(64)}
 	e, _ := openTest(t, memor.Options{NoSync: true, Embedder: emb})
 	ctx := context.Background()

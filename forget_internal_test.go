@@ -102,6 +102,7 @@ func TestForgetInterruptedFinishesAtOpen(t *testing.T) {
 // writes nothing and syncs nothing (it used to compact and rotate the
 // log six times, about 0.25 s); forgetting a stored user still does.
 func TestForgetUnknownUserIsFree(t *testing.T) {
+	t.Parallel()
 	e, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -120,6 +120,7 @@ func goldenRecords() []goldenRecord {
 //
 // The older golden files stay: their records must still decode.
 func TestRecordFormat(t *testing.T) {
+	t.Parallel()
 	records := goldenRecords()
 	byName := map[string]goldenRecord{}
 	for _, r := range records {
@@ -147,6 +148,7 @@ func TestRecordFormat(t *testing.T) {
 
 // TestOldFormatsDecode: the records of every older golden file still read.
 func TestOldFormatsDecode(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "format", "v*"))
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +205,7 @@ func parseDump(s string) ([]byte, error) {
 // TestParseDump: parseDump inverts hex.Dump, so that TestOldFormatsDecode
 // decodes the bytes the golden files hold.
 func TestParseDump(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, 7, 8, 15, 16, 17, 40} {
 		b := make([]byte, n)
 		for i := range b {

@@ -66,6 +66,7 @@ func served(rs []memor.Result, s string) bool {
 // is never served, neither as a fact nor as the raw episode; time travel
 // flips it.
 func TestQuerySeattle(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	rs, err := e.Query(ctx, "me", "where do I live?", memor.QueryOptions{})
@@ -100,6 +101,7 @@ func TestQuerySeattle(t *testing.T) {
 
 // TestQueryMultiHop: the dog is found through the brother, with the path.
 func TestQueryMultiHop(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	rs, err := e.Query(context.Background(), "me", "What kind of dog does my brother have?", memor.QueryOptions{K: 5})
 	if err != nil {
@@ -116,6 +118,7 @@ func TestQueryMultiHop(t *testing.T) {
 // TestQueryOutdatedPhrasing: asking with the old value's words does not
 // bring the old value back as current.
 func TestQueryOutdatedPhrasing(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	if err := e.RegisterPredicate("beta_region", memor.One); err != nil {
@@ -146,6 +149,7 @@ func TestQueryOutdatedPhrasing(t *testing.T) {
 // TestQueryTenancy: whatever the query, a user never receives another
 // user's facts or episodes.
 func TestQueryTenancy(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	for _, u := range []string{"a", "ab", "a/"} {
@@ -180,6 +184,7 @@ func TestQueryTenancy(t *testing.T) {
 // TestQueryEpisodes: an episode nothing was extracted from is served (with
 // its date); an episode whose facts were all superseded is not.
 func TestQueryEpisodes(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	rs, err := e.Query(ctx, "me", "how is the coffee?", memor.QueryOptions{})
@@ -212,6 +217,7 @@ func TestQueryEpisodes(t *testing.T) {
 
 // TestContextFence: Context output fed back into Add teaches nothing.
 func TestContextFence(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	block, err := e.Context(ctx, "me", "where do I live?")
@@ -258,6 +264,7 @@ func (r *reverseReranker) Rerank(_ context.Context, _ string, docs []string) ([]
 // TestQueryOptions: RRF fusion, a reranker (one batched call) and the
 // forgetting curve all work and keep the view's filter.
 func TestQueryOptions(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	base, err := e.Query(ctx, "me", "where do I live?", memor.QueryOptions{})
@@ -290,6 +297,7 @@ func TestQueryOptions(t *testing.T) {
 // about others that match a first-person question as well as the user's
 // own, the answer is the user's fact and only facts about the user.
 func TestQueryFocusInsideCandidates(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	var batch []memor.FactInput

@@ -48,6 +48,7 @@ func chatter(t *testing.T, e *Engine, user string, at time.Time, n int) time.Tim
 // (which tied the two here), the short turn does not push out the lexical
 // match.
 func TestQueryVectorWeightsRareWords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := openRankTest(t)
 	at := chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 30)
@@ -121,6 +122,7 @@ func first(rs []Result) string {
 // TestFactsOverSources: a fact ranks at least as high as the episode it
 // came from, ahead of it on the same score, and says what it gained.
 func TestFactsOverSources(t *testing.T) {
+	t.Parallel()
 	ep := &Episode{Seq: 7}
 	src := &candidate{doc: 1, episode: ep, score: 0.9}
 	fact := &candidate{doc: 2, fact: &Fact{Episode: 7}, score: 0.5}
@@ -144,6 +146,7 @@ func TestFactsOverSources(t *testing.T) {
 // fact extracted from either, and says so in its Signals; a message on
 // another matter keeps its place.
 func TestNewerWins(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := openRankTest(t)
 	at := chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 20)
@@ -197,6 +200,7 @@ func TestNewerWins(t *testing.T) {
 // candidate's score, so a match a third as strong is worth a third, not
 // the 0.1 min-max gave the weakest whatever the gap.
 func TestScaleTextKeepsRatios(t *testing.T) {
+	t.Parallel()
 	a, b, c := &candidate{}, &candidate{}, &candidate{}
 	a.signals.BM25, b.signals.BM25 = 6, 2
 	scaleText([]*candidate{a, b, c})
@@ -209,6 +213,7 @@ func TestScaleTextKeepsRatios(t *testing.T) {
 // relative to the best candidate's: a hit at the floor is worth nothing,
 // and two hits both barely above it are not stretched to 0.1 and 1.
 func TestScaleVectorFloor(t *testing.T) {
+	t.Parallel()
 	best, mid, floor := &candidate{}, &candidate{}, &candidate{}
 	best.signals.Vector = minVector + 0.4
 	mid.signals.Vector = minVector + 0.1
@@ -224,6 +229,7 @@ func TestScaleVectorFloor(t *testing.T) {
 // close), instead of counting 0 there; one that shares no word gets no
 // BM25 score.
 func TestCompleteSignals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := openRankTest(t)
 	chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 10)
