@@ -94,8 +94,8 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	}
 	e.idx.dropUser(user)
 	e.ing.forget(user)
-	if testHookForgetCommitted != nil {
-		if err := testHookForgetCommitted(); err != nil {
+	if e.hookForgetCommitted != nil {
+		if err := e.hookForgetCommitted(); err != nil {
 			return err
 		}
 	}
@@ -108,10 +108,6 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	}
 	return e.finishForget(ctx, ranges, append(pending, marker))
 }
-
-// testHookForgetCommitted, if set, runs between a Forget's deletion and
-// its compaction: a test cuts Forget short there, as a crash would.
-var testHookForgetCommitted func() error
 
 // Forget markers: one per Forget whose compaction and scrub have not
 // finished. They name no user (a marker must not outlive the bytes it

@@ -61,6 +61,7 @@ func beamMessages(t *testing.T, n int) []beamMessage {
 // inline, the assistant's with their speaker, and requires every episode applied, none failed, and a clean
 // Check after a reopen. 14 of the 20 once crashed the engine.
 func TestBEAMConversationsApply(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes 5,732 real messages")
 	}

@@ -25,6 +25,7 @@ var drivesCar = memor.Predicate{Name: "drives_car", Cardinality: memor.One, Alia
 // question in words the fact does not contain ("vehicle") finds it; an
 // engine without the declaration does not.
 func TestRegisteredPredicateGlossFindsFact(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, declared := range []bool{true, false} {
 		var o memor.Options
@@ -49,6 +50,7 @@ func TestRegisteredPredicateGlossFindsFact(t *testing.T) {
 // alias resolves as One under either name: the newer car supersedes the
 // older.
 func TestRegisteredPredicateCardinality(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, _ := openTest(t, memor.Options{Predicates: []memor.Predicate{drivesCar}})
 	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "drives_car", Object: "Tesla", ValidFrom: day(1)}); err != nil {
@@ -114,6 +116,7 @@ func (s *promptServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is told the predicates declared in Options.Predicates — and those
 // registered after Open — with their notes, beside the defaults.
 func TestRegisteredPredicateReachesLLMPrompt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := &promptServer{ops: `{"ops":[` + opJSON("drives_car", "Rivian", "I drive a Rivian") + `]}`}
 	srv := httptest.NewServer(s)
@@ -162,6 +165,7 @@ func TestRegisteredPredicateReachesLLMPrompt(t *testing.T) {
 // an application declares are people the rule extractor knows by name in
 // later episodes, like a brother's.
 func TestRegisteredRelationNamesPeople(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, relation := range []bool{true, false} {
 		e, _ := openTest(t, memor.Options{Predicates: []memor.Predicate{{Name: "cousin", Cardinality: memor.Many, Relation: relation}}})

@@ -11,6 +11,7 @@ import (
 // Every add can say what it changed: the decisions of its episode, and
 // their summary.
 func TestAddDecisions(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }

@@ -55,6 +55,7 @@ func replay(ctx context.Context, e *memor.Engine, ep memor.Episode) error {
 // TestCheckEpisode: CheckEpisode refuses an episode exactly when the calls
 // that replay it refuse it as invalid input, with the same sentinel.
 func TestCheckEpisode(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{MaxTextBytes: 200})
 	ctx := context.Background()
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

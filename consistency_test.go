@@ -17,6 +17,7 @@ import (
 // at any instant (none twice, none missing), History never serves a
 // version twice nor loses one it served before, and Check passes.
 func TestConcurrentReadsServeEachVersionOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, _ := openTest(t, memor.Options{NoSync: true})
 	const user = "u"

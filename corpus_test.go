@@ -59,6 +59,7 @@ func searchable(text string) bool { return len(bm25.Tokenize(text)) > 0 }
 // Nothing may panic, fail or be lost: every text episode is applied, found
 // by Query from its own words, and kept byte for byte.
 func TestCorpusEveryWritePath(t *testing.T) {
+	t.Parallel()
 	texts := corpus.MustTexts()
 	if len(texts) < 20 {
 		t.Fatalf("corpus holds %d texts", len(texts))

@@ -65,6 +65,7 @@ func usersStore(t *testing.T) string {
 // a bit flipped in the middle of its last write-ahead log lost the writes
 // after it. Now Open returns ErrCorrupt and changes no file.
 func TestDamagedStoreRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("MANIFEST one byte short", func(t *testing.T) {
 		dir := usersStore(t)
 		d, err := pebble.Peek(dir, vfs.Default)

@@ -184,6 +184,7 @@ func faultPoints() []faultPoint {
 // the acknowledged writes (plus, where its bytes reached the file before
 // the failure, the write that failed, whole).
 func TestStorageFaults(t *testing.T) {
+	t.Parallel()
 	for _, fp := range faultPoints() {
 		t.Run(fp.name, func(t *testing.T) {
 			ctx := context.Background()

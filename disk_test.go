@@ -92,6 +92,7 @@ func within(t *testing.T, d time.Duration, what string, f func() error) error {
 // that was not acknowledged; Close returns; and the reopened store passes
 // Check and holds every acknowledged episode.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	dir := mountTmpfs(t, "20m")
 	store := filepath.Join(dir, "store")
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 // TestEmbedderRecordedOnLegacyStore: a store written before fingerprints
 // were kept opens as before and records the embedder it is opened with.
 func TestEmbedderRecordedOnLegacyStore(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "db")
 	ctx := context.Background()
 	e, err := Open(dir, Options{})

@@ -49,6 +49,7 @@ func seedUsers(t *testing.T, dir string, o memor.Options, users ...string) {
 }
 
 func TestEmbedderFingerprintRefusesMix(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "db")
 	seedUsers(t, dir, memor.Options{}, "ana")
 	e, err := memor.Open(dir, memor.Options{})
@@ -72,6 +73,7 @@ func TestEmbedderFingerprintRefusesMix(t *testing.T) {
 }
 
 func TestReembedResumes(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "db")
 	users := []string{"ana", "bo", "cy"}
 	seedUsers(t, dir, memor.Options{}, users...)

@@ -1,27 +1,3 @@
-// Package memor is an embedded, bitemporal memory engine for LLM agents.
-//
-// An agent hands memor what a user said ([Engine.Add]) or facts it already
-// has ([Engine.Assert]); memor turns them into typed facts that know when
-// they were true in the world (ValidFrom, ValidTo) and when memor learned
-// them (RecordedAt, ExpiredAt), resolves contradictions with named,
-// logged, deterministic rules, and answers "what is true now"
-// ([Engine.State]), "what was true then" and "what did we believe then"
-// ([Engine.AsOf]) exactly.
-//
-// # Model
-//
-// Every write appends an [Episode] to the user's log, the source of truth.
-// Extractors turn episodes into claims; the resolver folds the claims of a
-// slot (user, subject, predicate, context) into fact versions. Versions are
-// immutable: a change of belief expires a version and records a new one, so
-// [Engine.History] shows every belief memor ever held, and why (the Rule).
-// Episode, claims, versions and the resolution log commit in one batch.
-//
-// # Concurrency
-//
-// An Engine is safe for concurrent use. Writes of one user are serialised;
-// different users proceed in parallel, and concurrent durable commits
-// share fsyncs.
 package memor
 
 import (
@@ -186,6 +162,10 @@ type Engine struct {
 	// tune holds the write path's switches (defaultTuning outside the
 	// tests of this package, see openTuned).
 	tune tuning
+	// hookForgetCommitted, if set (by openWithForgetHook, in this
+	// package's tests), runs between a Forget's deletion and its
+	// compaction: a test cuts Forget short there, as a crash would.
+	hookForgetCommitted func() error
 
 	ing      *ingester
 	counters engineCounters

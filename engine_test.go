@@ -16,18 +16,15 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/embed"
+	"github.com/memor-db/memor/internal/enginetest"
 	"github.com/memor-db/memor/kv"
 )
 
+// openTest opens an engine on a new folder; its cleanup runs Check (see
+// internal/enginetest).
 func openTest(t *testing.T, o memor.Options) (*memor.Engine, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "db")
-	e, err := memor.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e, dir
+	return enginetest.Open(t, o)
 }
 
 func day(d int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, d) }
@@ -108,6 +105,7 @@ func validState(t *testing.T, e *memor.Engine, user string) string {
 // Random histories with colliding times, contexts, low-confidence claims
 // and ends are applied in order and shuffled; the states must match.
 func TestOrderIndependence(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true})
 	ctx := context.Background()
 	trials := 60
@@ -158,6 +156,7 @@ func dump(t *testing.T, dir string, e *memor.Engine, user string) string {
 // TestIdempotence: replaying an assertion changes nothing, and Rebuild
 // (which replays every episode) reproduces the same facts byte for byte.
 func TestIdempotence(t *testing.T) {
+	t.Parallel()
 	e, dir := openTest(t, memor.Options{})
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -180,7 +179,10 @@ func TestIdempotence(t *testing.T) {
 		t.Fatalf("replay changed state:\n%s\n---\n%s", before, after)
 	}
 	hist := dump(t, dir, e, "u")
-	log1, _ := e.Log(ctx, "u")
+	log1, err := e.Log(ctx, "u")
+	if err != nil || len(log1) == 0 {
+		t.Fatalf("log: %v, %v", log1, err)
+	}
 	for range 2 {
 		if err := e.Rebuild(ctx, "u"); err != nil {
 			t.Fatal(err)
@@ -188,7 +190,10 @@ func TestIdempotence(t *testing.T) {
 		if got := dump(t, dir, e, "u"); got != hist {
 			t.Fatalf("rebuild changed versions:\n%s\n---\n%s", hist, got)
 		}
-		log2, _ := e.Log(ctx, "u")
+		log2, err := e.Log(ctx, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
 		if fmt.Sprint(log1) != fmt.Sprint(log2) {
 			t.Fatalf("rebuild changed the resolution log")
 		}
@@ -202,6 +207,7 @@ func TestIdempotence(t *testing.T) {
 // were naively concatenated never see each other's data, and a raw scan of
 // the store shows every key under exactly its owner's prefix.
 func TestTenancy(t *testing.T) {
+	t.Parallel()
 	e, dir := openTest(t, memor.Options{})
 	ctx := context.Background()
 	long := strings.Repeat("é日本", 10<<10/7)
@@ -223,7 +229,10 @@ func TestTenancy(t *testing.T) {
 		if len(fs) != 1 || fs[0].Object != fmt.Sprintf("city-%d", i) || fs[0].User != u {
 			t.Fatalf("user %d sees %v", i, fs)
 		}
-		eps, _ := e.Episodes(ctx, u)
+		eps, err := e.Episodes(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(eps) != 2 || eps[1].Text != fmt.Sprintf("episode of user %d", i) {
 			t.Fatalf("user %d sees episodes %v", i, eps)
 		}
@@ -236,7 +245,10 @@ func TestTenancy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, u := range users {
-		fs, _ := e.State(ctx, u)
+		fs, err := e.State(ctx, u)
+		if err != nil {
+			t.Fatalf("after Forget(a), user %d: %v", i, err)
+		}
 		if (u == "a") != (len(fs) == 0) {
 			t.Fatalf("after Forget(a), user %d has %v", i, fs)
 		}
@@ -284,6 +296,7 @@ func TestTenancy(t *testing.T) {
 // TestBadInput: invalid input gets a typed error, never a panic and never
 // partial state.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{MaxTextBytes: 1000})
 	ctx := context.Background()
 	valid := memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Paris"}
@@ -358,6 +371,7 @@ func TestBadInput(t *testing.T) {
 // TestFormatVersion: a store written by a newer format fails to open
 // clearly, and nothing is overwritten.
 func TestFormatVersion(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := memor.Open(dir, memor.Options{})
 	if err != nil {
@@ -388,6 +402,7 @@ func TestFormatVersion(t *testing.T) {
 // TestConcurrency: many goroutines over many users, mixing writes, reads,
 // corrections and forgets; run under -race in CI.
 func TestConcurrency(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true})
 	ctx := context.Background()
 	raceOps(t, e, 8, 60, 1, func(r *rand.Rand, i int) error {
@@ -452,6 +467,7 @@ func raceOps(t *testing.T, e *memor.Engine, n, steps int, seed uint64, op func(r
 // TestLocked: a second Open of a store in use fails with ErrLocked, not a
 // corruption error.
 func TestLocked(t *testing.T) {
+	t.Parallel()
 	_, dir := openTest(t, memor.Options{})
 	if _, err := memor.Open(dir, memor.Options{}); !errors.Is(err, memor.ErrLocked) {
 		t.Fatalf("second open: %v", err)
@@ -461,6 +477,7 @@ func TestLocked(t *testing.T) {
 // TestClockBackAcrossRestart: facts applied before a restart stay current
 // when the clock comes back behind their transaction time.
 func TestClockBackAcrossRestart(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	clock.Set(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	dir := filepath.Join(t.TempDir(), "db")
@@ -479,14 +496,14 @@ func TestClockBackAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if fs, _ := e.State(ctx, "u"); len(fs) != 1 {
-		t.Fatalf("state after the clock went back: %v", fs)
+	if fs, err := e.State(ctx, "u"); err != nil || len(fs) != 1 {
+		t.Fatalf("state after the clock went back: %v, %v", fs, err)
 	}
 	if err := e.Rebuild(ctx, "nobody"); err != nil {
 		t.Fatal(err)
 	}
-	if us, _ := e.Users(ctx); len(us) != 1 {
-		t.Fatalf("Rebuild of an unknown user created %v", us)
+	if us, err := e.Users(ctx); err != nil || len(us) != 1 {
+		t.Fatalf("Rebuild of an unknown user created %v (%v)", us, err)
 	}
 }
 
@@ -509,6 +526,7 @@ func (f failingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 // its first facts went into the cached indexes, commits nothing; the
 // writes after it must not build on the indexes it touched.
 func TestFailedWriteLeavesNoIndexState(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true, Embedder: failingEmbedder{embed.NewHash(64), "Atlantis"}})
 	ctx := context.Background()
 	firstFact := func(q string) string {
@@ -555,6 +573,7 @@ func TestFailedWriteLeavesNoIndexState(t *testing.T) {
 // writes: one per Assert, one per Add (its episode), none for applying an
 // added episode (recovery re-applies it from the durable log).
 func TestDurableWriteSyncs(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	walSyncs := func() uint64 {
@@ -607,6 +626,7 @@ func TestDurableWriteSyncs(t *testing.T) {
 // and answer exactly as before, and writes, reads, corrections and
 // forgetting racing with evictions leave a store that checks clean.
 func TestIndexCacheBudget(t *testing.T) {
+	t.Parallel()
 	const budget = 400 << 10 // about three 40-fact users
 	e, _ := openTest(t, memor.Options{NoSync: true, IndexCacheBytes: budget})
 	ctx := context.Background()
@@ -699,6 +719,7 @@ func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float
 // HTTP embedder one request per its batch size), not one per fact, and
 // serves the same answers.
 func TestBatchEmbedsOnce(t *testing.T) {
+	t.Parallel()
 	emb := &countingEmbedder{Embedder: embed.NewHash(64)}
 	e, _ := openTest(t, memor.Options{NoSync: true, Embedder: emb})
 	ctx := context.Background()

@@ -50,6 +50,7 @@ var outOfRange = []time.Time{
 // through every encoding of an instant, and none of them reads back as
 // "unset" or "open".
 func TestTimeRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, b := range boundaryInstants {
 		if n := nanos(b); n != b.UnixNano() || !fromNanos(n).Equal(b) || fromNanos(n).IsZero() {
 			t.Errorf("%v: nanos %d, back %v", b, n, fromNanos(n))
@@ -128,6 +129,7 @@ func TestTimeRoundTrip(t *testing.T) {
 // there ends there. Through the write path, reads, Check, Rebuild and a
 // reopen.
 func TestBoundaryTimelines(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := Open(dir, Options{NoSync: true})
@@ -208,6 +210,7 @@ func brief(fs []Fact) string {
 // TestAssertAtEpoch is issue 15.6's library story: Rome from the epoch
 // supersedes Paris.
 func TestAssertAtEpoch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, err := Open(t.TempDir(), Options{NoSync: true})
 	if err != nil {
@@ -235,6 +238,7 @@ func TestAssertAtEpoch(t *testing.T) {
 // [1678, 2262) with ErrInvalidTime and writes nothing; an extractor's op
 // with one is rejected, with the reason, and the episode stands.
 func TestOutOfRangeTimes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	bad := outOfRange
 	e, err := Open(t.TempDir(), Options{NoSync: true, Extractor: fixedExtractor(bad)})
@@ -317,6 +321,7 @@ func (x fixedExtractor) Extract(_ context.Context, text string, _ time.Time) ([]
 // corrupts one version of a clean store (Paris from 2020, Rome from 2024)
 // in a way the fold comparison alone does not see.
 func TestCheckFindsDoubleVisibility(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -397,6 +402,7 @@ func TestCheckFindsDoubleVisibility(t *testing.T) {
 // TestDoubleVisibleEqualsBruteForce: the sweep finds an overlap exactly
 // when some pair of rectangles shares a (valid, known) instant.
 func TestDoubleVisibleEqualsBruteForce(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(15, 6))
 	for trial := range 20000 {
 		rs := make([]rect, r.IntN(7))
@@ -439,6 +445,7 @@ func TestDoubleVisibleEqualsBruteForce(t *testing.T) {
 // claim: every answer, transaction times and IDs included, is what the old
 // build gave.
 func TestFormat4EpochStoreUpgrades(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "store")
 	if err := os.CopyFS(dir, os.DirFS("testdata/format4-epoch/store")); err != nil {
@@ -534,6 +541,7 @@ func TestFormat4EpochStoreUpgrades(t *testing.T) {
 // at the next Open; an older store without epoch claims just loses the
 // marker.
 func TestUpgradeMarkerSurvivesUntilDone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := Open(dir, Options{NoSync: true})

@@ -84,6 +84,7 @@ func checkAddsUp(t *testing.T, r memor.Result) {
 // TestExplainAddsUp: with Explain, every result's explanation adds up to
 // its score under both fusions, with the forgetting curve and without.
 func TestExplainAddsUp(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	for _, o := range []memor.QueryOptions{
@@ -125,6 +126,7 @@ func hasMultiplier(x *memor.Explanation, name string) bool {
 
 // TestExplainOffByDefault: without Explain, results carry none.
 func TestExplainOffByDefault(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	rs, err := e.Query(context.Background(), "me", "where do I live?", memor.QueryOptions{})
 	if err != nil {
@@ -145,6 +147,7 @@ func TestExplainOffByDefault(t *testing.T) {
 // relation; the explanation says whom the question was taken to be about
 // and by which path the fact was reached.
 func TestExplainFocusAndPath(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	rs, err := e.Query(context.Background(), "me", "What kind of dog does my brother have?", memor.QueryOptions{Explain: true})
 	if err != nil {
@@ -177,6 +180,7 @@ func TestExplainFocusAndPath(t *testing.T) {
 // TestExplainTime: the explanation says which instants the view used and
 // where they came from: the options, a date read from the question, or now.
 func TestExplainTime(t *testing.T) {
+	t.Parallel()
 	e, clock := story(t)
 	ctx := context.Background()
 	now := clock.Now()

@@ -32,6 +32,7 @@ func (d downForAtlantis) Embed(ctx context.Context, texts []string) ([][]float32
 // Before the fix the queued episode's error failed the inline write, and
 // every later one, for good.
 func TestCatchUpRecordsFailure(t *testing.T) {
+	t.Parallel()
 	e, err := Open(t.TempDir(), Options{Embedder: downForAtlantis{embed.NewHash(0)}})
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,7 @@ func TestCatchUpRecordsFailure(t *testing.T) {
 // the next queued episode as failed and lets the user's later episodes
 // apply; it does nothing to an episode applied meanwhile.
 func TestFailEpisode(t *testing.T) {
+	t.Parallel()
 	e, err := Open(t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)

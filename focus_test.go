@@ -13,6 +13,7 @@ import (
 // named "adopted") does not empty it. The brother's pet is found through
 // the relation fact, with its path, whatever the predicates are called.
 func TestFocusAnyPredicate(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	if _, err := e.AssertBatch(ctx, "u", []memor.FactInput{
@@ -50,6 +51,7 @@ func TestFocusAnyPredicate(t *testing.T) {
 // words it goes by: a question saying one of them is explained by the
 // graph path through it.
 func TestFocusRegisteredPredicateGloss(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{Predicates: []memor.Predicate{
 		{Name: "adopted", Cardinality: memor.Many, Aliases: []string{"pet"}},
 	}})
@@ -73,6 +75,7 @@ func TestFocusRegisteredPredicateGloss(t *testing.T) {
 // answered with nothing; MinSupport < 0 turns that off, and a larger one
 // refuses what matches only part of the question.
 func TestAbstention(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	for _, s := range []string{"I live in Denver.", "I like sushi."} {
@@ -116,6 +119,7 @@ func addAt(t *testing.T, e *memor.Engine, day, text string) {
 // TestServeEnds: an end with nothing in force says something still true
 // ("I lost my job at Door Dash"): its episode is served, now and later.
 func TestServeEnds(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	e, _ := openTest(t, memor.Options{Clock: clock.Now})
 	clock.Set(at("2026-05-01"))
@@ -129,6 +133,7 @@ func TestServeEnds(t *testing.T) {
 // TestServeRestatements: a restatement that also says something else (a
 // dog-training course) is served while what it restates holds.
 func TestServeRestatements(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	e, _ := openTest(t, memor.Options{Clock: clock.Now})
 	clock.Set(at("2026-05-01"))
@@ -158,6 +163,7 @@ func TestServeRestatements(t *testing.T) {
 // superseded, served as of when it held; an episode that says more than
 // its stale claim is served.
 func TestWithholdStale(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	e, dir := openTest(t, memor.Options{Clock: clock.Now})
 	ctx := context.Background()
@@ -211,6 +217,7 @@ func withholdStale(t *testing.T, e *memor.Engine) {
 // restated: once that fact is ended, the restatement, like the first
 // telling and the end that closed it, is withheld.
 func TestWithholdStaleRestatement(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	e, _ := openTest(t, memor.Options{Clock: clock.Now})
 	clock.Set(at("2026-06-01"))
@@ -230,6 +237,7 @@ func TestWithholdStaleRestatement(t *testing.T) {
 // TestWithholdStaleReplay: the same message told twice at the same instant
 // (a replayed claim) goes stale with the first.
 func TestWithholdStaleReplay(t *testing.T) {
+	t.Parallel()
 	clock := newClock()
 	e, _ := openTest(t, memor.Options{Clock: clock.Now})
 	clock.Set(at("2026-06-01"))
@@ -254,6 +262,7 @@ func TestWithholdStaleReplay(t *testing.T) {
 // Caroline's own facts nor the owner's brother's. A relation of a named
 // person that nothing resolves and no memory says is nothing known.
 func TestFocusNamedPersonRelation(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	if _, err := e.AssertBatch(ctx, "u", []memor.FactInput{

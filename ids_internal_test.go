@@ -47,6 +47,7 @@ func randField(r *rand.Rand, max int) string {
 // straightforward field-by-field hash does, for random fields from empty
 // to longer than the stack buffer, and valid times of both signs.
 func TestFactIDEqualsReference(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 20_000 {
 		max := 12
@@ -71,6 +72,7 @@ func TestFactIDEqualsReference(t *testing.T) {
 // TestParseIDEqualsReference: parseID and recWriter.id accept and decode
 // exactly what hex.DecodeString does for a 16-byte ID.
 func TestParseIDEqualsReference(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	digits := "0123456789abcdefABCDEFgx \x00é"
 	for i := range 50_000 {
@@ -131,6 +133,7 @@ func refRenderOp(op extract.Op) string {
 // refRenderOp), over random batches with messy spacing and case,
 // contexts, duplicates, low confidence and default valid times.
 func TestAssertBatchEqualsUncheckedWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t0 := time.Date(2021, 3, 1, 0, 0, 0, 0, time.UTC)
 	open := func() *Engine {

@@ -21,15 +21,14 @@ import (
 	"github.com/memor-db/memor/kv"
 )
 
-// Document map values (SubDoc doc:4 → value). The first byte says what the
-// document is; part of the file format.
+// Document map values (SubDoc): the first byte says what the document is.
+// Their bytes are documented in layout.go.
 const (
-	docVersion byte = 'v' // 'v' episode:8 slot vf:8 id:16 rec:8
-	docEpisode byte = 'e' // 'e' seq:8 flags:1 [stands: n × id:16]
+	docVersion byte = 'v'
+	docEpisode byte = 'e'
 )
 
-// Flags of an episode's document map value. A value written before the
-// stands were recorded has flags 0 or 1 (has claims) and no stands.
+// Flags of an episode's document map value (layout.go).
 const (
 	episodeHasClaims   byte = 1 << 0
 	episodeSaysMore    byte = 1 << 1

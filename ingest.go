@@ -37,7 +37,8 @@ type Freshness struct {
 	Failed int `json:"failed"`
 }
 
-// epState is the processing state of an episode, kept only for failures.
+// epState is the processing state of an episode, kept only for failures
+// (SubEpState; layout.go).
 type epState struct {
 	Error  string `json:"error"`
 	Failed int64  `json:"failed_at"`

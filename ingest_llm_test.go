@@ -126,6 +126,7 @@ func fullDump(t *testing.T, e *memor.Engine, user string) string {
 // Rebuild — with a judge that would now answer differently — reproduces
 // the same state without asking it again.
 func TestLLMPipeline(t *testing.T) {
+	t.Parallel()
 	const (
 		tesla     = "I drive a Tesla now."
 		malformed = "I live in Porto."
@@ -253,6 +254,7 @@ func TestLLMPipeline(t *testing.T) {
 // per-call timeout turns the hung call into a recorded failure (the user's
 // later episodes are not held up behind it) and Retry applies it.
 func TestLLMSlowModel(t *testing.T) {
+	t.Parallel()
 	const slow, fast = "I live in Graz.", "I like skiing."
 	var healed atomic.Bool
 	unblock := make(chan struct{})
@@ -308,6 +310,7 @@ func TestLLMSlowModel(t *testing.T) {
 // failure: the user's ingestion does not stall behind it, nothing of the
 // episode is applied, and Retry applies it once the judge answers.
 func TestJudgeFailureIsRecorded(t *testing.T) {
+	t.Parallel()
 	const car, city = "I drive a Volvo.", "I live in Malmo."
 	var healed atomic.Bool
 	s := &modelServer{

@@ -47,6 +47,7 @@ func objects(t *testing.T, e *memor.Engine, user string) []string {
 // TestAddIsAsync: Add returns once the episode is durable, before
 // extraction; Freshness shows it pending; WaitFor returns once applied.
 func TestAddIsAsync(t *testing.T) {
+	t.Parallel()
 	g := &gatedExtractor{gate: make(chan struct{})}
 	e, _ := openTest(t, memor.Options{Extractor: g})
 	ctx := context.Background()
@@ -87,6 +88,7 @@ func TestAddIsAsync(t *testing.T) {
 // TestIngestionOrder: one user's episodes apply in sequence order while
 // many users ingest in parallel.
 func TestIngestionOrder(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true, Workers: 4})
 	ctx := context.Background()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -134,6 +136,7 @@ func TestIngestionOrder(t *testing.T) {
 // TestBackpressure: when the queue is full, Add waits (respecting its
 // context) instead of dropping the turn.
 func TestBackpressure(t *testing.T) {
+	t.Parallel()
 	g := &gatedExtractor{gate: make(chan struct{})}
 	e, _ := openTest(t, memor.Options{Extractor: g, Workers: 1, QueueSize: 2})
 	ctx := context.Background()
@@ -172,6 +175,7 @@ func TestBackpressure(t *testing.T) {
 // TestRestartAppliesPending: episodes committed but not applied when the
 // engine stopped are applied after the next Open.
 func TestRestartAppliesPending(t *testing.T) {
+	t.Parallel()
 	g := &gatedExtractor{gate: make(chan struct{})}
 	dir := t.TempDir()
 	e, err := memor.Open(dir, memor.Options{Extractor: g})
@@ -218,6 +222,7 @@ func (f *flakyExtractor) Extract(ctx context.Context, text string, at time.Time)
 // TestFailureAndRetry: an extraction failure is recorded on the episode
 // (never a crash, never partial state) and Retry applies it later.
 func TestFailureAndRetry(t *testing.T) {
+	t.Parallel()
 	x := &flakyExtractor{}
 	e, _ := openTest(t, memor.Options{Extractor: x})
 	ctx := context.Background()
@@ -256,6 +261,7 @@ func TestFailureAndRetry(t *testing.T) {
 // TestInventedQuote: an op whose quote is not in the text is rejected and
 // logged, never applied.
 func TestInventedQuote(t *testing.T) {
+	t.Parallel()
 	liar := extract.ExtractorFunc(func(_ context.Context, text string, _ time.Time) ([]extract.Op, error) {
 		return []extract.Op{
 			{Kind: extract.Assert, Subject: "user", Predicate: "lives_in", Object: "Atlantis", Quote: "I live in Atlantis"},
@@ -279,6 +285,7 @@ func TestInventedQuote(t *testing.T) {
 // TestSyncAdd: memor.Sync() applies before Add returns, after any episodes
 // still queued.
 func TestSyncAdd(t *testing.T) {
+	t.Parallel()
 	g := &gatedExtractor{gate: make(chan struct{})}
 	e, _ := openTest(t, memor.Options{Extractor: g, Workers: 1})
 	ctx := context.Background()
@@ -307,6 +314,7 @@ func TestSyncAdd(t *testing.T) {
 // TestRebuildProgress: Rebuild replays every episode through the current
 // extractor, reports progress, keeps corrections and reproduces the state.
 func TestRebuildProgress(t *testing.T) {
+	t.Parallel()
 	var calls []int
 	e, _ := openTest(t, memor.Options{RebuildProgress: func(user string, done, total int) {
 		if user == "u" {
@@ -359,6 +367,7 @@ func (j *countingJudge) Judge(_ context.Context, predicate string, _ []string) (
 // the verdict is cached durably, so Rebuild and a reopen never ask again
 // and give the same state.
 func TestJudge(t *testing.T) {
+	t.Parallel()
 	j := &countingJudge{}
 	dir := t.TempDir()
 	e, err := memor.Open(dir, memor.Options{Judge: j})
@@ -434,6 +443,7 @@ func (b *blockingExtractor) Extract(ctx context.Context, text string, at time.Ti
 // does not hold up another user; with one worker it does (the option is
 // what provides the parallelism).
 func TestUsersInParallel(t *testing.T) {
+	t.Parallel()
 	for _, workers := range []int{1, 2} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			x := &blockingExtractor{gate: make(chan struct{})}
@@ -483,6 +493,7 @@ func TestUsersInParallel(t *testing.T) {
 // the episode, records the failure on it, applies nothing, and says so
 // (ErrExtractionFailed, with the episode).
 func TestSyncAddFailure(t *testing.T) {
+	t.Parallel()
 	x := &flakyExtractor{}
 	e, _ := openTest(t, memor.Options{Extractor: x})
 	ctx := context.Background()
@@ -513,6 +524,7 @@ func partialExtractor(_ context.Context, text string, at time.Time) ([]extract.O
 }
 
 func TestNoPartialState(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{Extractor: extract.ExtractorFunc(partialExtractor)})
 	ctx := context.Background()
 	if _, err := e.Add(ctx, "u", "I live in Oslo and I speak Norwegian."); err != nil {
@@ -539,6 +551,7 @@ func TestNoPartialState(t *testing.T) {
 // and the fenced words do not make the new episode recallable. The same
 // text without its markers does change the state, so the test can fail.
 func TestContextFedBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	turns := []string{
 		"I live in San Francisco.",
@@ -615,6 +628,7 @@ func TestContextFedBack(t *testing.T) {
 // same versions and log, corrections kept, with progress reported per
 // episode.
 func TestRebuildSameAsFirstPass(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var progress []string
 	e, _ := openTest(t, memor.Options{Workers: 3, RebuildProgress: func(user string, done, total int) {
@@ -684,6 +698,7 @@ func TestRebuildSameAsFirstPass(t *testing.T) {
 // extractor was given, fenced recall removed, so an extractor that reads
 // the raw episode and quotes the recalled span is rejected too.
 func TestQuoteFromFenceRejected(t *testing.T) {
+	t.Parallel()
 	raw := extract.ExtractorFunc(func(_ context.Context, _ string, _ time.Time) ([]extract.Op, error) {
 		return []extract.Op{
 			{Kind: extract.Assert, Subject: "user", Predicate: "lives_in", Object: "Paris", Quote: "I live in Paris"},
@@ -711,6 +726,7 @@ func TestQuoteFromFenceRejected(t *testing.T) {
 // episodes too; the queue slots they held are released, so the bounded
 // queue does not shrink for good.
 func TestRebuildOfPendingReleasesQueue(t *testing.T) {
+	t.Parallel()
 	x := &blockingExtractor{gate: make(chan struct{}), later: make(chan struct{})}
 	e, _ := openTest(t, memor.Options{Extractor: x, Workers: 1, QueueSize: 2})
 	ctx := context.Background()
@@ -749,6 +765,7 @@ func TestRebuildOfPendingReleasesQueue(t *testing.T) {
 // the text) never reaches the judge, so it cannot fix a predicate's
 // cardinality for good.
 func TestRejectedOpNotJudged(t *testing.T) {
+	t.Parallel()
 	liar := extract.ExtractorFunc(func(_ context.Context, _ string, _ time.Time) ([]extract.Op, error) {
 		return []extract.Op{{Kind: extract.Assert, Subject: "user", Predicate: "current_car", Object: "Tesla", Quote: "I drive a Tesla"}}, nil
 	})

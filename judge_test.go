@@ -53,6 +53,7 @@ func assertTeams(t *testing.T, e *memor.Engine, user string, teams ...string) {
 // second team replaced the first because A's judge call said "replace"),
 // and it outlived A's Forget.
 func TestJudgeVerdictIsPerUser(t *testing.T) {
+	t.Parallel()
 	j := &scriptedJudge{script: []extract.Verdict{extract.Replace, extract.Append}}
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := memor.Open(dir, memor.Options{Judge: j})
@@ -107,6 +108,7 @@ func TestJudgeVerdictIsPerUser(t *testing.T) {
 // nothing), drops the verdicts no user's claim names (a forgotten
 // user's predicate), and after Close no file holds the old keys' bytes.
 func TestJudgeVerdictsUpgrade(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
 	const secret = "zanzibarsecretpredicate"

@@ -51,6 +51,7 @@ func (constReranker) Rerank(_ context.Context, _ string, docs []string) ([]float
 // (with its error) and each stage it ran once; the reranker's stage only
 // when there is one.
 func TestObserverQueryStages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	obs := &recordingObserver{}
 	e, _ := openTest(t, memor.Options{Observer: obs})
@@ -93,6 +94,7 @@ func TestObserverQueryStages(t *testing.T) {
 // TestStatsEpisodeCounters: Stats counts queued, applied and failed
 // episodes; a Rebuild's replay is not counted again.
 func TestStatsEpisodeCounters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fail := extract.ExtractorFunc(func(ctx context.Context, text string, at time.Time) ([]extract.Op, error) {
 		if text == "broken" {
@@ -137,6 +139,7 @@ func TestStatsEpisodeCounters(t *testing.T) {
 // TestStatsIndexEvictions: a cache budget smaller than one user evicts
 // the previous user on every load of another, and Stats counts it.
 func TestStatsIndexEvictions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, _ := openTest(t, memor.Options{IndexCacheBytes: 1})
 	for _, u := range []string{"u1", "u2", "u3"} {
@@ -159,6 +162,7 @@ func TestStatsIndexEvictions(t *testing.T) {
 // TestWithProgress: Rebuild and Check report each unit of work to the
 // context's callback, ending at Done == Total.
 func TestWithProgress(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, _ := openTest(t, memor.Options{})
 	for i := range 4 {

@@ -44,6 +44,7 @@ func (p panicExtractor) Extract(ctx context.Context, text string, at time.Time) 
 // store does not panic again, and a structured write that panics stores
 // nothing.
 func TestPanicFailsTheEpisode(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "db")

@@ -26,6 +26,7 @@ var badPredicateNames = []string{"", "  ", "\x00", "\xff", "\t\n", "__", "-", "a
 // Failed 0. Each bad name or alias is now refused with
 // ErrInvalidPredicate and registers nothing, and lives_in still applies.
 func TestRegisterPredicateRefusesGarbage(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	for _, bad := range badPredicateNames {
@@ -89,6 +90,7 @@ func TestRegisterPredicateRefusesGarbage(t *testing.T) {
 // TestOpenRefusesBadPredicates: a bad Options.Predicates entry makes Open
 // fail with ErrInvalidPredicate before the store is touched.
 func TestOpenRefusesBadPredicates(t *testing.T) {
+	t.Parallel()
 	var decls []memor.Predicate
 	for _, bad := range badPredicateNames {
 		decls = append(decls, memor.Predicate{Name: bad, Cardinality: memor.One, Aliases: []string{"lives_in"}},
@@ -156,6 +158,7 @@ func (p *poisonEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 // is gone. Before the fix the asynchronous user stalled at Pending > 0
 // and every later inline write failed on the queued episode.
 func TestApplicationFailureIsRecorded(t *testing.T) {
+	t.Parallel()
 	emb := &poisonEmbedder{Embedder: embed.NewHash(0)}
 	e, _ := openTest(t, memor.Options{Embedder: emb})
 	ctx := context.Background()

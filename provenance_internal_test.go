@@ -47,6 +47,7 @@ func factOf(fs []Fact, object string) *Fact {
 // TestProvenance: a fact lists every episode that supports it, and the
 // resolution log says as data what its Detail says in words.
 func TestProvenance(t *testing.T) {
+	t.Parallel()
 	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,7 @@ func served(rs []memor.Result, s string) bool {
 // is never served, neither as a fact nor as the raw episode; time travel
 // flips it.
 func TestQuerySeattle(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	rs, err := e.Query(ctx, "me", "where do I live?", memor.QueryOptions{})
@@ -89,7 +90,10 @@ func TestQuerySeattle(t *testing.T) {
 		t.Fatalf("served Seattle in February:\n%s", texts(rs))
 	}
 	// Audit: on Feb 1 we knew nothing of Alex's dog.
-	rs, _ = e.Query(ctx, "me", "golden retriever", memor.QueryOptions{ValidAt: at("2026-02-01"), KnownAt: at("2026-02-01")})
+	rs, err = e.Query(ctx, "me", "golden retriever", memor.QueryOptions{ValidAt: at("2026-02-01"), KnownAt: at("2026-02-01")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if served(rs, "golden retriever") {
 		t.Fatalf("served a fact not yet known:\n%s", texts(rs))
 	}
@@ -97,6 +101,7 @@ func TestQuerySeattle(t *testing.T) {
 
 // TestQueryMultiHop: the dog is found through the brother, with the path.
 func TestQueryMultiHop(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	rs, err := e.Query(context.Background(), "me", "What kind of dog does my brother have?", memor.QueryOptions{K: 5})
 	if err != nil {
@@ -113,6 +118,7 @@ func TestQueryMultiHop(t *testing.T) {
 // TestQueryOutdatedPhrasing: asking with the old value's words does not
 // bring the old value back as current.
 func TestQueryOutdatedPhrasing(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	if err := e.RegisterPredicate("beta_region", memor.One); err != nil {
@@ -143,6 +149,7 @@ func TestQueryOutdatedPhrasing(t *testing.T) {
 // TestQueryTenancy: whatever the query, a user never receives another
 // user's facts or episodes.
 func TestQueryTenancy(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	for _, u := range []string{"a", "ab", "a/"} {
@@ -177,6 +184,7 @@ func TestQueryTenancy(t *testing.T) {
 // TestQueryEpisodes: an episode nothing was extracted from is served (with
 // its date); an episode whose facts were all superseded is not.
 func TestQueryEpisodes(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	rs, err := e.Query(ctx, "me", "how is the coffee?", memor.QueryOptions{})
@@ -186,11 +194,20 @@ func TestQueryEpisodes(t *testing.T) {
 	if len(rs) == 0 || rs[0].Episode == nil || !strings.Contains(rs[0].Text(), "[2026-07-20]") {
 		t.Fatalf("want the coffee episode first:\n%s", texts(rs))
 	}
-	rs, _ = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20})
+	rs, err = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if served(rs, "San Francisco") {
 		t.Fatalf("the San Francisco episode smuggled the old fact back:\n%s", texts(rs))
 	}
-	rs, _ = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20, ValidAt: at("2026-02-01"), NoEpisodes: true})
+	rs, err = e.Query(ctx, "me", "San Francisco", memor.QueryOptions{K: 20, ValidAt: at("2026-02-01"), NoEpisodes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 {
+		t.Fatal("NoEpisodes served nothing: the check below proves nothing")
+	}
 	for _, r := range rs {
 		if r.Episode != nil {
 			t.Fatalf("NoEpisodes served %q", r.Text())
@@ -200,6 +217,7 @@ func TestQueryEpisodes(t *testing.T) {
 
 // TestContextFence: Context output fed back into Add teaches nothing.
 func TestContextFence(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	block, err := e.Context(ctx, "me", "where do I live?")
@@ -209,14 +227,20 @@ func TestContextFence(t *testing.T) {
 	if !strings.Contains(block, "Seattle") || !strings.HasPrefix(block, "<memor-recall>") {
 		t.Fatalf("context block:\n%s", block)
 	}
-	before, _ := e.State(ctx, "me")
+	before, err := e.State(ctx, "me")
+	if err != nil || len(before) == 0 {
+		t.Fatalf("state before: %v, %v", before, err)
+	}
 	// The agent pastes recalled memories into its next turn, with a
 	// recalled first-person sentence that would otherwise be learned.
 	prompt := block + "\n<memor-recall>I live in Paris.</memor-recall>\nThanks! What should I do this weekend?"
 	if _, err := e.Add(ctx, "me", prompt, memor.Sync()); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := e.State(ctx, "me")
+	after, err := e.State(ctx, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(after) != len(before) {
 		t.Fatalf("fenced recall was re-learned: %v → %v", before, after)
 	}
@@ -240,6 +264,7 @@ func (r *reverseReranker) Rerank(_ context.Context, _ string, docs []string) ([]
 // TestQueryOptions: RRF fusion, a reranker (one batched call) and the
 // forgetting curve all work and keep the view's filter.
 func TestQueryOptions(t *testing.T) {
+	t.Parallel()
 	e, _ := story(t)
 	ctx := context.Background()
 	base, err := e.Query(ctx, "me", "where do I live?", memor.QueryOptions{})
@@ -272,6 +297,7 @@ func TestQueryOptions(t *testing.T) {
 // about others that match a first-person question as well as the user's
 // own, the answer is the user's fact and only facts about the user.
 func TestQueryFocusInsideCandidates(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	var batch []memor.FactInput

@@ -19,6 +19,7 @@ import (
 // being expired in its snapshot and the new one missing from the indexes
 // it read.
 func TestQueryViewRetriesAfterCommit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var clock atomic.Int64
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -289,3 +289,98 @@ func TestLengthNormalise(t *testing.T) {
 		t.Errorf("floor hit %v, raw cosines %v %v: want them untouched", cands[2].signals.Vector, cands[0].rawVector, cands[1].rawVector)
 	}
 }
+
+// TestScaleTextKeepsRatios: BM25 is scaled as a fraction of the best
+// candidate's score, so a match a third as strong is worth a third, not
+// the 0.1 min-max gave the weakest whatever the gap.
+func TestScaleTextKeepsRatios(t *testing.T) {
+	t.Parallel()
+	a, b, c := &candidate{}, &candidate{}, &candidate{}
+	a.signals.BM25, b.signals.BM25 = 6, 2
+	scaleText([]*candidate{a, b, c})
+	if a.signals.BM25 != 1 || math.Abs(b.signals.BM25-1.0/3) > 1e-12 || c.signals.BM25 != 0 {
+		t.Errorf("scaled %g %g %g, want 1 1/3 0", a.signals.BM25, b.signals.BM25, c.signals.BM25)
+	}
+}
+
+// TestScaleVectorFloor: cosine counts by its height above the noise floor
+// relative to the best candidate's: a hit at the floor is worth nothing,
+// and two hits both barely above it are not stretched to 0.1 and 1.
+func TestScaleVectorFloor(t *testing.T) {
+	t.Parallel()
+	best, mid, floor := &candidate{}, &candidate{}, &candidate{}
+	best.signals.Vector = minVector + 0.4
+	mid.signals.Vector = minVector + 0.1
+	floor.signals.Vector = minVector
+	scaleVector([]*candidate{best, mid, floor})
+	if best.signals.Vector != 1 || math.Abs(mid.signals.Vector-0.25) > 1e-9 || floor.signals.Vector != 0 {
+		t.Errorf("scaled %g %g %g, want 1 0.25 0", best.signals.Vector, mid.signals.Vector, floor.signals.Vector)
+	}
+}
+
+// TestCompleteSignals: a candidate one signal found gets the other
+// signal's score too (it shares words with the question and its vector is
+// close), instead of counting 0 there; one that shares no word gets no
+// BM25 score.
+func TestCompleteSignals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := openRankTest(t)
+	chatter(t, e, "u", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), 10)
+	if _, err := e.Add(ctx, "u", "Gina started a pottery class at the community centre", At(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	ui, err := e.idx.get(ctx, e.db, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := "Gina's pottery class"
+	hits, err := ui.bm.Search(ctx, q, 5, nil)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("search: %v, %v", hits, err)
+	}
+	qv, err := e.queryVector(ctx, ui, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pottery turn as if only the vector found it, a chatter turn as
+	// if only BM25 had.
+	pottery := &candidate{doc: hits[0].Doc, rawVector: 0.5}
+	pottery.signals.Vector = 0.5
+	other, err := ui.bm.Search(ctx, "weather today", 1, nil)
+	if err != nil || len(other) == 0 {
+		t.Fatalf("search: %v, %v", other, err)
+	}
+	chat := &candidate{doc: other[0].Doc}
+	chat.signals.BM25 = other[0].Score
+	cands := map[uint32]*candidate{pottery.doc: pottery, chat.doc: chat}
+	if err := completeSignals(ctx, ui, q, qv, cands); err != nil {
+		t.Fatal(err)
+	}
+	if d := pottery.signals.BM25 - hits[0].Score; d > 1e-9 || d < -1e-9 {
+		t.Errorf("pottery turn BM25 %g, want its score %g", pottery.signals.BM25, hits[0].Score)
+	}
+	if pottery.rawVector != 0.5 {
+		t.Errorf("a signal the candidate had was changed: %g", pottery.rawVector)
+	}
+	if chat.signals.BM25 != other[0].Score {
+		t.Errorf("a BM25 score the candidate had was changed")
+	}
+	// The other way round: the pottery turn as if only BM25 found it.
+	byText := &candidate{doc: hits[0].Doc}
+	byText.signals.BM25 = hits[0].Score
+	if err := completeSignals(ctx, ui, q, qv, map[uint32]*candidate{byText.doc: byText}); err != nil {
+		t.Fatal(err)
+	}
+	if byText.rawVector < minVector || byText.signals.Vector != byText.rawVector {
+		t.Errorf("pottery turn found by BM25: vector %g / %g, want its cosine", byText.signals.Vector, byText.rawVector)
+	}
+	// The chatter turn shares no word with the question: its vector,
+	// if filled in at all, is at most noise-level.
+	if chat.rawVector != 0 && chat.rawVector < minVector {
+		t.Errorf("vector filled in below the noise floor: %g", chat.rawVector)
+	}
+}

@@ -1,6 +1,7 @@
 package memor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -9,12 +10,11 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/internal/invariants"
 )
 
 // Records (claims, fact versions, decisions, episodes) are stored in a
-// compact binary form: a leading recBinary byte, then fields in a fixed
-// order, strings as uvarint length + bytes, times as zig-zag varint Unix
-// nanoseconds (0 = the zero time), fact IDs as their 16 raw bytes.
+// compact binary form whose bytes, field by field, layout.go documents.
 // Format-1 stores hold JSON records, which always start with '{'; both are
 // read, only the binary form is written. The binary form is a third of the
 // bytes and a tenth of the CPU, which bulk ingestion spends mostly on
@@ -461,7 +461,26 @@ const (
 	epSpeaker                  // the speaker's name follows (never empty)
 )
 
+// appendEpisode appends ep's record. The episode log is the truth, so
+// under invariants (every test) the record is decoded and encoded again
+// right away: a record that does not read back as written panics here,
+// not when a Rebuild replays it.
 func appendEpisode(b []byte, ep *Episode) []byte {
+	out := encodeEpisode(b, ep)
+	if invariants.Enabled() {
+		rec := out[len(b):]
+		back, err := decodeEpisode(ep.User, rec)
+		if err != nil {
+			panic(fmt.Sprintf("memor: invariant: episode %d does not decode: %v", ep.Seq, err))
+		}
+		if again := encodeEpisode(nil, &back); !bytes.Equal(again, rec) {
+			panic(fmt.Sprintf("memor: invariant: episode %d does not read back as written:\n%x\n%x", ep.Seq, rec, again))
+		}
+	}
+	return out
+}
+
+func encodeEpisode(b []byte, ep *Episode) []byte {
 	w := recWriter{append(b, recBinary)}
 	w.uvarint(ep.Seq)
 	w.byte(byte(ep.Kind))

@@ -123,6 +123,7 @@ func randEpisode(r *rand.Rand) Episode {
 // TestRecordRoundTrip: every record decodes to what was encoded, and every
 // truncation of it is an ErrCorrupt, never a panic or a shorter record.
 func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		c, f, d, ep := randClaim(r), randFact(r), randDecision(r), randEpisode(r)
@@ -164,6 +165,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // episodes had a speaker (these bytes come from that build) decode as
 // they did, with no speaker, and re-encode to the same bytes.
 func TestEpisodeRecordBeforeSpeakers(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2024, 3, 15, 9, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		hex  string
@@ -209,6 +211,7 @@ func TestEpisodeRecordBeforeSpeakers(t *testing.T) {
 // TestRecordReadsFormat1: the JSON records of format-1 stores decode as
 // before.
 func TestRecordReadsFormat1(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		c, f, d, ep := randClaim(r), randFact(r), randDecision(r), randEpisode(r)
@@ -296,6 +299,7 @@ func FuzzRecordDecoders(f *testing.F) {
 // passes Check, takes new binary writes beside the old records, and is
 // marked format 2 so that an older build refuses it.
 func TestFormat1StoreUpgrades(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := Open(dir, Options{NoSync: true})
@@ -430,6 +434,7 @@ func TestFormat1StoreUpgrades(t *testing.T) {
 // in the registry; Forget deletes that key (and its bytes) too, and the
 // user is not listed afterwards.
 func TestForgetOldRegistry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
 	e, err := Open(dir, Options{NoSync: true})
@@ -471,6 +476,7 @@ func TestForgetOldRegistry(t *testing.T) {
 // reason; and a record that needs neither is still written byte for byte
 // as then.
 func TestRecordReadsOldBinary(t *testing.T) {
+	t.Parallel()
 	// Written by appendFact and appendDecision before the extension.
 	const oldFact = "0201c6acf8f784bcc0d12335feb9f7adb7b40475736572086c697665735f696e0753656174746c65008280c5e6c1a898c131008280c5e6c1a898c1310001000000000000f03f028280bdfbd3cdbfc131031749206a757374206d6f76656420746f2053656174746c650973757065727365646509"
 	const oldDecision = "02070364757001885a34c86e8047cf8ce5013963eda34d0475736572086c697665735f696e0753656174746c6500048280bdfbd3cdbfc1312b7265696e666f72636573206336616366386637383462636330643132333335666562396637616462376234"

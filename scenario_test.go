@@ -317,6 +317,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 // time-travel and audit answers memor must give. Rewrite expectations with
 // go test -run TestScenarios -rewrite after checking the diff by hand.
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
 		s := &scenario{t: t, dir: filepath.Join(t.TempDir(), "db"), clock: newClock()}
 		s.open()

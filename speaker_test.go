@@ -49,6 +49,7 @@ func facts(t *testing.T, e *memor.Engine, user string) []string {
 // their facts stay apart and a One predicate of one never supersedes the
 // other's.
 func TestSpeakerKeepsParticipantsApart(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	said(t, e, "u", "Caroline", "I play acoustic guitar.", day(1))
 	said(t, e, "u", "Melanie", "I play the clarinet.", day(1).Add(time.Minute))
@@ -74,6 +75,7 @@ func TestSpeakerKeepsParticipantsApart(t *testing.T) {
 // TestSpeakerRelation: relations hang off the speaker, and the people
 // they name are the speaker's, known by name in the speaker's later turns.
 func TestSpeakerRelation(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	said(t, e, "u", "Caroline", "My brother Alex lives in Austin.", day(1))
 	got := facts(t, e, "u")
@@ -94,6 +96,7 @@ func TestSpeakerRelation(t *testing.T) {
 // their facts and turns: "Where does Caroline live?" is Boston, with
 // Caroline's turn and not Melanie's.
 func TestSpeakerQuery(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	said(t, e, "u", "Caroline", "I live in Boston.", day(2))
 	said(t, e, "u", "Melanie", "I live in Seattle.", day(3))
@@ -129,6 +132,7 @@ func TestSpeakerQuery(t *testing.T) {
 // TestSpeakerNamedWithoutFacts: a question naming a speaker memor knows
 // no fact about still ranks that speaker's turns first.
 func TestSpeakerNamedWithoutFacts(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	said(t, e, "u", "Melanie", "The trip to the coast was long but the food was great.", day(1))
 	said(t, e, "u", "Caroline", "Our trip to the coast got rained out, sadly.", day(2))
@@ -152,6 +156,7 @@ func resultTexts(rs []memor.Result) []string {
 // TestSpeakerOwner: without Speaker, or with the owner's own ID (or the
 // subject "user") as speaker, first person is the owner, exactly as before.
 func TestSpeakerOwner(t *testing.T) {
+	t.Parallel()
 	for _, speaker := range []string{"", "u", "user", "User"} {
 		e, _ := openTest(t, memor.Options{})
 		said(t, e, "u", speaker, "I live in Boston.", day(1))
@@ -167,6 +172,7 @@ func TestSpeakerOwner(t *testing.T) {
 
 // TestSpeakerResultText: an episode result names its speaker.
 func TestSpeakerResultText(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2024, 3, 15, 10, 0, 0, 0, time.UTC)
 	ep := memor.Episode{Kind: memor.EpisodeText, At: at, Text: "I play guitar", Speaker: "Caroline"}
 	if got := (memor.Result{Episode: &ep}).Text(); got != "[2024-03-15] Caroline: I play guitar" {
@@ -181,6 +187,7 @@ func TestSpeakerResultText(t *testing.T) {
 // TestSpeakerInvalid: a bad speaker name is refused with ErrInvalidSpeaker
 // and nothing is stored.
 func TestSpeakerInvalid(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	for _, name := range []string{"", "   ", "\u200b", "Ann\x00", "Ann\nBob", "\xff\xfe", strings.Repeat("a", memor.MaxSpeakerBytes+1)} {
@@ -225,6 +232,7 @@ func (x *inputRecorder) ExtractInput(ctx context.Context, in extract.Input) ([]e
 // whatever an extractor says about the owner in a spoken episode is about
 // the speaker (the engine's safety net, for every extractor).
 func TestSpeakerReachesExtractor(t *testing.T) {
+	t.Parallel()
 	x := &inputRecorder{}
 	e, _ := openTest(t, memor.Options{Extractor: x})
 	said(t, e, "u", "Caroline", "I live in Boston.", day(1))
@@ -245,6 +253,7 @@ func TestSpeakerReachesExtractor(t *testing.T) {
 // TestSpeakerRebuild: the speaker is part of the episode: kept, and
 // replayed by Rebuild to the same facts byte for byte, also after reopen.
 func TestSpeakerRebuild(t *testing.T) {
+	t.Parallel()
 	e, dir := openTest(t, memor.Options{})
 	ctx := context.Background()
 	said(t, e, "u", "Caroline", "I live in Boston. My brother Alex plays the drums.", day(1))
@@ -313,6 +322,7 @@ func episodeLines(t *testing.T, e *memor.Engine) string {
 // (queued and Sync), is stored with its speaker, applied without failure,
 // found by its own words after the speaker's name, and survives Rebuild.
 func TestSpeakerCorpus(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{NoSync: true})
 	ctx := context.Background()
 	speakers := []string{"Caroline", "José María", "李娜", "O'Brien-Smith", "assistant"}
@@ -384,6 +394,7 @@ func TestSpeakerCorpus(t *testing.T) {
 // owner's first-person question is answered with the owner's facts, never
 // a speaker's, while the speakers' turns stay searchable.
 func TestSpeakerOwnerQuestion(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	said(t, e, "u", "", "I live in Denver.", day(1))
 	said(t, e, "u", "Melanie", "I live in Seattle.", day(2))
@@ -416,6 +427,7 @@ func TestSpeakerOwnerQuestion(t *testing.T) {
 // the relation facts Caroline's own turns made (Caroline → brother →
 // Alex), and not Melanie's brother's.
 func TestSpeakerNamedRelation(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	said(t, e, "u", "Caroline", "I live in Boston.", day(1))
 	said(t, e, "u", "Caroline", "My brother Alex lives in Austin.", day(2))
@@ -443,6 +455,7 @@ func TestSpeakerNamedRelation(t *testing.T) {
 // the names come from earlier episodes only, so Rebuild replays the same
 // facts.
 func TestSpeakerParticipantNamed(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	// Before Caroline has spoken, her name is not known.

@@ -12,25 +12,8 @@ import (
 	"github.com/memor-db/memor/kv"
 )
 
-// Key layout inside a user's keyspace (after kv.UserKey(user, sub)):
-//
-//	SubMeta                                   → userMeta (JSON)
-//	SubEpisode    seq:8                       → Episode
-//	SubClaim      slot vf:8 id:16             → claimRec
-//	SubFactIndex  id:16                       → slot vf:8 id:16 (the claim's suffix)
-//	SubLive       slot vf:8 id:16             → Fact: the current version of a fact
-//	SubHistory    slot vf:8 id:16 rec:8       → Fact: an expired version
-//	SubArchive    slot vf:8 id:16 rec:8       → Fact: an expired version moved by Prune
-//	SubDoc        doc:4                       → slot vf:8 id:16 rec:8 of the version
-//	SubLog        seq:8                       → Decision
-//
-// Records are encoded as record.go describes; the counters and episode
-// states are JSON.
-//
-// slot is esc(subjectKey) esc(predicate) esc(contextKey); vf and rec are
-// kv.AppendInt64 Unix nanoseconds (before the epoch negative; both always
-// an accepted instant, never instant.None). A slot's claims and versions are
-// contiguous and sorted by valid time.
+// The keys built here (slot, claim and version suffixes, sequence keys)
+// and the records they hold are documented byte by byte in layout.go.
 
 const idLen = 16
 

@@ -33,6 +33,7 @@ func timeEngine(t *testing.T, turns ...[2]string) *memor.Engine {
 // any of the ways people write one, is asked as of that day's end: the
 // afternoon's session is inside the view, the next day's is not.
 func TestTimeFromTextNamedDayCoversTheDay(t *testing.T) {
+	t.Parallel()
 	e := timeEngine(t,
 		[2]string{"2022-03-27T15:30:00Z", "We visited the museum of modern art."},
 		[2]string{"2022-03-28T10:00:00Z", "We visited the museum of natural history."})
@@ -56,6 +57,7 @@ func TestTimeFromTextNamedDayCoversTheDay(t *testing.T) {
 // TestTimeInTextResolves: the exported resolver gives a named day's last
 // instant, a month's and a year's middle, and the span of each.
 func TestTimeInTextResolves(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
 		q          string
@@ -86,6 +88,7 @@ func TestTimeInTextResolves(t *testing.T) {
 // it names does not move the view, so a move said after that date is
 // still found. A question about what held then still moves it.
 func TestTimeFromTextWhenQuestion(t *testing.T) {
+	t.Parallel()
 	e := timeEngine(t,
 		[2]string{"2024-01-10T09:00:00Z", "I live in Seattle."},
 		[2]string{"2025-06-02T09:00:00Z", "I moved to Denver."})

@@ -15,6 +15,7 @@ import (
 // of it applied, Retry runs it later), and the import says so; the rest
 // of the file applies.
 func TestImportWithFailingExtractor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	var file bytes.Buffer
@@ -76,6 +77,7 @@ func FuzzImport(f *testing.F) {
 // backup from a machine whose clock ran ahead) is served by current reads
 // at once, and later writes are recorded after it.
 func TestImportAheadOfTheClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := newClock() // 2026-01-01
 	e, _ := openTest(t, memor.Options{Clock: clock.Now})

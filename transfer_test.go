@@ -148,6 +148,7 @@ func transferState(t *testing.T, e *memor.Engine) string {
 }
 
 func TestExportImportKeepsBothClocks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	want := transferState(t, src)
@@ -212,6 +213,7 @@ func TestExportImportKeepsBothClocks(t *testing.T) {
 }
 
 func TestImportResumesAPartialCopy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	want := transferState(t, src)
@@ -238,6 +240,7 @@ func TestImportResumesAPartialCopy(t *testing.T) {
 }
 
 func TestImportIsAtomic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	var file bytes.Buffer
@@ -295,6 +298,7 @@ func TestImportIsAtomic(t *testing.T) {
 }
 
 func TestImportRefusesEarlierHistory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	var file bytes.Buffer
@@ -327,6 +331,7 @@ func TestImportRefusesEarlierHistory(t *testing.T) {
 }
 
 func TestImportReadsHeaderlessExports(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	want := transferState(t, src)

@@ -16,6 +16,7 @@ import (
 // other calls refuse the ID. The legacy users are written past the
 // validation, as the earlier version did.
 func TestStoredUserStillErasable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, err := Open(t.TempDir(), Options{})
 	if err != nil {

@@ -42,6 +42,7 @@ var goodUserIDs = []string{"a", "A", "a b", " a", "a ", "a/b", "/", "é日本", 
 	"\u200ba", "\ufffd", "ab", strings.Repeat("x", memor.MaxUserBytes)}
 
 func TestValidUser(t *testing.T) {
+	t.Parallel()
 	for name, id := range badUserIDs {
 		if err := memor.ValidUser(id); !errors.Is(err, memor.ErrInvalidUser) {
 			t.Errorf("%s %q: ValidUser = %v, want ErrInvalidUser", name, id, err)
@@ -59,6 +60,7 @@ func TestValidUser(t *testing.T) {
 // and Forget: see below), and the good
 // IDs are distinct users.
 func TestUserIDEveryEntryPoint(t *testing.T) {
+	t.Parallel()
 	e, _ := openTest(t, memor.Options{})
 	ctx := context.Background()
 	fact := memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Paris", ValidFrom: day(1)}

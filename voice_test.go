@@ -13,6 +13,7 @@ import (
 // participant's turn that shares more of the question's words; asked
 // about a named participant, that participant's turn ranks first.
 func TestVoicePrior(t *testing.T) {
+	t.Parallel()
 	e, err := memor.Open(t.TempDir(), memor.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import "testing"
 // TestPseudoVersion: the versions Go stamps on untagged checkouts are
 // recognised, a release is not.
 func TestPseudoVersion(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string]bool{
 		"v0.0.0-20261202010112-fcf6d05c7f66":       true,
 		"v0.0.0-20261202010112-fcf6d05c7f66+dirty": true,

@@ -32,7 +32,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memor-db/memor"
-	"github.com/memor-db/memor/server"
+	inst "github.com/memor-db/memor/internal/instant"
 )
 
 // Exit codes of Run.
@@ -326,7 +326,7 @@ func (a *app) withEngine(o memor.Options, f func(*memor.Engine) error) (err erro
 
 // parseTime parses a time flag; a bad value is a usage error.
 func parseTime(cmd *cobra.Command, flag, s string, def time.Time) (time.Time, error) {
-	t, err := server.ParseTime(s, def)
+	t, err := inst.Parse(s, def)
 	if err != nil {
 		return t, usageError{cmd.CommandPath(), fmt.Errorf("--%s: %w", flag, err)}
 	}

@@ -138,6 +138,7 @@ func objects(fs []fact) string {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.vars = slices.DeleteFunc(e.vars, func(v string) bool { return strings.HasPrefix(v, "MEMOR_DB=") })
 	r := e.run("", "demo")
@@ -184,6 +185,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestWorkflow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	out := e.ok("add", "I live in San Francisco.", "--at", "2026-01-10")
 	if !strings.Contains(out, "user lives_in San Francisco") {
@@ -290,6 +292,7 @@ func TestWorkflow(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		args []string
@@ -333,6 +336,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestDefaultStoreFolder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.vars = slices.DeleteFunc(e.vars, func(v string) bool { return strings.HasPrefix(v, "MEMOR_DB=") })
 	xdg := t.TempDir()
@@ -350,6 +354,7 @@ func TestDefaultStoreFolder(t *testing.T) {
 }
 
 func TestMaintenance(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("add", "I live in Oslo.", "--at", "2025-01-01")
 	e.ok("add", "I moved to Lima.", "--at", "2025-06-01")
@@ -386,6 +391,7 @@ func TestMaintenance(t *testing.T) {
 }
 
 func TestImportExport(t *testing.T) {
+	t.Parallel()
 	a := newEnv(t)
 	a.ok("add", "I live in San Francisco.", "--at", "2026-01-10")
 	a.ok("add", "I just moved to Seattle.", "--at", "2026-07-11")
@@ -499,6 +505,7 @@ func serve(t *testing.T, e *env, args ...string) (string, func(syscall.Signal) i
 // token, --json reports every case failed, and --strict turns that into
 // exit 1. (TestREADMEHTTP runs it against memor serve.)
 func TestConformanceClient(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	calls := map[string]int{}
 	var bad []string
@@ -554,6 +561,7 @@ func TestConformanceClient(t *testing.T) {
 // TestMCPStdio starts the built memor-server and talks MCP to it over
 // stdio: initialize, tools/list, add, query.
 func TestMCPStdio(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -604,6 +612,7 @@ func TestMCPStdio(t *testing.T) {
 // TestJSONEverywhere: every command that prints data prints one JSON value
 // with --json, and the conflicts listing shows a contested claim.
 func TestJSONEverywhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.dir = t.TempDir()
 	e.ok("add", "I live in Oslo.", "--at", "2026-03-01", "--user", "c")
@@ -653,6 +662,7 @@ func TestJSONEverywhere(t *testing.T) {
 // TestCheckFinding damages an index behind memor's back: check exits 1 with
 // the finding and a hint, and rebuild --all, the hint, repairs it.
 func TestCheckFinding(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("add", "I live in Oslo.", "--at", "2025-01-01")
 	e.ok("add", "I moved to Lima.", "--at", "2025-06-01")
@@ -692,6 +702,7 @@ func TestCheckFinding(t *testing.T) {
 // TestHomeDataFolder: with neither --db, MEMOR_DB nor XDG_DATA_HOME, the
 // store is ~/.local/share/memor on Linux and BSD.
 func TestHomeDataFolder(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
 		t.Skip("the data folder is not under $HOME/.local/share here")
 	}
@@ -716,6 +727,7 @@ func TestHomeDataFolder(t *testing.T) {
 // logging on: stdout carries protocol messages only, the logs go to
 // stderr.
 func TestMCPSubcommandStdio(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cmd := exec.Command(memorBin, "mcp")
 	cmd.Env = append(e.vars, "MEMOR_LOG=debug")
@@ -809,6 +821,7 @@ func TestMCPSubcommandStdio(t *testing.T) {
 // contexts, confidence and quotes) between stores, and shows what --user
 // does to a correction.
 func TestTransferStructured(t *testing.T) {
+	t.Parallel()
 	a := newEnv(t)
 	ctx := context.Background()
 	eng, err := memor.Open(a.db, memor.Options{})
@@ -870,6 +883,7 @@ func TestTransferStructured(t *testing.T) {
 // them; Add now refuses them) is skipped with a warning, and the rest of
 // the file imports.
 func TestImportSkipsBlankEpisode(t *testing.T) {
+	t.Parallel()
 	a := newEnv(t)
 	a.ok("add", "I live in Oslo.", "--at", "2026-01-10")
 	dump := a.ok("export")
@@ -891,6 +905,7 @@ func TestImportSkipsBlankEpisode(t *testing.T) {
 // TestQueryExplain: memor query --explain prints why each result ranked
 // where it did, and --json carries it.
 func TestQueryExplain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("add", "My brother Alex adopted a golden retriever named Buddy last month.", "--at", "2026-03-02")
 	out := e.ok("query", "What kind of dog does my brother have?", "--explain")

@@ -25,6 +25,7 @@ import (
 // says so and creates nothing; a write creates it; a folder holding other
 // files is refused by reads and writes alike, and left as it was.
 func TestReadsNeverCreateStore(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, args := range [][]string{{"state"}, {"query", "where do I live?"}, {"history", "lives_in"},
 		{"asof", "--valid", "2026-02-01"}, {"conflicts"}, {"users"}, {"check"}, {"export"}, {"rebuild"},
@@ -73,6 +74,7 @@ func TestReadsNeverCreateStore(t *testing.T) {
 // TestServeCreatesStoreOnceListening: a serve that cannot listen leaves
 // no store behind.
 func TestServeCreatesStoreOnceListening(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,6 +99,7 @@ func TestServeCreatesStoreOnceListening(t *testing.T) {
 // added, superseded, contested, reinforced, or that nothing was
 // extracted; --json carries the same as data.
 func TestAddSaysWhatChanged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		args []string
@@ -136,6 +139,7 @@ func TestAddSaysWhatChanged(t *testing.T) {
 // TestAddChangesOverHTTPAndMCP: POST …/episodes?wait=true (201) and the
 // add_memory tool say what changed too.
 func TestAddChangesOverHTTPAndMCP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := serveLogged(t, e, "--addr", "127.0.0.1:0")
 	post := func(text string) map[string]any {
@@ -196,6 +200,7 @@ func TestAddChangesOverHTTPAndMCP(t *testing.T) {
 // anything was learned explains the empty answer; --known-after audits
 // what memor believed right after an episode.
 func TestAsOfAxes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("add", "I live in San Francisco.", "--at", "2026-01-10")
 	e.ok("add", "I just moved to Seattle.", "--at", "2026-07-11")
@@ -225,6 +230,7 @@ func TestAsOfAxes(t *testing.T) {
 
 // TestUsersListed: memor users and GET /v1/users, page by page.
 func TestUsersListed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, u := range []string{"carol", "alice", "bob"} {
 		e.ok("add", "--user", u, "I live in Oslo.")
@@ -265,6 +271,7 @@ func TestUsersListed(t *testing.T) {
 // TestConformanceRefusesDeadServer: memor conformance fails when nothing
 // answers, or the server answers 401.
 func TestConformanceRefusesDeadServer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL
@@ -284,6 +291,7 @@ func TestConformanceRefusesDeadServer(t *testing.T) {
 // TestCommandLineFeedback: completion scripts, did-you-mean, memor-server
 // naming itself, a version that is never "dev", one "memor:" per error.
 func TestCommandLineFeedback(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		if out := e.ok("completion", sh); !strings.Contains(out, "memor") || len(out) < 500 {
@@ -328,6 +336,7 @@ func TestCommandLineFeedback(t *testing.T) {
 // pattern, status, duration, user hash; never the user ID or the text)
 // and a shutdown line; an unknown level is refused.
 func TestServeRequestLog(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.vars = append(e.vars, "MEMOR_LOG=verbose")
 	if r := e.run("", "serve", "--addr", "127.0.0.1:0"); r.code != 2 || !strings.Contains(r.stderr, `MEMOR_LOG="verbose" is not a log level`) {

@@ -146,6 +146,7 @@ func (e *env) with(vars ...string) *env {
 // predicate, and memor config shows where each value came from without
 // the key.
 func TestConfigLLMExtractor(t *testing.T) {
+	t.Parallel()
 	f, base := newFakeOpenAI(t, "sk-test-secret")
 	e := newEnv(t).with("MEMOR_LLM_BASE_URL="+base, "MEMOR_LLM_MODEL=fake-chat", "MEMOR_LLM_API_KEY=sk-test-secret")
 	e.ok("add", "--at", "2026-01-10", "I went to Oslo")
@@ -178,6 +179,7 @@ func TestConfigLLMExtractor(t *testing.T) {
 // registers predicates; env beats the file, flags beat env; an unknown
 // key or a bad value fails at start with one line.
 func TestConfigFilePrecedence(t *testing.T) {
+	t.Parallel()
 	f, base := newFakeOpenAI(t, "")
 	e := newEnv(t)
 	cfg := filepath.Join(t.TempDir(), "memor.toml")
@@ -249,6 +251,7 @@ gloss = "mentions talks about"
 // TestConfigUnreachable: an unreachable endpoint is an error, unless the
 // user asked for the fallback: then a warning, and the offline default.
 func TestConfigUnreachable(t *testing.T) {
+	t.Parallel()
 	ln := httptest.NewServer(http.NotFoundHandler())
 	dead := ln.URL + "/v1"
 	ln.Close()
@@ -280,6 +283,7 @@ func TestConfigUnreachable(t *testing.T) {
 // TestServeAndMCPUseConfiguredBackends: memor serve and memor-server take
 // the same configuration: their adds go through the fake LLM.
 func TestServeAndMCPUseConfiguredBackends(t *testing.T) {
+	t.Parallel()
 	f, base := newFakeOpenAI(t, "")
 	e := newEnv(t).with("MEMOR_LLM_BASE_URL="+base, "MEMOR_LLM_MODEL=fake-chat", "MEMOR_RERANKER=llm")
 	url, stop := serve(t, e, "--addr", "127.0.0.1:0")
@@ -332,6 +336,7 @@ func TestServeAndMCPUseConfiguredBackends(t *testing.T) {
 // part way (SIGKILL while the embeddings server holds a request) it
 // resumes after the users already moved.
 func TestReembedAfterKill(t *testing.T) {
+	t.Parallel()
 	f, base := newFakeOpenAI(t, "")
 	e := newEnv(t)
 	users := []string{"ana", "bo", "cy"}
@@ -410,6 +415,7 @@ func TestReembedAfterKill(t *testing.T) {
 // TestREADMEConfiguration: the README's config file is one memor accepts
 // as written, and its table names every setting's variable and flag.
 func TestREADMEConfiguration(t *testing.T) {
+	t.Parallel()
 	sec := readmeSection(t, "Configuration")
 	var file string
 	for _, b := range codeBlocks(sec) {

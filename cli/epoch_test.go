@@ -15,6 +15,7 @@ import (
 // the earlier city; a time memor does not accept is invalid_time, never
 // "now"; the CLI refuses it too.
 func TestEpochOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base, stop := serve(t, e, "--addr", "127.0.0.1:0")
 	post := func(body string) (int, string) {

@@ -9,6 +9,7 @@ import (
 // TestEval runs memor eval on the eval package's synthetic data set, in
 // both formats, as a user would.
 func TestEval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, path := range []string{"../eval/testdata/small.jsonl", "../eval/testdata/beam"} {
 		out := e.ok("eval", path)

@@ -98,6 +98,7 @@ func (p *mcpProc) send(line string) map[string]any {
 // transport exits with status 1 at the first such line. It runs both
 // `memor mcp` and memor-server, which the README's client configs run.
 func TestMCPBadLines(t *testing.T) {
+	t.Parallel()
 	for name, argv := range map[string][]string{"memor mcp": {memorBin, "mcp"}, "memor-server": {serverBin}} {
 		t.Run(name, func(t *testing.T) { testMCPBadLines(t, argv) })
 	}
@@ -179,6 +180,7 @@ func testMCPBadLines(t *testing.T, argv []string) {
 // from --user and from MEMOR_USER, with a usage exit and a message naming
 // the problem, and writes nothing.
 func TestUserIDRefusedByCLI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, u := range []string{" ", "\t", "a\x01b", "me\n", "\u00a0", "a\x1b[2Jb"} {
 		for _, args := range [][]string{{"add", "I live in Oslo."}, {"state"}, {"query", "where"}, {"history", "lives_in"}} {
@@ -204,6 +206,7 @@ func TestUserIDRefusedByCLI(t *testing.T) {
 // line; the store is as it was. The same file without the bad line
 // imports whole.
 func TestImportAllOrNothing(t *testing.T) {
+	t.Parallel()
 	src := newEnv(t)
 	src.ok("add", "I live in Lima.", "--at", "2026-01-10", "--user", "bob")
 	src.ok("add", "I work at Acme.", "--at", "2026-02-01", "--user", "bob")

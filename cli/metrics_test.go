@@ -68,6 +68,7 @@ next:
 // requests per route pattern, episodes applied, WAL syncs of the durable
 // store, query latency per signal.
 func TestServeMetrics(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base, stop := serve(t, e, "--addr", "127.0.0.1:0")
 	defer stop(syscall.SIGTERM)
@@ -119,6 +120,7 @@ func TestServeMetrics(t *testing.T) {
 // TestServeMetricsBeyondLoopback: beyond loopback /metrics is off unless
 // --metrics, and then needs the token like every route.
 func TestServeMetricsBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	const tok = "0123456789abcdef0123"
 	e := newEnv(t)
 	e.vars = append(e.vars, "MEMOR_TOKEN="+tok)

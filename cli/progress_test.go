@@ -14,6 +14,7 @@ import (
 // result. Without the variable a command shorter than the default
 // interval prints none (TestExportImport checks that stderr stays empty).
 func TestProgressLines(t *testing.T) {
+	t.Parallel()
 	a := newEnv(t)
 	for i := range 6 {
 		a.ok("add", fmt.Sprintf("I live in City%d.", i), "--user", fmt.Sprint("u", i%3))

@@ -11,6 +11,7 @@ import (
 // TestREADMEQuickstart compiles the README's library quickstart as a user
 // pastes it: a main package of its own, in a folder of the module.
 func TestREADMEQuickstart(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -122,6 +122,7 @@ func send(t *testing.T, method, target, body string, headers ...string) (int, st
 // the binary, with and without --conformance: all are refused and the real
 // user "me" keeps its memory.
 func TestServeRefusesIssueCurls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.ok("add", "I live in Lisbon.", "--at", "2026-01-10")
 	before := e.ok("export")
@@ -157,6 +158,7 @@ func TestServeRefusesIssueCurls(t *testing.T) {
 // TestServeFlagsRefused: a short token and a malformed --allow-origin stop
 // serve at start with one clear line and the usage exit code.
 func TestServeFlagsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tok := newEnv(t)
 	tok.vars = append(tok.vars, "MEMOR_TOKEN=s3cret")
@@ -200,6 +202,7 @@ func TestServeFlagsRefused(t *testing.T) {
 // outside the suite, and leaves the store exactly as it was, with no suite
 // user behind.
 func TestREADMEConformanceRecipe(t *testing.T) {
+	t.Parallel()
 	sec := readmeSection(t, "HTTP API:")
 	var recipe []shellCmd
 	for _, b := range codeBlocks(sec) {
@@ -312,6 +315,7 @@ const attackPage = `<!doctype html><title>evil</title><script>
 // It needs Chromium (apt-get install chromium); .ci/run installs it and
 // sets MEMOR_REQUIRE_BROWSER=1, which turns the skip into a failure.
 func TestBrowserCrossSite(t *testing.T) {
+	t.Parallel()
 	chromium := findChromium()
 	if chromium == "" {
 		if os.Getenv("MEMOR_REQUIRE_BROWSER") != "" {

@@ -49,6 +49,7 @@ func subjects(fs []fact) []string {
 // Caroline answers Boston with her turn, a bad name is a usage error, and
 // export/import keeps the speakers.
 func TestREADMESpeakers(t *testing.T) {
+	t.Parallel()
 	sec := readmeSubsection(t, "Speakers")
 	e := newEnv(t)
 	var curls [][]string
@@ -142,6 +143,7 @@ func TestREADMESpeakers(t *testing.T) {
 // the speaker, through memor-server on stdio, and a bad one is a tool
 // error that says what to pass.
 func TestMCPSpeaker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

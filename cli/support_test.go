@@ -19,6 +19,7 @@ import (
 // min_support through memor-server; a threshold above 1 is refused by
 // each.
 func TestREADMEMinSupport(t *testing.T) {
+	t.Parallel()
 	sec := readmeSubsection(t, "What Query serves")
 	e := newEnv(t)
 	var curls [][]string

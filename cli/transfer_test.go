@@ -20,6 +20,7 @@ import (
 // four instants; importing the file again imports nothing and says every
 // episode was skipped; --all exports the whole store.
 func TestBackupKeepsBothClocks(t *testing.T) {
+	t.Parallel()
 	a := newEnv(t)
 	a.ok("add", "I live in Oslo.", "--at", "2026-08-01")
 	time.Sleep(20 * time.Millisecond)
@@ -117,6 +118,7 @@ func TestBackupKeepsBothClocks(t *testing.T) {
 // …/export from one server, POST …/import into another, with the same
 // history (transaction times included) on both.
 func TestBackupOverHTTP(t *testing.T) {
+	t.Parallel()
 	a := newEnv(t)
 	a.ok("add", "I live in Oslo.", "--at", "2026-08-01")
 	a.ok("add", "I moved to Bergen.", "--at", "2026-09-01")

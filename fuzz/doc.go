@@ -4,14 +4,14 @@
 //
 // # The model
 //
-// [Model] is a deliberately naive, in-memory implementation of the time
+// The model (internal/model) is a deliberately naive, in-memory implementation of the time
 // model and the resolution rules. It shares no code with the engine's
 // resolver: it keeps, for every slot, the set of claims (assertions and
 // ends) after every transaction that changed it, folds a set with a
 // straightforward loop over instants, derives fact versions by diffing
 // consecutive folds, and answers AsOf by testing every version against the
 // visibility formula of DESIGN §2. It is slow and obviously correct; it is
-// meant to be read. model.go imports the standard library only, not even
+// meant to be read. It imports the standard library only, not even
 // memor's types (TestModelIsIndependent).
 //
 // # The tests

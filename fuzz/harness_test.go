@@ -185,7 +185,7 @@ func fmtT(t time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-func (f Fact) render(v view) string {
+func render(f Fact, v view) string {
 	s := fmt.Sprintf("%s %s %s (%s) [%s, %s) %s", f.Subject, f.Predicate, f.Object, f.Context,
 		fmtT(f.ValidFrom), fmtT(f.ValidTo), f.Status)
 	if v.reinforced {
@@ -201,7 +201,7 @@ func (f Fact) render(v view) string {
 func renderAll(fs []Fact, v view) string {
 	lines := make([]string, len(fs))
 	for i, f := range fs {
-		lines[i] = f.render(v)
+		lines[i] = render(f, v)
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")

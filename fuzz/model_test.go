@@ -108,9 +108,9 @@ user likes tea () [2026-01-06T00:00:00Z, ∞) active`,
 			var lines []string
 			for _, f := range m.Current("u") {
 				if f.Reinforced > 1 {
-					lines = append(lines, f.render(view{reinforced: true}))
+					lines = append(lines, render(f, view{reinforced: true}))
 				} else {
-					lines = append(lines, f.render(view{}))
+					lines = append(lines, render(f, view{}))
 				}
 			}
 			sort.Strings(lines)

@@ -41,7 +41,7 @@ func runPermutation(t testing.TB, data []byte) {
 		// Restating a claim with another confidence or spelling keeps the
 		// first one (first provenance): that is order-dependent by design,
 		// so each claim is generated once.
-		if k := c.sortKey(); !seen[k] {
+		if k := c.SortKey(); !seen[k] {
 			seen[k] = true
 			items = append(items, item{op, c})
 		}

@@ -146,6 +146,7 @@ func flipBit(t *testing.T, path string, off func(size int) int) {
 // data. Before the fix a MANIFEST one byte short or with a flipped bit
 // opened as an empty store, a deleted marker as a new one.
 func TestDamagedManifest(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, dir string)
@@ -267,6 +268,7 @@ func TestDamagedManifest(t *testing.T) {
 // reaches the recorded sequence number (the flushed log is still there),
 // but the writable open would delete the table the record named.
 func TestManifestCutAtRecordBoundary(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for u := range 2 {
 		db, err := Open(dir, Options{})
@@ -302,6 +304,7 @@ func TestManifestCutAtRecordBoundary(t *testing.T) {
 // format sidecar deleted (it is rewritten from the store's format key),
 // a stray empty CURRENT file (which this Pebble format does not read).
 func TestUndamagedChanges(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{sidecarName, "CURRENT", syncedName} {
 		t.Run(name, func(t *testing.T) {
 			dir := storeOfSessions(t)

@@ -32,6 +32,7 @@ func storeWith(t *testing.T, kvs map[string]string) *DB {
 // and the batch's own writes and deletes, last first, within the prefix,
 // and stops when fn says so.
 func TestScanReverse(t *testing.T) {
+	t.Parallel()
 	db := storeWith(t, map[string]string{"p/a": "p/a", "p/c": "p/c", "p/e": "p/e", "q/a": "q/a", "o/z": "o/z"})
 	ctx := context.Background()
 	b := db.NewBatch()
@@ -67,6 +68,7 @@ func TestScanReverse(t *testing.T) {
 // (including empty values and its deletes); elsewhere it reads through to
 // the store.
 func TestSetLocal(t *testing.T) {
+	t.Parallel()
 	db := storeWith(t, map[string]string{"g/1": "stored", "q/x": "stored"})
 	ctx := context.Background()
 	b := db.NewBatch()

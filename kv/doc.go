@@ -21,7 +21,9 @@
 //
 // Inside a user's keyspace the next byte is a sub-tag ([Sub]) naming what
 // follows. The engine and the index packages own the layout after the
-// sub-tag; they build it with the Append helpers of this package.
+// sub-tag; they build it with the Append helpers of this package. The
+// root package's layout.go documents every root key and record byte by
+// byte, the index packages their own keys in their doc.go.
 //
 // # Component encoding
 //

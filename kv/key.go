@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Keyspace tags. Part of the file format; do not change.
+// Keyspace tags. Part of the file format; do not change. What each key
+// holds is documented byte by byte in the root package's layout.go.
 const (
 	TagMeta     byte = 'M'
 	TagUserList byte = 'U' // formats 1–2 only: the user registry
@@ -16,26 +17,28 @@ const (
 )
 
 // Sub is a sub-tag inside a user's keyspace. Values are part of the file
-// format; do not change or reuse them.
+// format; do not change or reuse them. The keys and values under each are
+// documented in the root package's layout.go (the index packages' own in
+// their doc.go); the comments here only name them.
 type Sub byte
 
 const (
-	SubMeta       Sub = 'm' // per-user counters
-	SubEpisode    Sub = 'e' // seq → episode record (the source of truth)
-	SubEpState    Sub = 's' // seq → episode processing state (applied / failed)
-	SubClaim      Sub = 'c' // slot, validFrom, claim ID → claim (assertions and ends)
-	SubFactIndex  Sub = 'i' // fact ID → slot key of the claim
-	SubLive       Sub = 'v' // slot, validFrom, fact ID, recordedAt → live version
-	SubHistory    Sub = 'h' // same suffix as SubLive → expired version
-	SubArchive    Sub = 'a' // same suffix as SubLive → pruned (archived) version
-	SubDoc        Sub = 'd' // doc ID → key of the version or episode it names
-	SubLog        Sub = 'r' // log seq → resolution-log entry
-	SubCorrection Sub = 'x' // fact ID → correction record
+	SubMeta       Sub = 'm' // the user's counters
+	SubEpisode    Sub = 'e' // the episode log (the source of truth)
+	SubEpState    Sub = 's' // failed episodes
+	SubClaim      Sub = 'c' // claims (assertions and ends)
+	SubFactIndex  Sub = 'i' // claim ID → its claim's key
+	SubLive       Sub = 'v' // live fact versions
+	SubHistory    Sub = 'h' // expired fact versions
+	SubArchive    Sub = 'a' // expired versions moved by Prune
+	SubDoc        Sub = 'd' // index document → the version or episode it names
+	SubLog        Sub = 'r' // the resolution log
+	SubCorrection Sub = 'x' // reserved: never written
 	SubBM25       Sub = 'b' // owned by index/bm25
 	SubVector     Sub = 'n' // owned by index/hnsw
 	SubTemporal   Sub = 't' // owned by index/temporal
 	SubGraph      Sub = 'g' // owned by graph
-	SubJudge      Sub = 'j' // esc(predicate) → the judge's cached verdict (replace / append)
+	SubJudge      Sub = 'j' // the judge's cached verdicts
 )
 
 const (

@@ -19,6 +19,7 @@ import (
 // move the log into the indexed batch, and commits through the log and
 // as an ingested table.
 func TestLocalLogEqualsIndexedBatch(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(40) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -142,6 +143,7 @@ func collect(t *testing.T, b *Batch, lo, hi []byte, reverse bool) string {
 // engine rewrites a claim it just read) neither disturbs the scan nor is
 // lost.
 func TestLocalLogWritesDuringScan(t *testing.T) {
+	t.Parallel()
 	db := storeWith(t, nil)
 	b := db.NewLocalBatch([]byte("p/"), 0)
 	defer b.Close()
@@ -227,6 +229,7 @@ func BenchmarkLocalBatch(b *testing.B) {
 // order, read back only at the end (one sort of the whole log), leave each
 // key's last value, in a read and in the committed store.
 func TestLocalLogLastWriteWins(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	db := storeWith(t, nil)
 	db.ingestMin = 1

@@ -46,6 +46,7 @@ func scanAll(t *testing.T, r Reader, between func(), prefixes ...string) []strin
 // a key between their prefixes see the key twice; two scans of a snapshot
 // taken before the commit see it once, where it was, and Get agrees.
 func TestSnapshotIsOneView(t *testing.T) {
+	t.Parallel()
 	db := storeWith(t, map[string]string{"live/a": "a", "live/b": "b"})
 	got := scanAll(t, db, func() { moveKey(t, db, "live/", "hist/", "a") }, "live/", "hist/")
 	if len(got) != 3 {

@@ -67,6 +67,7 @@ func fillLocal(t *testing.T, db *DB, user string, n int, extra []byte) *Batch {
 // batch with a key outside the local prefix, a range deletion, or below
 // the size threshold commits through the log instead.
 func TestIngestEqualsLog(t *testing.T) {
+	t.Parallel()
 	other := storeWith(t, nil) // reference: never ingests
 	other.ingestMin = -1
 	b := fillLocal(t, other, "alice", 3000, nil)
@@ -155,6 +156,7 @@ func TestIngestEqualsLog(t *testing.T) {
 // TestStaleTablesRemoved: a table file a crash left between writing and
 // ingesting it is removed at Open, and nothing else is.
 func TestStaleTablesRemoved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, err := Open(dir, Options{})
 	if err != nil {
@@ -185,6 +187,7 @@ func TestStaleTablesRemoved(t *testing.T) {
 // bytes the names hold (prefixes of each other, NUL, 0xFF, escapes), and
 // keys outside user keyspaces are not users.
 func TestUsers(t *testing.T) {
+	t.Parallel()
 	names := []string{"a", "ab", "a\x00", "a\x00b", "\x00", "\xff", "\xff\xff", "a/b", "b", strings.Repeat("é", 3000)}
 	db := storeWith(t, nil)
 	b := db.NewBatch()
@@ -233,6 +236,7 @@ func TestUsers(t *testing.T) {
 // TestOpenLockedKeepsTables: a second Open of a store in use fails without
 // touching the table files the owner may be about to ingest.
 func TestOpenLockedKeepsTables(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db, err := Open(dir, Options{})
 	if err != nil {
@@ -265,6 +269,7 @@ func (f *countingFile) Sync() error                 { f.syncs++; return f.File.S
 // Finish, synced once, in about one write call per buffer; an aborted one
 // is closed without its buffered bytes.
 func TestTableWritable(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
 	for trial := range 20 {

@@ -94,6 +94,7 @@ func wantLostWrites(t *testing.T, dir string) {
 // Before the check Open succeeded without half of user 1's keys
 // (TestWALBitFlipPebble shows what Pebble alone recovers).
 func TestWALBitFlipAfterClose(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := storeWithWAL(t, dir, Options{}, nil)
 	if err := db.Close(); err != nil {
@@ -121,6 +122,7 @@ func TestWALBitFlipAfterClose(t *testing.T) {
 // (In the Pebble format memor uses, FormatFlushableIngest, log chunks
 // carry no synced offset that would tell a flip from a torn write.)
 func TestWALBitFlipPebble(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := storeWithWAL(t, dir, Options{}, nil)
 	if err := db.Close(); err != nil {
@@ -183,6 +185,7 @@ func waitSynced(t *testing.T, db *DB) {
 // copied while it is open) is found too, once the writes it loses were
 // recorded as durable.
 func TestWALBitFlipAfterCrash(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := storeWithWAL(t, dir, Options{syncedEvery: 10 * time.Millisecond}, nil)
 	defer db.Close()
@@ -199,6 +202,7 @@ func TestWALBitFlipAfterCrash(t *testing.T) {
 // the log that loses them is taken for a torn end, Open succeeds and those
 // writes are gone.
 func TestWALBitFlipAfterCrashUnrecorded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	db := storeWithWAL(t, dir, Options{syncedEvery: time.Hour}, func(db *DB) {
 		writeUser(t, db, 2, 1)

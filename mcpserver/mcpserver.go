@@ -37,7 +37,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memor-db/memor"
-	"github.com/memor-db/memor/server"
+	"github.com/memor-db/memor/internal/instant"
 )
 
 // Name is the server's MCP implementation name.
@@ -224,7 +224,7 @@ type (
 )
 
 func (t tools) add(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
-	at, err := server.ParseTime(in.At, time.Time{})
+	at, err := instant.Parse(in.At, time.Time{})
 	if err != nil {
 		return nil, addOut{}, err
 	}
@@ -347,11 +347,11 @@ func (t tools) facts(fs []memor.Fact, err error, empty string) (*mcp.CallToolRes
 
 func (t tools) asOf(ctx context.Context, _ *mcp.CallToolRequest, in asOfIn) (*mcp.CallToolResult, asOfOut, error) {
 	now := t.now().UTC()
-	valid, err := server.ParseTime(in.ValidAt, now)
+	valid, err := instant.Parse(in.ValidAt, now)
 	if err != nil {
 		return nil, asOfOut{}, err
 	}
-	known, err := server.ParseTime(in.KnownAt, now)
+	known, err := instant.Parse(in.KnownAt, now)
 	if err != nil {
 		return nil, asOfOut{}, err
 	}

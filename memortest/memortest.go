@@ -4,42 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/memor-db/memor/memortest/backend"
 )
 
-// Backend is the agent memory under test. The suite only ever talks to a
-// memory through these three calls, so any store (a fact engine, a vector
-// memory, a chunk store behind HTTP) can be measured the same way.
-//
-// Add must have applied text by the time it returns: the suite queries right
-// after the last Add. Query returns at most k strings, best first; they may be
-// facts rendered as text ("user lives_in Seattle") or raw turns. Reset forgets
-// everything about user and nothing about anyone else.
-type Backend interface {
-	Add(ctx context.Context, user, text string, at time.Time) error
-	Query(ctx context.Context, user, q string, k int) ([]string, error)
-	Reset(ctx context.Context, user string) error
-}
+// Backend is the agent memory under test (see [backend.Backend]).
+type Backend = backend.Backend
 
 // Triple is one current fact, subject predicate object.
-type Triple struct {
-	Subject   string `json:"subject"`
-	Predicate string `json:"predicate"`
-	Object    string `json:"object"`
-}
-
-func (t Triple) String() string { return t.Subject + " " + t.Predicate + " " + t.Object }
+type Triple = backend.Triple
 
 // Stater is implemented by backends that expose the facts they believe are
-// true now. When a Backend is also a Stater the suite checks, besides what
-// Query serves, that no value a case marks as gone is still current.
-type Stater interface {
-	Current(ctx context.Context, user string) ([]Triple, error)
-}
+// true now (see [backend.Stater]).
+type Stater = backend.Stater
 
 // Sentinel errors. Every error the package returns wraps one of them.
 var (
@@ -50,12 +33,12 @@ var (
 	ErrBroken = errors.New("memortest: rule broken")
 	// ErrBackend reports that a backend call itself failed.
 	ErrBackend = errors.New("memortest: backend error")
-	// ErrHTTP reports an HTTP backend that answered outside the contract.
-	ErrHTTP = errors.New("memortest: http contract")
+	// ErrHTTP reports an HTTP backend that answered outside the contract
+	// (backend.ErrHTTP).
+	ErrHTTP = backend.ErrHTTP
 	// ErrInvalidInput is for backends to wrap when they refuse a request
-	// as malformed (an empty user ID, invalid text): HTTPHandler answers
-	// 400 instead of 500.
-	ErrInvalidInput = errors.New("memortest: invalid input")
+	// as malformed (backend.ErrInvalidInput).
+	ErrInvalidInput = backend.ErrInvalidInput
 )
 
 // DefaultK is how many results a case asks for when it does not say.
@@ -409,3 +392,16 @@ func checkReset(ctx context.Context, b Backend) error {
 	}
 	return errors.Join(errs...)
 }
+
+// UserPrefix is the reserved prefix of the suite's users over HTTP
+// (backend.UserPrefix).
+const UserPrefix = backend.UserPrefix
+
+// HTTPBackend is a Backend that speaks the HTTP contract to baseURL
+// (backend.HTTPBackend).
+func HTTPBackend(baseURL string, client *http.Client) Backend {
+	return backend.HTTPBackend(baseURL, client)
+}
+
+// HTTPHandler serves b under the HTTP contract (backend.HTTPHandler).
+func HTTPHandler(b Backend) http.Handler { return backend.HTTPHandler(b) }

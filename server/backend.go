@@ -7,16 +7,16 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
-	"github.com/memor-db/memor/memortest"
+	"github.com/memor-db/memor/memortest/backend"
 )
 
 // Backend adapts an engine to memortest's Backend (and Stater) interface,
 // so that the conformance suite can measure it in process or, through
-// memortest.HTTPHandler, over HTTP. Add returns once the episode is
+// backend.HTTPHandler, over HTTP. Add returns once the episode is
 // applied; Query serves the result texts (facts as "subject predicate
 // object", episodes with their date); Reset is Forget. Safe for concurrent
 // use.
-func Backend(e *memor.Engine) memortest.Backend { return engineBackend{e} }
+func Backend(e *memor.Engine) backend.Backend { return engineBackend{e} }
 
 type engineBackend struct{ e *memor.Engine }
 
@@ -30,7 +30,7 @@ func (b engineBackend) Add(ctx context.Context, user, text string, at time.Time)
 func invalid(err error) error {
 	for _, s := range []error{memor.ErrInvalidUser, memor.ErrInvalidText, memor.ErrInvalidTime, memor.ErrInvalidFact, memor.ErrInvalidSpeaker, memor.ErrTooLarge} {
 		if errors.Is(err, s) {
-			return fmt.Errorf("%w: %w", memortest.ErrInvalidInput, err)
+			return fmt.Errorf("%w: %w", backend.ErrInvalidInput, err)
 		}
 	}
 	return err
@@ -52,15 +52,15 @@ func (b engineBackend) Reset(ctx context.Context, user string) error {
 	return invalid(b.e.Forget(ctx, user))
 }
 
-// Current lists the facts believed true now (memortest.Stater).
-func (b engineBackend) Current(ctx context.Context, user string) ([]memortest.Triple, error) {
+// Current lists the facts believed true now (backend.Stater).
+func (b engineBackend) Current(ctx context.Context, user string) ([]backend.Triple, error) {
 	fs, err := b.e.State(ctx, user)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]memortest.Triple, 0, len(fs))
+	out := make([]backend.Triple, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, memortest.Triple{Subject: f.Subject, Predicate: f.Predicate, Object: f.Object})
+		out = append(out, backend.Triple{Subject: f.Subject, Predicate: f.Predicate, Object: f.Object})
 	}
 	return out, nil
 }

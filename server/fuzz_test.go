@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/instant"
 )
 
 // fuzzToken is the bearer token of the fuzzed handler that requires one.
@@ -176,7 +177,7 @@ func FuzzRequest(f *testing.F) {
 		case "GET /v1/users/{user}/query", "GET /v1/users/{user}/asof":
 			bad := false
 			for _, name := range []string{"valid", "known"} {
-				if _, err := ParseTime(q.Get(name), time.Time{}); err != nil {
+				if _, err := instant.Parse(q.Get(name), time.Time{}); err != nil {
 					bad = true
 				}
 			}
@@ -203,7 +204,7 @@ func FuzzRequest(f *testing.F) {
 			if got.Episode.User != req.PathValue("user") || got.Episode.Text != sent.Text {
 				t.Fatalf("%s %s %q: stored user %q text %q", method, path, body, got.Episode.User, got.Episode.Text)
 			}
-			if at, _ := ParseTime(sent.At, time.Time{}); !at.IsZero() && !got.Episode.At.Equal(at) {
+			if at, _ := instant.Parse(sent.At, time.Time{}); !at.IsZero() && !got.Episode.At.Equal(at) {
 				t.Fatalf("%s %s %q: stored at %v, want %v", method, path, body, got.Episode.At, at)
 			}
 		}

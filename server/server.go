@@ -16,10 +16,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memor-db/memor/internal/instant"
 	"github.com/memor-db/memor/internal/jsontext"
 
 	"github.com/memor-db/memor"
-	"github.com/memor-db/memor/memortest"
+	"github.com/memor-db/memor/memortest/backend"
 )
 
 // DefaultMaxBodyBytes bounds a request body when Options.MaxBodyBytes is 0.
@@ -81,7 +82,7 @@ type Options struct {
 	MaxImportBytes int64
 	// Conformance mounts memortest's HTTP contract under /conformance/
 	// (add, query, reset, and GET /conformance/status), serving only users
-	// under memortest.UserPrefix, so that the suite cannot touch a real
+	// under backend.UserPrefix, so that the suite cannot touch a real
 	// user. Off by default: nothing is mounted.
 	Conformance bool
 	// MCP, if set, is served at MCPPath (mcpserver.NewHTTPHandler: the MCP
@@ -155,7 +156,7 @@ func New(e *memor.Engine, o Options) *Handler {
 		})
 	}
 	if o.Conformance {
-		m.Handle("/conformance/", http.StripPrefix("/conformance", memortest.HTTPHandler(Backend(e))))
+		m.Handle("/conformance/", http.StripPrefix("/conformance", backend.HTTPHandler(Backend(e))))
 		m.HandleFunc("GET /conformance/status", h.conformanceStatus)
 	}
 	if o.MCP != nil {
@@ -287,7 +288,7 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fmt.Errorf("%w: text is empty: send {\"text\": \"what the user said\"}", memor.ErrInvalidText))
 		return
 	}
-	at, err := ParseTime(req.At, time.Time{})
+	at, err := instant.Parse(req.At, time.Time{})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -425,11 +426,11 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		opts.MinSupport = v
 	}
 	var err error
-	if opts.ValidAt, err = ParseTime(q.Get("valid"), time.Time{}); err != nil {
+	if opts.ValidAt, err = instant.Parse(q.Get("valid"), time.Time{}); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if opts.KnownAt, err = ParseTime(q.Get("known"), time.Time{}); err != nil {
+	if opts.KnownAt, err = instant.Parse(q.Get("known"), time.Time{}); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -475,21 +476,21 @@ func (h *Handler) conformanceStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	suite := 0
 	for _, u := range users {
-		if strings.HasPrefix(u, memortest.UserPrefix) {
+		if strings.HasPrefix(u, backend.UserPrefix) {
 			suite++
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"prefix": memortest.UserPrefix, "suite_users": suite, "other_users": len(users) - suite})
+	writeJSON(w, http.StatusOK, map[string]any{"prefix": backend.UserPrefix, "suite_users": suite, "other_users": len(users) - suite})
 }
 
 // instants reads ?valid= and ?known=, each defaulting to now.
 func (h *Handler) instants(r *http.Request) (valid, known time.Time, err error) {
 	now := h.o.Now().UTC()
 	q := r.URL.Query()
-	if valid, err = ParseTime(q.Get("valid"), now); err != nil {
+	if valid, err = instant.Parse(q.Get("valid"), now); err != nil {
 		return
 	}
-	known, err = ParseTime(q.Get("known"), now)
+	known, err = instant.Parse(q.Get("known"), now)
 	return
 }
 

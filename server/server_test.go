@@ -430,27 +430,6 @@ func TestListenAndServe(t *testing.T) {
 	}
 }
 
-func TestParseTime(t *testing.T) {
-	def := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Time{
-		"":                            def,
-		"2026-02-01":                  time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC),
-		"2026-02-01T09:30:00Z":        time.Date(2026, 2, 1, 9, 30, 0, 0, time.UTC),
-		"2026-02-01T09:30:00.5+02:00": time.Date(2026, 2, 1, 7, 30, 0, 5e8, time.UTC),
-	} {
-		got, err := ParseTime(in, def)
-		if err != nil || !got.Equal(want) {
-			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"yesterday", "2026-02-30", "01/02/2026", "2026-02-01 09:30",
-		"0001-01-01", "0001-01-01T00:00:00Z", "1677-12-31T23:59:59.999999999Z", "2262-01-01", "9999-12-31T00:00:00+14:00"} {
-		if _, err := ParseTime(in, def); !errors.Is(err, memor.ErrInvalidTime) {
-			t.Errorf("ParseTime(%q) = %v, want ErrInvalidTime", in, err)
-		}
-	}
-}
-
 // TestPanicIsA500 checks that a bug in a handler answers a plain JSON 500,
 // with no stack trace, and the server keeps serving. A nil engine makes
 // every engine call panic.

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/memor-db/memor/extract/llm/llmjson"
+	"github.com/memor-db/memor/extract/llm/internal/llmjson"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"

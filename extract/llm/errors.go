@@ -3,11 +3,11 @@ package llm
 import (
 	"errors"
 
-	"github.com/memor-db/memor/extract/llm/llmjson"
+	"github.com/memor-db/memor/extract/llm/internal/llmjson"
 )
 
 // Sentinel errors; match them with errors.Is. ErrMalformed, ErrSchema and
-// ErrInvented are llmjson's, re-exported: the same values.
+// ErrInvented are the values the decoder (internal/llmjson) returns.
 var (
 	// ErrConfig: the client is not configured (no model, bad base URL).
 	ErrConfig = errors.New("llm: not configured")

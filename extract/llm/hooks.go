@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/extract"
-	"github.com/memor-db/memor/extract/llm/llmjson"
+	"github.com/memor-db/memor/extract/llm/internal/llmjson"
 	"github.com/memor-db/memor/lang"
 	"github.com/memor-db/memor/lang/en"
 )

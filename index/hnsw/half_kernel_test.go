@@ -46,6 +46,7 @@ func forF16C(t *testing.T, f func(t *testing.T)) {
 // and refused values. MEMOR_HALF_EXHAUSTIVE=1 checks all 2³² patterns
 // (about a minute per path).
 func TestHalfScaledAllInputs(t *testing.T) {
+	t.Parallel()
 	step := uint64(251)
 	if os.Getenv("MEMOR_HALF_EXHAUSTIVE") != "" {
 		step = 1
@@ -80,6 +81,7 @@ func TestHalfScaledAllInputs(t *testing.T) {
 // of every length up to 70 and of 384, mixing Gaussian, sparse, tiny,
 // huge, subnormal and non-finite components.
 func TestEncodeHalfMatchesReference(t *testing.T) {
+	t.Parallel()
 	forF16C(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(11, 12))
 		for trial := range 60_000 {

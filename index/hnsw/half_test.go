@@ -13,6 +13,7 @@ import (
 
 // TestHalfExhaustive: every binary16 value survives fromHalf → toHalf.
 func TestHalfExhaustive(t *testing.T) {
+	t.Parallel()
 	for h := range 1 << 16 {
 		f := fromHalf(uint16(h))
 		if math.IsNaN(float64(f)) {
@@ -30,6 +31,7 @@ func TestHalfExhaustive(t *testing.T) {
 // TestHalfRounding: toHalf picks the nearest binary16 (ties to even),
 // checked against a float64 search of the two neighbours.
 func TestHalfRounding(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 1_000_000 {
 		var f float32
@@ -59,6 +61,7 @@ func TestHalfRounding(t *testing.T) {
 // exactly it, and rounding is idempotent; the error stays within 2⁻¹¹ of
 // the largest magnitude.
 func TestHalfVectorRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 20_000 {
 		dim := 1 + r.IntN(400)
@@ -113,6 +116,7 @@ func TestHalfVectorRoundTrip(t *testing.T) {
 // half precision) loads with those exact values, answers as it did, passes
 // Check, and takes new half-precision vectors beside the old ones.
 func TestLoadFloat32Vectors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vecs := clustered(77, 300, 16, 4)
 	for _, o := range []Options{{Seed: 1}, {Seed: 1, ExactBelow: -1}} {
@@ -266,6 +270,7 @@ func (c *countingKV) Delete(k []byte) error { *c.n += len(k); return c.m.Delete(
 // gives exactly toHalf's bits, on components of every magnitude (zeros,
 // subnormal halves, rounding boundaries, the scale itself).
 func TestEncodeHalfMatchesToHalf(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	v := make([]float32, 64)
 	for trial := range 200_000 {
@@ -319,6 +324,7 @@ func BenchmarkEncodeHalf(b *testing.B) {
 // vector is fromHalf of the stored bits times the scale, for every
 // component, on the same mix of magnitudes.
 func TestRoundHalfMatchesFromHalf(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(8, 9))
 	v := make([]float32, 64)
 	for range 100_000 {

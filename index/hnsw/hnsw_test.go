@@ -199,6 +199,7 @@ func measure(t *testing.T, ix *Index, vecs [][]float32, nq int, allowFor func(i 
 }
 
 func TestRecall(t *testing.T) {
+	t.Parallel()
 	vecs, ix, _ := big(t)
 	if ix.Len() != recallN {
 		t.Fatalf("Len = %d", ix.Len())
@@ -222,6 +223,7 @@ func randomAllow(seed uint64, n int, frac float64) *roaring.Bitmap {
 }
 
 func TestFilteredRecall(t *testing.T) {
+	t.Parallel()
 	vecs, ix, _ := big(t)
 	for _, frac := range []float64{0.01, 0.05, 0.10} {
 		// ix has ExactBelow < 0: this is the filtered graph walk.
@@ -242,6 +244,7 @@ func TestFilteredRecall(t *testing.T) {
 }
 
 func TestFilterOnlyReturnsAllowed(t *testing.T) {
+	t.Parallel()
 	vecs, ix, _ := big(t)
 	allow := roaring.BitmapOf(3, 500, 9000, 19999, 4_000_000) // last ID is not in the index
 	got, err := ix.Search(context.Background(), vecs[3], 10, allow)
@@ -256,12 +259,13 @@ func TestFilterOnlyReturnsAllowed(t *testing.T) {
 			t.Errorf("hit %d is not allowed", h.ID)
 		}
 	}
-	if got, _ := ix.Search(context.Background(), vecs[3], 10, roaring.New()); len(got) != 0 {
-		t.Errorf("empty allow-list returned %v", got)
+	if got, err := ix.Search(context.Background(), vecs[3], 10, roaring.New()); err != nil || len(got) != 0 {
+		t.Errorf("empty allow-list returned %v, %v", got, err)
 	}
 }
 
 func TestCheckAndReload(t *testing.T) {
+	t.Parallel()
 	vecs, ix, store := big(t)
 	ctx := context.Background()
 	if err := ix.Check(ctx, store); err != nil {
@@ -285,6 +289,7 @@ func TestCheckAndReload(t *testing.T) {
 }
 
 func TestPersistPebble(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := kv.Open(t.TempDir(), kv.Options{NoSync: true})
 	if err != nil {
@@ -355,6 +360,7 @@ func TestPersistPebble(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memKV{}
 	vecs, queries := dataset(21, 4000, 100, 32, 12)
@@ -435,6 +441,7 @@ func TestDelete(t *testing.T) {
 }
 
 func TestReplace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memKV{}
 	vecs := clustered(31, 800, 16, 5)
@@ -458,6 +465,7 @@ func TestReplace(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	vecs := clustered(41, 1500, 16, 6)
 	a, b := memKV{}, memKV{}
 	// ExactBelow < 0: the graph is built from the first Add.
@@ -483,6 +491,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ix := New(4, nil, Options{})
 	w := memKV{}
@@ -529,6 +538,7 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestCheckFindsDamage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memKV{}
 	vecs := clustered(51, 300, 8, 3)
@@ -571,6 +581,7 @@ func TestCheckFindsDamage(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vecs := clustered(61, 2000, 16, 8)
 	store := memKV{}

@@ -112,6 +112,7 @@ func bruteForceHeld(ix *Index, q []float32, k int, allow *roaring.Bitmap) []uint
 }
 
 func TestSmallIndexHasNoGraph(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memKV{}
 	vecs, queries := dataset(71, 1500, 40, 32, 8)
@@ -162,6 +163,7 @@ func TestSmallIndexHasNoGraph(t *testing.T) {
 }
 
 func TestBuildAtThreshold(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const n, at = 4000, 3000
 	store := memKV{}
@@ -219,6 +221,7 @@ func TestBuildAtThreshold(t *testing.T) {
 // in ID order it is byte for byte the graph an always-built index makes,
 // and added in any order (or reloaded before the build) it is the same.
 func TestBuildIsDeterministic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const n, at = 1500, 1000
 	vecs := clustered(91, n, 16, 6)
@@ -283,6 +286,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 }
 
 func TestReloadBothStates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vecs, queries := dataset(101, 2500, 40, 32, 10)
 	allow := randomAllow(9, len(vecs), 0.2)
@@ -334,6 +338,7 @@ func TestReloadBothStates(t *testing.T) {
 // An index loaded without its graph builds it on the next Add once it is
 // at GraphAt, in that Add's batch, and not before.
 func TestLoadDoesNotBuild(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memKV{}
 	vecs := clustered(111, 600, 16, 4)
@@ -358,6 +363,7 @@ func TestLoadDoesNotBuild(t *testing.T) {
 }
 
 func TestDeleteBothStates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const n, at = 3000, 2000
 	vecs, queries := dataset(121, n, 50, 32, 10)
@@ -473,6 +479,7 @@ func TestDeleteBothStates(t *testing.T) {
 }
 
 func TestMetaFormats(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vecs := clustered(131, 200, 8, 3)
 	// A version-1 meta (written before the graph flag existed) is a graph.
@@ -536,6 +543,7 @@ func TestMetaFormats(t *testing.T) {
 // The engine's shape: a real store, several batches, the threshold crossed
 // inside one of them.
 func TestLazyPebble(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := kv.Open(t.TempDir(), kv.Options{NoSync: true})
 	if err != nil {
@@ -574,6 +582,7 @@ func TestLazyPebble(t *testing.T) {
 // Searches run while an Add builds the graph (the build does not hold the
 // read-exclusive lock): they must see either state whole. Run with -race.
 func TestSearchDuringBuild(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const at = 1500
 	vecs, queries := dataset(151, at+200, 50, 16, 6)

@@ -92,6 +92,7 @@ func BenchmarkDotFloat32(b *testing.B) {
 // TestCheckFindsStaleCodes: the int8 copy is derived state; Check must
 // notice when it no longer matches the vector, and Load must rebuild it.
 func TestCheckFindsStaleCodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := memKV{}
 	ix := build(t, store, clustered(52, 200, 64, 3), Options{Seed: 1, ExactBelow: -1})
@@ -117,6 +118,7 @@ func TestCheckFindsStaleCodes(t *testing.T) {
 // the codes alone would misrank) and exact duplicates (ties), with and
 // without filters, after deletes and replacements, under both metrics.
 func TestScan8MatchesFloatScan(t *testing.T) {
+	t.Parallel()
 	for _, metric := range []Metric{Cosine, Dot} {
 		r := rand.New(rand.NewPCG(5, uint64(metric)))
 		const n, dim = 3000, 48

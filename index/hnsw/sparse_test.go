@@ -30,6 +30,7 @@ func sparseVec(r *rand.Rand, dim, nnz int) []float32 {
 // shorter then, decodes to the bits the dense encoding decodes to, and
 // rounds the held vector to the same bits as the dense encoding.
 func TestSparseDecodesLikeDense(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(4, 5))
 	for _, dim := range []int{1, 2, 3, 7, 16, 384, 1024, 1500} {
 		for trial := range 60 {
@@ -84,6 +85,7 @@ func TestSparseDecodesLikeDense(t *testing.T) {
 // TestSparseMalformed: a damaged sparse record is refused, never decoded
 // into something else.
 func TestSparseMalformed(t *testing.T) {
+	t.Parallel()
 	const dim = 16
 	entry := func(i, h uint16) []byte {
 		return binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint16(nil, i), h)
@@ -123,6 +125,7 @@ func TestSparseMalformed(t *testing.T) {
 // pass Check; an index persisted before sparse records, with dense half
 // records of the same vectors, loads, passes Check and answers the same.
 func TestSparseIndexPaths(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(8, 1))
 	const dim = 64
@@ -228,6 +231,7 @@ func TestSparseIndexPaths(t *testing.T) {
 
 // TestLaneMask: every value of every lane, beside random other lanes.
 func TestLaneMask(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(2, 2))
 	for v := range 1 << 16 {
 		for lane := range 4 {

@@ -15,6 +15,7 @@ import (
 // loads, checks clean and answers searches like the index; the vector
 // that would need the graph is refused, and so is an ID out of order.
 func TestWriterEqualsIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	prefix := []byte("u/n")
 	for _, metric := range []Metric{Cosine, Dot} {
@@ -90,6 +91,7 @@ func TestWriterEqualsIndex(t *testing.T) {
 // which AddSparse refuses alike; bad indexes are refused without leaving
 // anything behind for the next vector.
 func TestWriterAddSparse(t *testing.T) {
+	t.Parallel()
 	prefix := []byte("u/n")
 	r := rand.New(rand.NewPCG(6, 7))
 	for _, metric := range []Metric{Cosine, Dot} {

@@ -47,14 +47,14 @@ func TestQuery(t *testing.T) {
 	if got, _ := m.Query(ctx, "u", "sushi live", 1); len(got) != 1 || !strings.Contains(got[0], "sushi") {
 		t.Errorf("idf: %q", got)
 	}
-	if got, _ := m.Query(ctx, "other", "Where do I live?", 5); len(got) != 0 {
-		t.Errorf("other user sees %q", got)
+	if got, err := m.Query(ctx, "other", "Where do I live?", 5); err != nil || len(got) != 0 {
+		t.Errorf("other user sees %q (%v)", got, err)
 	}
 	if err := m.Reset(ctx, "u"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := m.Query(ctx, "u", "Where do I live?", 5); len(got) != 0 {
-		t.Errorf("after Reset: %q", got)
+	if got, err := m.Query(ctx, "u", "Where do I live?", 5); err != nil || len(got) != 0 {
+		t.Errorf("after Reset: %q (%v)", got, err)
 	}
 	if err := m.Add(ctx, "u", "  ", day); !errors.Is(err, naive.ErrEmpty) {
 		t.Errorf("empty Add: %v", err)

@@ -1,4 +1,4 @@
-package fuzz
+package model
 
 import (
 	"go/parser"

@@ -1,4 +1,4 @@
-package fuzz
+package model
 
 import (
 	"errors"
@@ -330,11 +330,13 @@ func (m *Model) Claims(user string) []Claim {
 				ValidFrom: time.Unix(0, c.key.vf).UTC(), Retracted: c.retracted})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].sortKey() < out[j].sortKey() })
+	sort.Slice(out, func(i, j int) bool { return out[i].SortKey() < out[j].SortKey() })
 	return out
 }
 
-func (c Claim) sortKey() string {
+// SortKey orders claims by slot, valid time, kind and object: the order
+// Claims lists them in.
+func (c Claim) SortKey() string {
 	// The instant offset by 2^63, so that before the epoch (negative)
 	// sorts as time does.
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%020d\x00%t\x00%s", c.SubjKey, c.Pred, c.CtxKey, uint64(c.ValidFrom.UnixNano())^1<<63, c.End, c.ObjKey)
