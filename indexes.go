@@ -92,6 +92,7 @@ type userIndex struct {
 	// versionsOf: fact ID → the same documents.
 	factsOf    map[uint64]map[string]*factDocs
 	versionsOf map[string]*factDocs
+	factChunk  []factDocs // where newFactDocs carves the next one
 	// subjectsOf and contextsOf: episode seq → normalised subjects and
 	// contexts of its facts.
 	subjectsOf, contextsOf map[uint64]map[string]bool
@@ -442,13 +443,26 @@ func addFactOfLocked[K string | []byte](ui *userIndex, seq uint64, id, subjKey, 
 	if d == nil {
 		key := string(id) // one copy, for both maps
 		if d = ui.versionsOf[key]; d == nil {
-			d = &factDocs{}
+			d = ui.newFactDocs()
 			ui.versionsOf[key] = d
 		}
 		fs[key] = d
 	}
 	d.add(doc)
 }
+
+// newFactDocs returns an empty factDocs carved from a chunk (ui.mu
+// held): a user's facts cost one allocation per factChunk of them.
+func (ui *userIndex) newFactDocs() *factDocs {
+	if len(ui.factChunk) == cap(ui.factChunk) {
+		ui.factChunk = make([]factDocs, 0, factChunk)
+	}
+	ui.factChunk = ui.factChunk[:len(ui.factChunk)+1]
+	return &ui.factChunk[len(ui.factChunk)-1]
+}
+
+// factChunk is how many factDocs one allocation holds.
+const factChunk = 128
 
 // factDocs is the documents of one fact's versions. A fact has one or a
 // few, so a list with the first inline (one allocation) stands where a
