@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -88,8 +89,9 @@ type userIndex struct {
 	episodes map[uint32]*episodeDoc
 	// factsOf: episode seq → fact ID → documents of that fact's versions;
 	// versionsOf: fact ID → the same documents.
-	factsOf    map[uint64]map[string]*roaring.Bitmap
-	versionsOf map[string]*roaring.Bitmap
+	factsOf    map[uint64]map[string]*factDocs
+	versionsOf map[string]*factDocs
+	factChunk  []factDocs // where newFactDocs carves the next one
 	// subjectsOf and contextsOf: episode seq → normalised subjects and
 	// contexts of its facts.
 	subjectsOf, contextsOf map[uint64]map[string]bool
@@ -360,6 +362,10 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	}
 	ui := s.newUserIndex(bm, vec, tmp, g)
 	docs := kv.UserKey(user, kv.SubDoc)
+	// The fact ID in hex, the subject and the context are decoded into
+	// buffers reused across documents (see addFactOfLocked).
+	var id [2 * idLen]byte
+	var subj, ctxKey []byte
 	err = r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
 		if len(v) < 9 {
@@ -371,8 +377,13 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 		case docVersion:
 			if _, ok := tmp.Get(doc); ok && len(v) >= 9+idLen+8 {
 				d := kv.NewDecoder(v[9:])
-				subj, _, ctxKey := d.String(), d.String(), d.String()
-				ui.addFactOf(seq, hex.EncodeToString(v[len(v)-8-idLen:len(v)-8]), subj, ctxKey, doc)
+				subj = d.AppendBytes(subj[:0])
+				ctxKey = d.AppendBytes(ctxKey[:0]) // the predicate, not kept
+				ctxKey = d.AppendBytes(ctxKey[:0])
+				hex.Encode(id[:], v[len(v)-8-idLen:len(v)-8])
+				ui.mu.Lock()
+				addFactOfLocked(ui, seq, id[:], subj, ctxKey, doc)
+				ui.mu.Unlock()
 			}
 		case docEpisode:
 			ep, err := getEpisode(r, user, seq)
@@ -395,38 +406,104 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
 	return &userIndex{dim: vec.Dim(), bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
-		factsOf: map[uint64]map[string]*roaring.Bitmap{}, versionsOf: map[string]*roaring.Bitmap{}, subjectsOf: map[uint64]map[string]bool{},
+		factsOf: map[uint64]map[string]*factDocs{}, versionsOf: map[string]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
 		contextsOf: map[uint64]map[string]bool{}}
 }
 
 func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint32) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	for _, m := range []struct {
+	addFactOfLocked(ui, seq, id, subjKey, ctxKey, doc)
+}
+
+// addFactOfLocked is addFactOf (ui.mu held) for keys as strings or, from
+// a load's reused buffers, bytes: a map lookup with string(b) does not
+// copy b, so a key is allocated only the first time it is stored.
+func addFactOfLocked[K string | []byte](ui *userIndex, seq uint64, id, subjKey, ctxKey K, doc uint32) {
+	for _, m := range [2]struct {
 		sets map[uint64]map[string]bool
-		key  string
+		key  K
 	}{{ui.subjectsOf, subjKey}, {ui.contextsOf, ctxKey}} {
 		set := m.sets[seq]
 		if set == nil {
 			set = map[string]bool{}
 			m.sets[seq] = set
 		}
-		set[m.key] = true
+		if !set[string(m.key)] {
+			set[string(m.key)] = true
+		}
 	}
 	fs := ui.factsOf[seq]
 	if fs == nil {
-		fs = map[string]*roaring.Bitmap{}
+		fs = map[string]*factDocs{}
 		ui.factsOf[seq] = fs
 	}
-	b := fs[id]
-	if b == nil {
-		if b = ui.versionsOf[id]; b == nil {
-			b = roaring.New()
-			ui.versionsOf[id] = b
+	d := fs[string(id)]
+	if d == nil {
+		key := string(id) // one copy, for both maps
+		if d = ui.versionsOf[key]; d == nil {
+			d = ui.newFactDocs()
+			ui.versionsOf[key] = d
 		}
-		fs[id] = b
+		fs[key] = d
 	}
-	b.Add(doc)
+	d.add(doc)
+}
+
+// newFactDocs returns an empty factDocs carved from a chunk (ui.mu
+// held): a user's facts cost one allocation per factChunk of them.
+func (ui *userIndex) newFactDocs() *factDocs {
+	if len(ui.factChunk) == cap(ui.factChunk) {
+		ui.factChunk = make([]factDocs, 0, factChunk)
+	}
+	ui.factChunk = ui.factChunk[:len(ui.factChunk)+1]
+	return &ui.factChunk[len(ui.factChunk)-1]
+}
+
+// factChunk is how many factDocs one allocation holds.
+const factChunk = 128
+
+// factDocs is the documents of one fact's versions. A fact has one or a
+// few, so a list with the first inline (one allocation) stands where a
+// roaring bitmap per fact (five) made most of a large user's load's
+// allocations.
+type factDocs struct {
+	first uint32
+	n     int // documents held: first, then rest
+	rest  []uint32
+}
+
+// add adds doc, once.
+func (d *factDocs) add(doc uint32) {
+	if d.has(doc) {
+		return
+	}
+	if d.n == 0 {
+		d.first = doc
+	} else {
+		d.rest = append(d.rest, doc)
+	}
+	d.n++
+}
+
+func (d *factDocs) has(doc uint32) bool {
+	return d.n > 0 && d.first == doc || slices.Contains(d.rest, doc)
+}
+
+// intersects reports whether one of the documents is in b.
+func (d *factDocs) intersects(b *roaring.Bitmap) bool {
+	if d.n == 0 {
+		return false
+	}
+	if b.Contains(d.first) {
+		return true
+	}
+	for _, doc := range d.rest {
+		if b.Contains(doc) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *indexSet) dropUser(user string) {
@@ -615,7 +692,7 @@ func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitm
 // (ui.mu held).
 func (ui *userIndex) stale(ids []string, visible *roaring.Bitmap) bool {
 	for _, id := range ids {
-		if vs := ui.versionsOf[id]; vs == nil || !vs.Intersects(visible) {
+		if vs := ui.versionsOf[id]; vs == nil || !vs.intersects(visible) {
 			return true
 		}
 	}
@@ -636,12 +713,12 @@ func (ui *userIndex) episodeContexts(seq uint64) map[string]bool {
 	return ui.contextsOf[seq]
 }
 
-func allVisible(fs map[string]*roaring.Bitmap, visible *roaring.Bitmap) bool {
+func allVisible(fs map[string]*factDocs, visible *roaring.Bitmap) bool {
 	if len(fs) == 0 {
 		return false
 	}
 	for _, versions := range fs {
-		if !versions.Intersects(visible) {
+		if !versions.intersects(visible) {
 			return false
 		}
 	}

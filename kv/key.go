@@ -153,10 +153,31 @@ func (d *Decoder) Byte() byte {
 
 // Bytes reads one escaped component.
 func (d *Decoder) Bytes() []byte {
-	if d.Err != nil {
+	out, ok := d.appendComponent(nil)
+	if !ok {
 		return nil
 	}
-	var out []byte
+	if out == nil {
+		out = []byte{}
+	}
+	return out
+}
+
+// AppendBytes reads one escaped component and appends it to dst, so that
+// a loop decoding many keys reuses one buffer; on a malformed component
+// it returns dst unchanged and sets Err.
+func (d *Decoder) AppendBytes(dst []byte) []byte {
+	out, ok := d.appendComponent(dst)
+	if !ok {
+		return dst
+	}
+	return out
+}
+
+func (d *Decoder) appendComponent(out []byte) ([]byte, bool) {
+	if d.Err != nil {
+		return nil, false
+	}
 	for i := 0; i < len(d.b); i++ {
 		c := d.b[i]
 		if c != escByte {
@@ -165,7 +186,7 @@ func (d *Decoder) Bytes() []byte {
 		}
 		if i+1 >= len(d.b) {
 			d.fail("dangling escape")
-			return nil
+			return nil, false
 		}
 		switch d.b[i+1] {
 		case escEscape:
@@ -173,17 +194,14 @@ func (d *Decoder) Bytes() []byte {
 			i++
 		case escTerm:
 			d.b = d.b[i+2:]
-			if out == nil {
-				out = []byte{}
-			}
-			return out
+			return out, true
 		default:
 			d.fail("bad escape")
-			return nil
+			return nil, false
 		}
 	}
 	d.fail("unterminated component")
-	return nil
+	return nil, false
 }
 
 // String reads one escaped component as a string.

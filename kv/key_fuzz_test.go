@@ -67,6 +67,17 @@ func FuzzKeyCodec(f *testing.F) {
 		if got := d.Bytes(); !bytes.Equal(got, b) {
 			t.Fatalf("bytes: got %q want %q", got, b)
 		}
+		// AppendBytes reads the same components after what dst holds.
+		ad := kv.NewDecoder(key[1:])
+		if got := ad.AppendBytes([]byte("x")); string(got) != "x"+string(a) {
+			t.Fatalf("append string: got %q want %q", got, "x"+string(a))
+		}
+		if got := ad.AppendBytes(nil); !bytes.Equal(got, b) || ad.Err != nil {
+			t.Fatalf("append bytes: got %q want %q (%v)", got, b, ad.Err)
+		}
+		if got := kv.NewDecoder([]byte{0}).AppendBytes([]byte("x")); string(got) != "x" {
+			t.Fatalf("append of an unterminated component: got %q want %q", got, "x")
+		}
 		if got := d.Uint64(); got != u {
 			t.Fatalf("uint64: got %d want %d", got, u)
 		}

@@ -532,20 +532,22 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	ix := New(prefix, o)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	var terms []termBytes // reused: a term is copied only when new
 	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
 		doc, err := ix.parseKey(k)
 		if err != nil {
 			return err
 		}
-		length, terms, err := decodeRecord(v)
+		var length uint32
+		length, terms, err = decodeRecordBytes(terms, v)
 		if err != nil {
 			return fmt.Errorf("doc %d: %w", doc, err)
 		}
 		refs := ix.refSlab.take(len(terms))
 		for i, t := range terms {
-			id, ok := ix.ids[t.term]
+			id, ok := ix.ids[string(t.term)]
 			if !ok {
-				id = ix.newTermLocked(t.term)
+				id = ix.newTermLocked(string(t.term))
 			}
 			refs[i] = termRef{id, t.tf}
 		}

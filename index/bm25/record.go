@@ -1,9 +1,11 @@
 package bm25
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/memor-db/memor/kv"
 )
@@ -48,6 +50,27 @@ func appendRecord(dst []byte, length uint32, terms []termCount) []byte {
 // decodeRecord is the inverse of appendRecord. It checks every invariant a
 // record must hold, so a corrupt value is reported rather than loaded.
 func decodeRecord(v []byte) (length uint32, terms []termCount, err error) {
+	length, tb, err := decodeRecordBytes(nil, v)
+	if err != nil {
+		return 0, nil, err
+	}
+	terms = make([]termCount, len(tb))
+	for i, t := range tb {
+		terms[i] = termCount{string(t.term), t.tf}
+	}
+	return length, terms, nil
+}
+
+// termBytes is a termCount whose term is a view of the record's bytes.
+type termBytes struct {
+	term []byte
+	tf   uint32
+}
+
+// decodeRecordBytes is decodeRecord with the terms as views of v,
+// appended to dst[:0]: Load reuses one slice for every record and copies
+// a term only when it is new to the index.
+func decodeRecordBytes(dst []termBytes, v []byte) (length uint32, terms []termBytes, err error) {
 	if len(v) == 0 || v[0] != recordVersion {
 		return 0, nil, fmt.Errorf("%w: record version %v", ErrCorrupt, v[:min(len(v), 1)])
 	}
@@ -68,7 +91,7 @@ func decodeRecord(v []byte) (length uint32, terms []termCount, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	terms = make([]termCount, 0, n)
+	terms = slices.Grow(dst[:0], int(n))
 	var sum uint64
 	for i := uint64(0); i < n; i++ {
 		tl, err := uv("term length", uint64(len(v)))
@@ -78,7 +101,7 @@ func decodeRecord(v []byte) (length uint32, terms []termCount, err error) {
 		if tl > uint64(len(v)) {
 			return 0, nil, fmt.Errorf("%w: term overruns record", ErrCorrupt)
 		}
-		term := string(v[:tl])
+		term := v[:tl:tl]
 		v = v[tl:]
 		tf, err := uv("term frequency", math.MaxUint32)
 		if err != nil {
@@ -87,11 +110,11 @@ func decodeRecord(v []byte) (length uint32, terms []termCount, err error) {
 		if tf == 0 || tl == 0 {
 			return 0, nil, fmt.Errorf("%w: empty term or zero frequency in record", ErrCorrupt)
 		}
-		if i > 0 && terms[i-1].term >= term {
+		if i > 0 && bytes.Compare(terms[i-1].term, term) >= 0 {
 			return 0, nil, fmt.Errorf("%w: record terms not sorted", ErrCorrupt)
 		}
 		sum += tf
-		terms = append(terms, termCount{term, uint32(tf)})
+		terms = append(terms, termBytes{term, uint32(tf)})
 	}
 	if len(v) != 0 {
 		return 0, nil, fmt.Errorf("%w: %d trailing bytes in record", ErrCorrupt, len(v))

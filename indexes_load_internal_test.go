@@ -1,0 +1,106 @@
+package memor
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// TestLoadRebuildsEpisodeMaps: the maps Query decides an episode's
+// visibility by (which facts each episode produced, the documents of each
+// fact's versions, their subjects and contexts) come out of a load from
+// the store exactly as the writes built them in memory, for episodes whose
+// facts changed since (a move supersedes a home, a correction).
+func TestLoadRebuildsEpisodeMaps(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	day := func(d int) time.Time { return time.Date(2024, 3, d, 9, 0, 0, 0, time.UTC) }
+	turns := []string{
+		"I live in Boston with my brother Alex.",
+		"My sister Maya works at Door Dash — she loves it 🎉.",
+		"I moved to Lisbon last week.",
+		"Alex moved to Austin.",
+		"I play the cello and I like sushi.",
+		"Actually Maya works at Stripe now.",
+	}
+	for i, text := range turns {
+		if _, err := e.Add(ctx, "u", text, At(day(i+1)), Sync()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		if _, err := e.Assert(ctx, "u", FactInput{Subject: "user", Predicate: "likes",
+			Object: fmt.Sprintf("dish %d", i), ValidFrom: day(10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written, err := e.idx.view(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written.episodes) != len(turns) || len(written.versionsOf) < 40 {
+		t.Fatalf("%d episodes, %d facts in memory: the scenario wrote too little", len(written.episodes), len(written.versionsOf))
+	}
+	e.idx.dropUser("u")
+	loaded, err := e.idx.view(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded == written {
+		t.Fatal("the indexes were not reloaded")
+	}
+	for _, m := range []struct {
+		name            string
+		written, loaded any
+	}{
+		{"factsOf", written.factsOf, loaded.factsOf},
+		{"versionsOf", written.versionsOf, loaded.versionsOf},
+		{"subjectsOf", written.subjectsOf, loaded.subjectsOf},
+		{"contextsOf", written.contextsOf, loaded.contextsOf},
+		{"episodes", written.episodes, loaded.episodes},
+	} {
+		if !reflect.DeepEqual(m.written, m.loaded) {
+			t.Errorf("%s: loaded %v, written %v", m.name, m.loaded, m.written)
+		}
+	}
+	all := roaring.New()
+	all.AddRange(0, 1<<20)
+	for _, at := range []int64{day(2).UnixNano(), day(5).UnixNano(), day(30).UnixNano()} {
+		facts := loaded.tmp.Visible(time.Unix(0, at), time.Unix(0, at))
+		if w, l := written.visibleEpisodes(at, at, facts), loaded.visibleEpisodes(at, at, facts); !w.Equals(l) {
+			t.Errorf("visible episodes at %v: loaded %v, written %v", time.Unix(0, at).UTC(), l.ToArray(), w.ToArray())
+		}
+	}
+}
+
+// TestFactDocs: a fact's documents are a set, and intersects asks whether
+// any of them is in the bitmap.
+func TestFactDocs(t *testing.T) {
+	var d factDocs
+	if d.intersects(roaring.BitmapOf(0)) {
+		t.Fatal("an empty set intersects")
+	}
+	for _, doc := range []uint32{7, 3, 7, 9, 3} {
+		d.add(doc)
+	}
+	if d.n != 3 || !d.has(3) || !d.has(7) || !d.has(9) || d.has(0) {
+		t.Fatalf("set %+v, want {7, 3, 9}", d)
+	}
+	for _, c := range []struct {
+		b    *roaring.Bitmap
+		want bool
+	}{{roaring.BitmapOf(7), true}, {roaring.BitmapOf(9, 100), true}, {roaring.BitmapOf(1, 2, 8), false}, {roaring.New(), false}} {
+		if got := d.intersects(c.b); got != c.want {
+			t.Errorf("intersects %v = %v, want %v", c.b.ToArray(), got, c.want)
+		}
+	}
+}
