@@ -218,6 +218,8 @@ func (t *txn) applyEpisode(ep Episode) (err error) {
 		return t.applyOps(ep.Ops, "")
 	case EpisodeCorrect:
 		return t.applyCorrection(ep.Correct)
+	case EpisodeAccept:
+		return t.applyAcceptance(ep.Accept)
 	}
 	return fmt.Errorf("%w: episode %d has kind %d", ErrCorrupt, ep.Seq, ep.Kind)
 }
@@ -632,7 +634,7 @@ func appendResolve(out []resolve.Claim, cs []claimRec) []resolve.Claim {
 	for i := range cs {
 		c := &cs[i]
 		out = append(out, resolve.Claim{ID: c.ID, Kind: resolve.Kind(c.Kind), ObjKey: norm.Key(c.Object),
-			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted})
+			ValidFrom: c.ValidFrom, Confidence: c.Confidence, Retracted: c.Retracted, Accepted: c.Accepted})
 	}
 	return out
 }
@@ -683,4 +685,43 @@ func (t *txn) applyCorrection(c *Correction) error {
 		return nil
 	}
 	return t.resolveSlot(w, RuleCorrect)
+}
+
+// applyAcceptance marks the claim an acceptance names as accepted by the
+// episode being applied and re-resolves its slot, where the fold then
+// applies it (resolve rule 9). A claim that no longer exists (a rebuild
+// with another extractor) or was retracted since is skipped, as
+// applyCorrection skips it.
+func (t *txn) applyAcceptance(a *Acceptance) error {
+	if a == nil {
+		return fmt.Errorf("%w: accept episode %d without body", ErrCorrupt, t.ep.Seq)
+	}
+	id, err := parseID(a.FactID)
+	if err != nil {
+		return nil
+	}
+	suf, err := t.b.Get(userKey(t.user, kv.SubFactIndex, id[:]))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	cl, err := getClaim(t.b, t.user, suf)
+	if err != nil {
+		return err
+	}
+	if resolve.Kind(cl.Kind) != resolve.Assert || cl.Retracted {
+		return nil
+	}
+	cl.Accepted = t.ep.Seq
+	if err := t.b.Set(userKey(t.user, kv.SubClaim, suf), appendClaim(nil, &cl)); err != nil {
+		return err
+	}
+	slot := suf[:len(suf)-8-idLen]
+	_, _, _, _, many, err := slotParts(slot)
+	if err != nil {
+		return err
+	}
+	t.decide(RuleAccept, &cl, ReasonAccepted, "", "accepted by the user")
+	return t.resolveSlot(&slotWork{slot: slot, pred: cl.Predicate, one: !many}, RuleAccept)
 }

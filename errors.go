@@ -16,9 +16,13 @@ var (
 	ErrTooLarge    = errors.New("memor: input too large")
 	// ErrInvalidTime: an instant outside [1678-01-01, 2262-01-01) UTC,
 	// or a time that does not parse.
-	ErrInvalidTime  = instant.ErrInvalid
-	ErrInvalidFact  = errors.New("memor: invalid fact")
-	ErrNotFound     = errors.New("memor: not found")
+	ErrInvalidTime = instant.ErrInvalid
+	ErrInvalidFact = errors.New("memor: invalid fact")
+	ErrNotFound    = errors.New("memor: not found")
+	// ErrNotContested: Accept of a fact that is not contested (in force,
+	// folded into another, closed, or retracted): there is no conflict
+	// to resolve.
+	ErrNotContested = errors.New("memor: fact is not contested")
 	ErrFormatTooNew = kv.ErrFormatTooNew
 	ErrCorrupt      = kv.ErrCorrupt
 	ErrReadOnly     = kv.ErrReadOnlyStore

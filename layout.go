@@ -68,7 +68,7 @@ package memor
 //	'm' —                          userMeta (JSON)       txn.commit
 //	'e' seq:u64                    episode record        txn.appendEpisode, importOnce
 //	's' seq:u64                    epState (JSON)        txn.fail
-//	'c' slot vf:i64 id:16          claim record          txn.applyOps; resolveSub (rule), applyCorrection
+//	'c' slot vf:i64 id:16          claim record          txn.applyOps; resolveSub (rule), applyCorrection, applyAcceptance
 //	'i' id:16                      slot vf:i64 id:16     txn.applyOps
 //	'v' slot vf:i64 id:16          fact record           txn.put; resolveSub (reinforcement)
 //	'h' slot vf:i64 id:16 rec:i64  fact record           txn.expire
@@ -91,7 +91,7 @@ package memor
 // writes the version, with ExpiredAt set, under 'h' with its rec.
 //
 // 'i' (the fact index) maps a claim's ID to its 'c' suffix, for ends as
-// for assertions; Correct and Check read it.
+// for assertions; Correct, Accept and Check read it.
 //
 // 's' holds failures only: the key exists while episode seq stands failed
 // (its error and when, JSON {"error":…,"failed_at":ns}) and is deleted when
@@ -116,26 +116,32 @@ package memor
 //
 // Episode ('e'; appendEpisode):
 //
-//	0x02  Seq:uv  Kind:1 (1 text, 2 facts, 3 correction)  At:time
+//	0x02  Seq:uv  Kind:1 (1 text, 2 facts, 3 correction, 4 accept)  At:time
 //	RecordedAt:time  Text:str  nops:uv
 //	nops × { Kind:1 (1 assert, 2 end)  flags:1 (1 additive)  Subject:str
 //	         Predicate:str  Object:str  Context:str  ValidFrom:time
 //	         Confidence:f64  Quote:str }
-//	trailer:1 (1 a correction follows, 2 a speaker follows)
+//	trailer:1 (1 a correction follows, 2 a speaker follows, 4 an
+//	           acceptance follows)
 //	[correction: FactID:xid  nclaims:uv  nclaims × xid]
+//	[acceptance: FactID:xid]
 //	[speaker: Speaker:str, never empty]
 //
 // A facts episode (Assert, AssertBatch, End) holds its ops; a text
 // episode is written with none: every replay extracts its claims again,
 // which is why Rebuild is byte-identical only with the same extractor.
-// Records written before speakers (format < 6) have trailer 0 or 1.
+// Records written before speakers (format < 6) have trailer 0 or 1; before
+// acceptances (format < 7) no trailer has flag 4.
 //
 // Claim ('c'; appendClaim):
 //
-//	0x02  ID:xid  Kind:1  flags:1 (1 retracted, 2 confidence is 1)
+//	0x02  ID:xid  Kind:1  flags:1 (1 retracted, 2 confidence is 1,
+//	                               4 accepted)
 //	Subject:str  Predicate:str  Object:str  Context:str  ValidFrom:v (ns)
 //	[Confidence:f64, absent when flag 2]  Quote:str  Episode:uv
 //	Recorded:v (ns)  Rule:str (the arrival rule: late, coexist, judge, or "")
+//	[Accepted:uv ≥ 1, flag 4 only: the seq of the accept episode that chose
+//	 it; the latest acceptance wins a same-instant tie]
 //
 // Fact version ('v', 'h', 'a'; appendFact):
 //

@@ -55,6 +55,10 @@ func goldenRecords() []goldenRecord {
 		}}
 	correctEp := Episode{Seq: 9, Kind: EpisodeCorrect, At: at, RecordedAt: rec.Add(2 * time.Second),
 		Correct: &Correction{FactID: idA, Claims: []string{idA, idB}}}
+	acceptEp := Episode{Seq: 10, Kind: EpisodeAccept, At: at, RecordedAt: rec.Add(3 * time.Second),
+		Text: "accept " + idB, Accept: &Acceptance{FactID: idB}, Speaker: "Maya"}
+	accepted := claimRec{ID: idB, Kind: uint8(extract.Assert), Subject: "user", Predicate: "lives_in", Object: "Seattle",
+		ValidFrom: nanos(at), Confidence: 0.6, Quote: "Seattle, I think", Episode: 8, Recorded: nanos(rec) + 2, Accepted: 10}
 	claim := claimRec{ID: idA, Kind: uint8(extract.Assert), Subject: "user", Predicate: "lives_in", Object: "東京",
 		Context: "work", ValidFrom: -1, Confidence: 1, Quote: "I moved to 東京", Episode: 7, Recorded: nanos(rec), Rule: RuleLate}
 	end := claimRec{ID: idB, Kind: uint8(extract.End), Subject: "user", Predicate: "plays_instrument",
@@ -80,6 +84,8 @@ func goldenRecords() []goldenRecord {
 		{"episode-correction", func() []byte { return appendEpisode(nil, &correctEp) }, func(b []byte) error { _, err := decodeEpisode("u", b); return err }},
 		{"claim-assert", func() []byte { return appendClaim(nil, &claim) }, func(b []byte) error { _, err := decodeClaim(b); return err }},
 		{"claim-end", func() []byte { return appendClaim(nil, &end) }, func(b []byte) error { _, err := decodeClaim(b); return err }},
+		{"episode-accept", func() []byte { return appendEpisode(nil, &acceptEp) }, func(b []byte) error { _, err := decodeEpisode("u", b); return err }},
+		{"claim-accepted", func() []byte { return appendClaim(nil, &accepted) }, func(b []byte) error { _, err := decodeClaim(b); return err }},
 		{"fact-live", func() []byte { return appendFact(nil, &fact) }, func(b []byte) error { _, err := decodeFact("u", b); return err }},
 		{"fact-expired", func() []byte { return appendFact(nil, &expired) }, func(b []byte) error { _, err := decodeFact("u", b); return err }},
 		{"decision", func() []byte { return appendDecision(nil, &dec) }, func(b []byte) error { _, err := decodeDecision(b); return err }},

@@ -216,6 +216,7 @@ func binaryRecordExt(v []byte) (_ []byte, ok, ext bool) {
 const (
 	claimRetracted byte = 1 << iota
 	claimFullConfidence
+	claimAccepted // Accepted follows the rule (format 7)
 )
 
 func appendClaim(b []byte, c *claimRec) []byte {
@@ -228,6 +229,9 @@ func appendClaim(b []byte, c *claimRec) []byte {
 	}
 	if c.Confidence == 1 {
 		flags |= claimFullConfidence
+	}
+	if c.Accepted > 0 {
+		flags |= claimAccepted
 	}
 	w.byte(flags)
 	w.string(c.Subject)
@@ -242,6 +246,9 @@ func appendClaim(b []byte, c *claimRec) []byte {
 	w.uvarint(c.Episode)
 	w.varint(c.Recorded)
 	w.string(string(c.Rule))
+	if c.Accepted > 0 {
+		w.uvarint(c.Accepted)
+	}
 	return w.b
 }
 
@@ -255,6 +262,9 @@ func decodeClaim(v []byte) (claimRec, error) {
 	c.ID = r.id()
 	c.Kind = r.byte()
 	flags := r.byte()
+	if flags&^(claimRetracted|claimFullConfidence|claimAccepted) != 0 {
+		r.invalid("claim flags %#x", flags)
+	}
 	c.Retracted = flags&claimRetracted != 0
 	c.Subject, c.Predicate, c.Object, c.Context = r.string(), r.string(), r.string(), r.string()
 	c.ValidFrom = r.varint()
@@ -266,6 +276,11 @@ func decodeClaim(v []byte) (claimRec, error) {
 	c.Episode = r.uvarint()
 	c.Recorded = r.varint()
 	c.Rule = Rule(r.string())
+	if flags&claimAccepted != 0 {
+		if c.Accepted = r.uvarint(); c.Accepted == 0 && r.err == nil {
+			r.invalid("accepted by episode 0")
+		}
+	}
 	return c, r.done("claim")
 }
 
@@ -455,10 +470,12 @@ const (
 // Episode trailer flags: the byte after the ops says what follows them.
 // Records written before speakers existed hold 0 or epCorrect, so they
 // decode unchanged, with no speaker; a speaker is written after the
-// correction, so that cutting a record short is still corruption.
+// correction (and an acceptance, format 7), so that cutting a record
+// short is still corruption.
 const (
 	epCorrect byte = 1 << iota // a Correction follows
 	epSpeaker                  // the speaker's name follows (never empty)
+	epAccept                   // an Acceptance follows
 )
 
 // appendEpisode appends ep's record. The episode log is the truth, so
@@ -511,6 +528,9 @@ func encodeEpisode(b []byte, ep *Episode) []byte {
 	if ep.Speaker != "" {
 		trailer |= epSpeaker
 	}
+	if ep.Accept != nil {
+		trailer |= epAccept
+	}
 	w.byte(trailer)
 	if ep.Correct != nil {
 		w.id(ep.Correct.FactID)
@@ -518,6 +538,9 @@ func encodeEpisode(b []byte, ep *Episode) []byte {
 		for _, c := range ep.Correct.Claims {
 			w.id(c)
 		}
+	}
+	if ep.Accept != nil {
+		w.id(ep.Accept.FactID)
 	}
 	if ep.Speaker != "" {
 		w.string(ep.Speaker)
@@ -561,7 +584,7 @@ func decodeEpisode(user string, v []byte) (Episode, error) {
 		}
 	}
 	trailer := r.byte()
-	if trailer&^(epCorrect|epSpeaker) != 0 {
+	if trailer&^(epCorrect|epSpeaker|epAccept) != 0 {
 		r.invalid("episode trailer %#x", trailer)
 	}
 	if trailer&epCorrect != 0 {
@@ -573,6 +596,9 @@ func decodeEpisode(user string, v []byte) (Episode, error) {
 			}
 		}
 		ep.Correct = c
+	}
+	if trailer&epAccept != 0 {
+		ep.Accept = &Acceptance{FactID: r.id()}
 	}
 	if trailer&epSpeaker != 0 {
 		if ep.Speaker = r.string(); ep.Speaker == "" && r.err == nil {

@@ -431,6 +431,10 @@ func changeRule(cur Fact, o *resolve.Outcome, slotRule Rule) Rule {
 	switch {
 	case slotRule == RuleCorrect || o.Status == resolve.Retracted:
 		return RuleCorrect
+	case slotRule == RuleAccept && o.Status == resolve.Active:
+		// The accepted fact, the value it closed, and any fact whose
+		// validity the accepted value changed.
+		return RuleAccept
 	case o.Status == resolve.Contested:
 		return RuleContest
 	case cur.ValidTo.IsZero() && o.ValidTo != resolve.Open && o.Closed == resolve.CauseEnd:

@@ -200,6 +200,10 @@ type claimRec struct {
 	Episode    uint64  `json:"ep"`
 	Recorded   int64   `json:"rec"`
 	Retracted  bool    `json:"rt,omitempty"`
+	// Accepted is the sequence number of the accept episode that made
+	// the user's choice of this contested claim (0: none; see
+	// Engine.Accept).
+	Accepted uint64 `json:"ac,omitempty"`
 	// Rule is the arrival decision (late, coexist, judge …) that labels
 	// the claim's first version.
 	Rule Rule `json:"r,omitempty"`

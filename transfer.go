@@ -458,6 +458,11 @@ func (e *Engine) parseEpisode(b []byte, line, format int) (Episode, error) {
 	if err := e.CheckEpisode(ep); err != nil {
 		return ep, bad(episodeField(ep, err), err)
 	}
+	if a := ep.Accept; ep.Kind == EpisodeAccept {
+		if _, err := parseID(a.FactID); err != nil {
+			return ep, bad("accept.fact_id", fmt.Errorf("%w: %q is not a fact ID", ErrInvalidImport, a.FactID))
+		}
+	}
 	if c := ep.Correct; ep.Kind == EpisodeCorrect {
 		// memor writes fact IDs only: anything else is not an export.
 		if _, err := parseID(c.FactID); err != nil {
@@ -485,6 +490,8 @@ func episodeField(ep Episode, err error) string {
 		return "ops"
 	case ep.Kind == EpisodeCorrect:
 		return "correct"
+	case ep.Kind == EpisodeAccept:
+		return "accept"
 	}
 	return "text"
 }

@@ -80,6 +80,7 @@ const (
 	RuleContest   Rule = "contest"   // flagged for review, not applied
 	RuleLate      Rule = "late"      // arrived after later values; inserted into the past
 	RuleCorrect   Rule = "correct"   // the user retracted it
+	RuleAccept    Rule = "accept"    // the user accepted a contested value: in force from its ValidFrom
 	RuleJudge     Rule = "judge"     // cardinality of an unknown predicate decided by the Judge
 	RuleReject    Rule = "reject"    // invalid op (e.g. quote not in the text), never applied
 	RuleNoop      Rule = "noop"      // replay of a claim already known
@@ -173,6 +174,7 @@ const (
 	EpisodeText    EpisodeKind = iota + 1 // something the user said
 	EpisodeFacts                          // structured Assert / End ops
 	EpisodeCorrect                        // a user correction
+	EpisodeAccept                         // a user's acceptance of a contested fact
 )
 
 func (k EpisodeKind) String() string {
@@ -183,6 +185,8 @@ func (k EpisodeKind) String() string {
 		return "facts"
 	case EpisodeCorrect:
 		return "correct"
+	case EpisodeAccept:
+		return "accept"
 	}
 	return "unknown"
 }
@@ -192,7 +196,7 @@ func (k EpisodeKind) MarshalText() ([]byte, error) { return []byte(k.String()), 
 
 // UnmarshalText parses a kind name.
 func (k *EpisodeKind) UnmarshalText(b []byte) error {
-	for _, v := range []EpisodeKind{EpisodeText, EpisodeFacts, EpisodeCorrect} {
+	for _, v := range []EpisodeKind{EpisodeText, EpisodeFacts, EpisodeCorrect, EpisodeAccept} {
 		if string(b) == v.String() {
 			*k = v
 			return nil
@@ -222,6 +226,13 @@ type Episode struct {
 	// Correct holds the fact ID (and the claims folded into it) that an
 	// EpisodeCorrect episode retracts.
 	Correct *Correction `json:"correct,omitempty"`
+	// Accept holds the contested fact an EpisodeAccept episode accepts.
+	Accept *Acceptance `json:"accept,omitempty"`
+}
+
+// Acceptance is the content of an accept episode (see Engine.Accept).
+type Acceptance struct {
+	FactID string `json:"fact_id"`
 }
 
 // Correction is the content of a correction episode.
@@ -274,11 +285,12 @@ const (
 	ReasonValidUntil            // a value closed by a claim that arrived later
 	ReasonInvalidOp             // a malformed op, never applied
 	ReasonQuoteNotInText        // the op's quote is not a verbatim span of the episode
+	ReasonAccepted              // the user accepted the contested fact (format 7)
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "reinforces", "folded", "nothing_to_end", "closed_value", "closed_all",
-	"known", "retracted", "status_changed", "reopened", "valid_until", "invalid_op", "quote_not_in_text"}
+	"known", "retracted", "status_changed", "reopened", "valid_until", "invalid_op", "quote_not_in_text", "accepted"}
 
 func (r Reason) String() string {
 	if r < numReasons {

@@ -156,6 +156,10 @@ func (e *Engine) CheckEpisode(ep Episode) error {
 		if ep.Correct == nil {
 			return fmt.Errorf("%w: a correction episode without its fact", ErrInvalidFact)
 		}
+	case EpisodeAccept:
+		if ep.Accept == nil {
+			return fmt.Errorf("%w: an accept episode without its fact", ErrInvalidFact)
+		}
 	default:
 		return fmt.Errorf("%w: unknown episode kind %d", ErrInvalidFact, ep.Kind)
 	}

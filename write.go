@@ -261,6 +261,75 @@ func (e *Engine) Correct(ctx context.Context, user, factID string) error {
 	return err
 }
 
+// Accept resolves a conflict in favour of a contested fact: the fact
+// becomes the value in force from its ValidFrom (until a later value
+// replaces it), rival values of the same instant stay contested, and the
+// value it displaces closes at its ValidFrom, as a claim that had not been
+// contested would have (rule accept). The acceptance is an episode, so
+// it survives Rebuild; a later genuine assertion of a rival still
+// applies. Of two rivals of one instant accepted in turn, the later
+// acceptance holds. Accepting a fact already accepted and in force
+// changes nothing. It fails with ErrNotFound for an ID that is not a
+// fact of user (or is an end) and ErrNotContested for a fact that is not
+// contested. (To keep the value in force instead, Correct the contested
+// fact.)
+func (e *Engine) Accept(ctx context.Context, user, factID string) error {
+	if err := e.validUser(user); err != nil {
+		return err
+	}
+	id, err := parseID(factID)
+	if err != nil {
+		return err
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	unlock := e.lockUser(user)
+	defer unlock()
+
+	suf, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:]))
+	if errors.Is(err, kv.ErrNotFound) {
+		return fmt.Errorf("%w: fact %s of this user", ErrNotFound, factID)
+	}
+	if err != nil {
+		return err
+	}
+	c, err := getClaim(e.db, user, suf)
+	if err != nil {
+		return err
+	}
+	if resolve.Kind(c.Kind) != resolve.Assert {
+		return fmt.Errorf("%w: %s is an end, not a fact", ErrNotFound, factID)
+	}
+	if c.Retracted {
+		return fmt.Errorf("%w: %s was retracted", ErrNotContested, factID)
+	}
+	slot := suf[:len(suf)-8-idLen]
+	_, _, _, _, many, err := slotParts(slot)
+	if err != nil {
+		return err
+	}
+	claims, err := e.slotClaims(ctx, e.db, user, slot, nil)
+	if err != nil {
+		return err
+	}
+	out := resolve.Fold(!many, toResolve(claims))
+	switch o := out[c.ID]; {
+	case o == nil:
+		return fmt.Errorf("%w: fact %s of this user", ErrNotFound, factID)
+	case o.Status == resolve.Contested:
+	case c.Accepted > 0:
+		return nil // accepted already, and nothing has contested it since
+	default:
+		return fmt.Errorf("%w: %s", ErrNotContested, factID)
+	}
+	ep := Episode{Kind: EpisodeAccept, At: e.clock().UTC(), Text: "accept " + factID, Accept: &Acceptance{FactID: c.ID}}
+	_, err = e.writeLocked(ctx, user, &ep, nil, false)
+	return err
+}
+
 // write commits ep and everything derived from it in one batch, after
 // applying any of the user's episodes still queued (so that the inline path
 // never overtakes the queue). pre is ep's extraction, done by the caller

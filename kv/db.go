@@ -39,7 +39,10 @@ import (
 //	6: an episode record may carry its speaker (a flag in the byte after
 //	   its ops), which an older build reads as corruption. Nothing to
 //	   migrate: records without a speaker are unchanged.
-const FormatVersion uint32 = 6
+//	7: accept episodes (kind 4, trailer flag 4) and accepted claims (claim
+//	   flag 4), and the decision reason "accepted" (Engine.Accept), which
+//	   an older build reads as corruption. Nothing to migrate.
+const FormatVersion uint32 = 7
 
 // Errors returned by this package; match them with errors.Is.
 var (

@@ -25,6 +25,11 @@
 //     is a dup; a new object is added.
 //  8. An end at t closes the matching open value (all open values for an end
 //     without object) whose ValidFrom is before t.
+//  9. An accepted claim (the user took a contested value, Claim.Accepted)
+//     is exempt from rules 2, 4 and 6: it is applied as rule 3, 5 or 7
+//     would apply it. Of several accepted at one instant of a One slot,
+//     the latest accepted (highest Accepted) is; the others stay
+//     contested.
 //
 // The package is not safe for concurrent use on the same slice; Fold itself
 // keeps no state.
@@ -95,6 +100,10 @@ type Claim struct {
 	ValidFrom  int64  // Unix nanoseconds
 	Confidence float64
 	Retracted  bool
+	// Accepted is 0, or the sequence number of the episode in which the
+	// user accepted the claim (Engine.Accept): a later acceptance wins a
+	// same-instant tie, so the fold still reads the set of claims only.
+	Accepted uint64
 }
 
 // Open is the ValidTo of a value still true: instant.None, which no
@@ -353,27 +362,40 @@ func (s *folding) foldOne(live []int32) {
 	}
 	if len(live) > 1 {
 		// Same-instant disagreement (distinct IDs at one instant in one slot
-		// mean distinct objects): contest them all, leave the value in force.
+		// mean distinct objects): contest them all, leave the value in
+		// force; unless the user accepted one of them (the latest
+		// acceptance wins), which is then applied alone.
+		win := int32(-1)
 		for _, i := range live {
-			c := &s.claims[i]
-			s.out.set(i, c.ID, Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
-				Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
+			if c := &s.claims[i]; c.Accepted > 0 && (win < 0 || c.Accepted > s.claims[win].Accepted) {
+				win = i
+			}
 		}
-		return
+		for _, i := range live {
+			if i != win {
+				s.out.set(i, s.claims[i].ID, contested(&s.claims[i]))
+			}
+		}
+		if win < 0 {
+			return
+		}
+		live = live[:1]
+		live[0] = win
 	}
 	i := live[0]
 	c := &s.claims[i]
+	accepted := c.Accepted > 0
 	ci, has := s.inForce[""]
 	var cur *Claim
 	if has {
 		cur = s.claim(ci)
 	}
 	switch {
-	case c.Confidence < MinConfidence:
+	case c.Confidence < MinConfidence && !accepted:
 		s.out.set(i, c.ID, contested(c))
 	case has && cur.ObjKey == c.ObjKey:
 		s.reinforce(i, ci)
-	case has && c.Confidence < s.out.get(ci, cur.ID).Confidence-ConfidenceMargin-1e-9:
+	case has && !accepted && c.Confidence < s.out.get(ci, cur.ID).Confidence-ConfidenceMargin-1e-9:
 		s.out.set(i, c.ID, Outcome{Status: Contested, ValidTo: Open, Opened: CauseContest, Closed: CauseContest,
 			Reinforced: 1, LastSeen: c.ValidFrom, Confidence: c.Confidence})
 	case has:
@@ -390,7 +412,7 @@ func (s *folding) foldOne(live []int32) {
 func (s *folding) foldMany(live []int32) {
 	for _, i := range live {
 		c := &s.claims[i]
-		if c.Confidence < MinConfidence {
+		if c.Confidence < MinConfidence && c.Accepted == 0 {
 			s.out.set(i, c.ID, contested(c))
 			continue
 		}
