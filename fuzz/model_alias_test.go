@@ -24,3 +24,7 @@ func NewModel(cfg Config) *Model { return model.NewModel(cfg) }
 
 // NormKey is the model's key normalisation (model.NormKey).
 func NormKey(s string) string { return model.NormKey(s) }
+
+// ErrNotContested is the model's answer to accepting a fact it does not
+// contest (model.ErrNotContested).
+var ErrNotContested = model.ErrNotContested

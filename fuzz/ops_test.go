@@ -172,8 +172,10 @@ func (r *runner) step(in *input) {
 		r.assertBatch(in, user)
 	case 4, 5:
 		r.end(in, user)
-	case 6, 7:
+	case 6:
 		r.correct(in, user)
+	case 7:
+		r.accept(in, user)
 	case 8:
 		if in.pick(3) != 0 {
 			r.assertBatch(in, user) // forgetting often would leave little to compare
@@ -307,6 +309,61 @@ func (r *runner) correct(in *input, user string) {
 	changed, merr := r.m.Correct(user, tx, target.Subject, target.Pred, target.Object, target.Context, target.ValidFrom)
 	if merr != nil || changed != (after > before) {
 		r.fail("correct: engine wrote %d episode(s), model changed=%t err=%v", after-before, changed, merr)
+	}
+}
+
+// accept accepts a claim of user, a contested one mostly, and checks the
+// engine's answer and effect against the model's.
+func (r *runner) accept(in *input, user string) {
+	claims := r.m.Claims(user)
+	var contested []Claim
+	for _, c := range claims {
+		if c.Contested {
+			contested = append(contested, c)
+		}
+	}
+	var target *Claim
+	id := factID(user, "nobody", "likes", "nothing", "", validBase)
+	switch mode := in.pick(8); {
+	case mode < 5 && len(contested) > 0:
+		c := contested[in.pick(len(contested))]
+		target, id = &c, claimID(user, c)
+	case mode < 7 && len(claims) > 0:
+		c := claims[in.pick(len(claims))]
+		target, id = &c, claimID(user, c)
+	}
+	if target != nil {
+		r.logf("accept %q %s (end=%t)", user, fmtOps([]Op{{Subject: target.Subject, Predicate: target.Pred,
+			Object: target.Object, Context: target.Context, ValidFrom: target.ValidFrom}}), target.End)
+	} else {
+		r.logf("accept %q %s", user, id)
+	}
+	_, before := r.newestTx(user)
+	err := r.e.Accept(r.ctx, user, id)
+	if target == nil || target.End {
+		if !errors.Is(err, memor.ErrNotFound) {
+			r.fail("accept of a non-fact: %v, want ErrNotFound", err)
+		}
+		return
+	}
+	tx, after := r.newestTx(user)
+	if after == before {
+		tx = time.Time{}
+	} else {
+		r.seen(tx)
+	}
+	changed, merr := r.m.Accept(user, tx, target.Subject, target.Pred, target.Object, target.Context, target.ValidFrom)
+	switch {
+	case errors.Is(merr, ErrNotContested):
+		if !errors.Is(err, memor.ErrNotContested) {
+			r.fail("accept of a fact the model does not contest: %v, want ErrNotContested", err)
+		}
+	case merr != nil:
+		r.fail("model accept: %v", merr)
+	case err != nil:
+		r.fail("accept: %v", err)
+	case changed != (after > before):
+		r.fail("accept: engine wrote %d episode(s), model changed=%t", after-before, changed)
 	}
 }
 

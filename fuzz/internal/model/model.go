@@ -13,6 +13,10 @@ import (
 // hold.
 var ErrNotFound = errors.New("fuzz: no such fact in the model")
 
+// ErrNotContested is returned by [Model.Accept] for a fact that is not
+// contested.
+var ErrNotContested = errors.New("fuzz: fact not contested in the model")
+
 // ConfidenceMargin is how much less confident than the value in force a
 // claim may be and still replace it (DESIGN §3, rule contest). The epsilon
 // absorbs float rounding ("0.9 is not more than 0.1 below 1").
@@ -114,6 +118,9 @@ type claim struct {
 	key       claimKey
 	conf      float64
 	retracted bool
+	// accepted: 0, or the episode (count) in which the user accepted the
+	// claim; the latest acceptance wins a same-instant tie.
+	accepted int
 	// Display forms, from the first claim (first provenance kept).
 	subject, object, context string
 }
@@ -295,6 +302,51 @@ func (m *Model) Correct(user string, tx time.Time, subject, predicate, object, c
 	return true, nil
 }
 
+// Accept records the user's acceptance of the contested assertion
+// (subject, predicate, object, context, validFrom) at transaction time tx
+// (DESIGN §3, rule accept): from then on the contest rules do not hold it
+// back. It reports whether anything changed: accepting a fact already
+// accepted and not contested again changes nothing and records no
+// episode. A fact the slot does not contest is ErrNotContested.
+func (m *Model) Accept(user string, tx time.Time, subject, predicate, object, context string, validFrom time.Time) (bool, error) {
+	mu := m.users[user]
+	if mu == nil {
+		return false, ErrNotFound
+	}
+	s := mu.slots[slotKey{NormKey(subject), m.Canonical(predicate), NormKey(context)}]
+	if s == nil {
+		return false, ErrNotFound
+	}
+	target := claimKey{obj: NormKey(object), vf: validFrom.UnixNano()}
+	cs := append([]claim(nil), s.current()...)
+	idx := -1
+	for i, c := range cs {
+		if c.key == target {
+			idx = i
+		}
+	}
+	switch {
+	case idx < 0:
+		return false, ErrNotFound
+	case cs[idx].retracted:
+		return false, ErrNotContested
+	}
+	switch o := fold(s.one, cs)[target]; {
+	case o.status == Contested:
+	case cs[idx].accepted > 0:
+		return false, nil
+	default:
+		return false, ErrNotContested
+	}
+	if err := m.checkTx(mu, tx); err != nil {
+		return false, err
+	}
+	mu.episodes++
+	cs[idx].accepted = mu.episodes
+	s.snaps = append(s.snaps, snapshot{tx: tx, claims: cs})
+	return true, nil
+}
+
 // Forget drops everything of user.
 func (m *Model) Forget(user string) { delete(m.users, user) }
 
@@ -314,6 +366,8 @@ type Claim struct {
 	Subject, Object, Context      string
 	ValidFrom                     time.Time
 	Retracted                     bool
+	// Contested: the assertion is contested now.
+	Contested bool
 }
 
 // Claims lists user's claims in a stable order.
@@ -324,10 +378,11 @@ func (m *Model) Claims(user string) []Claim {
 	}
 	var out []Claim
 	for _, s := range mu.slots {
+		folded := fold(s.one, s.current())
 		for _, c := range s.current() {
 			out = append(out, Claim{End: c.key.end, SubjKey: s.key.subj, Pred: s.key.pred, ObjKey: c.key.obj,
 				CtxKey: s.key.ctx, Subject: c.subject, Object: c.object, Context: c.context,
-				ValidFrom: time.Unix(0, c.key.vf).UTC(), Retracted: c.retracted})
+				ValidFrom: time.Unix(0, c.key.vf).UTC(), Retracted: c.retracted, Contested: folded[c.key].status == Contested})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].SortKey() < out[j].SortKey() })
@@ -396,11 +451,23 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 		}
 		if one && len(live) > 1 {
 			// Different objects at one instant: nobody knows which; all
-			// contested, the value in force stays.
-			for _, c := range live {
-				out[c.key] = &outcome{status: Contested, reinforced: 1, conf: c.conf}
+			// contested, the value in force stays. Unless the user
+			// accepted one: the latest accepted is applied, alone.
+			win := -1
+			for i, c := range live {
+				if c.accepted > 0 && (win < 0 || c.accepted > live[win].accepted) {
+					win = i
+				}
 			}
-			continue
+			for i, c := range live {
+				if i != win {
+					out[c.key] = &outcome{status: Contested, reinforced: 1, conf: c.conf}
+				}
+			}
+			if win < 0 {
+				continue
+			}
+			live = []claim{live[win]}
 		}
 		for _, c := range live {
 			if one {
@@ -412,7 +479,7 @@ func fold(one bool, claims []claim) map[claimKey]*outcome {
 				switch {
 				case cur != nil && cur.obj == c.key.obj:
 					reinforce(out, *cur, c)
-				case cur != nil && out[*cur].conf-c.conf > ConfidenceMargin+confidenceEps:
+				case cur != nil && c.accepted == 0 && out[*cur].conf-c.conf > ConfidenceMargin+confidenceEps:
 					out[c.key] = &outcome{status: Contested, reinforced: 1, conf: c.conf}
 				default:
 					if cur != nil {
