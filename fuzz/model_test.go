@@ -89,6 +89,26 @@ user lives_in Oslo () [2026-01-04T00:00:00Z, ∞) active`,
 user lives_in Pune () [2026-01-02T00:00:00Z, ∞) active
 user lives_in paris () [2026-01-07T00:00:00Z, ∞) retracted`,
 	}, {
+		name: "accept applies a contested value; a later acceptance of its rival wins the tie",
+		run: func(m *Model) {
+			_ = m.Apply("u", tx(1), []Op{a("Pune", 1, 0)})
+			_ = m.Apply("u", tx(2), []Op{a("Paris", 5, 0), a("Rome", 5, 0)})
+			_ = m.Apply("u", tx(3), []Op{a("Oslo", 8, 0.5)})
+			if ok, err := m.Accept("u", tx(4), "user", "lives_in", "Paris", "", day(5)); !ok || err != nil {
+				panic("accept failed")
+			}
+			if _, err := m.Accept("u", tx(5), "user", "lives_in", "Pune", "", day(1)); err != ErrNotContested {
+				panic("accept of the value in force")
+			}
+			if ok, err := m.Accept("u", tx(6), "user", "lives_in", "Rome", "", day(5)); !ok || err != nil {
+				panic("accept of the rival failed")
+			}
+		},
+		want: `user lives_in Oslo () [2026-01-09T00:00:00Z, ∞) contested
+user lives_in Paris () [2026-01-06T00:00:00Z, ∞) contested
+user lives_in Pune () [2026-01-02T00:00:00Z, 2026-01-06T00:00:00Z) active
+user lives_in Rome () [2026-01-06T00:00:00Z, ∞) active`,
+	}, {
 		name: "many: values coexist, an end without object closes them all",
 		run: func(m *Model) {
 			l := func(obj string, d int) Op {

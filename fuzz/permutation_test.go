@@ -122,6 +122,30 @@ func runPermutation(t testing.TB, data []byte) {
 			fail("model correct: %v", err)
 		}
 	}
+	// Then accept some contested claims (rule accept): the state after is
+	// the same for both orders too.
+	for range in.pick(3) {
+		var contested []Claim
+		for _, c := range m.Claims("p") {
+			if c.Contested {
+				contested = append(contested, c)
+			}
+		}
+		if len(contested) == 0 {
+			break
+		}
+		c := contested[in.pick(len(contested))]
+		clock.Advance(time.Minute)
+		log = append(log, "accept "+fmtOps([]Op{{Subject: c.Subject, Predicate: c.Pred, Object: c.Object, Context: c.Context, ValidFrom: c.ValidFrom}}))
+		for _, u := range []string{"p", "q"} {
+			if err := e.Accept(ctx, u, claimID(u, c)); err != nil {
+				fail("accept %s: %v", u, err)
+			}
+		}
+		if _, err := m.Accept("p", clock.Now(), c.Subject, c.Pred, c.Object, c.Context, c.ValidFrom); err != nil {
+			fail("model accept: %v", err)
+		}
+	}
 
 	// The valid-time state: every version currently believed (contested
 	// and retracted ones too), and AsOf(t, now) at every instant.
