@@ -13,6 +13,7 @@
 //	GET    /v1/users/{user}/export                the user's backup (application/x-ndjson, streamed)
 //	POST   /v1/users/{user}/import                restore a backup of the user → memor.ImportSummary
 //	POST   /v1/users/{user}/facts/{id}/correct    the fact was never true
+//	POST   /v1/users/{user}/facts/{id}/accept     the contested fact is the value in force (rule accept)
 //	DELETE /v1/users/{user}                       hard delete (GDPR)
 //	GET    /v1/health
 //	GET    /metrics                               Prometheus text format (Options.Metrics only; see Metrics)
@@ -28,7 +29,7 @@
 //
 // Every error is JSON {"error": "...", "code": "..."} with the status that
 // fits: memor's invalid-input sentinels are 400, ErrTooLarge and an
-// oversized body 413, ErrNotFound 404, ErrClosed 503, ErrStorage (a full
+// oversized body 413, ErrNotFound 404, ErrNotContested 409, ErrClosed 503, ErrStorage (a full
 // or failing disk) 503 with code "storage" and its detail in the log, a
 // missing or wrong bearer token 401, a refused Host or web page 403
 // (forbidden_host, forbidden_origin), a body that is not application/json

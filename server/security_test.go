@@ -132,6 +132,7 @@ func TestBrowserNoCorsPost(t *testing.T) {
 	for _, c := range []struct{ method, path, body string }{
 		{"POST", "/v1/users/me/episodes", `{"text":"I just moved to Mordor.","wait":true}`},
 		{"POST", "/v1/users/me/facts/00000000000000000000000000000000/correct", ""},
+		{"POST", "/v1/users/me/facts/00000000000000000000000000000000/accept", ""},
 		{"DELETE", "/v1/users/me", ""},
 		{"GET", "/v1/users/me/state", ""},
 	} {

@@ -146,6 +146,7 @@ func New(e *memor.Engine, o Options) *Handler {
 	m.HandleFunc("GET /v1/users/{user}/export", h.exportUser)
 	m.HandleFunc("POST /v1/users/{user}/import", h.importUser)
 	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
+	m.HandleFunc("POST /v1/users/{user}/facts/{id}/accept", h.accept)
 	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
 	if o.Metrics != nil {
 		o.Metrics.watch(e)
@@ -182,6 +183,7 @@ func New(e *memor.Engine, o Options) *Handler {
 		"/v1/users/{user}/export":             "GET",
 		"/v1/users/{user}/import":             "POST",
 		"/v1/users/{user}/facts/{id}/correct": "POST",
+		"/v1/users/{user}/facts/{id}/accept":  "POST",
 		"/v1/users/{user}":                    "DELETE",
 	} {
 		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
@@ -455,6 +457,15 @@ func (h *Handler) correct(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"corrected": id})
 }
 
+func (h *Handler) accept(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := h.e.Accept(r.Context(), r.PathValue("user"), id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"accepted": id})
+}
+
 func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 	user := r.PathValue("user")
 	if err := h.e.Forget(r.Context(), user); err != nil {
@@ -548,6 +559,8 @@ func Status(err error) (int, string) {
 		return http.StatusBadRequest, "invalid_import"
 	case errors.Is(err, memor.ErrNotFound):
 		return http.StatusNotFound, "not_found"
+	case errors.Is(err, memor.ErrNotContested):
+		return http.StatusConflict, "not_contested"
 	case errors.Is(err, memor.ErrClosed):
 		return http.StatusServiceUnavailable, "closed"
 	case errors.Is(err, memor.ErrStorage):

@@ -283,6 +283,7 @@ func TestStatus(t *testing.T) {
 		{memor.ErrTooLarge, 413, "too_large"},
 		{&http.MaxBytesError{Limit: 1}, 413, "too_large"},
 		{memor.ErrNotFound, 404, "not_found"},
+		{memor.ErrNotContested, 409, "not_contested"},
 		{memor.ErrClosed, 503, "closed"},
 		{memor.ErrStorage, 503, "storage"},
 		{memor.ErrExtractionFailed, 502, "extraction_failed"},
@@ -497,6 +498,7 @@ var userRoutes = []struct{ method, path, body string }{
 	{"GET", "/conflicts", ""},
 	{"GET", "/freshness", ""},
 	{"POST", "/facts/00000000000000000000000000000000/correct", ""},
+	{"POST", "/facts/00000000000000000000000000000000/accept", ""},
 	{"DELETE", "", ""},
 }
 
@@ -563,6 +565,45 @@ func TestConflictsRoute(t *testing.T) {
 	}
 	if got := objects(a.must(200, "GET", "/v1/users/c/state", nil)); len(got) > 1 {
 		t.Errorf("state serves both cities: %v", got)
+	}
+}
+
+// TestAcceptRoute: POST …/facts/{id}/accept puts the contested value in
+// force; accepting a fact not contested is 409 not_contested, an unknown
+// one 404.
+func TestAcceptRoute(t *testing.T) {
+	a := newAPI(t, Options{})
+	a.tell("c", "I live in Oslo.", "2026-03-01")
+	a.tell("c", "I live in Bergen.", "2026-03-01")
+	fs, _ := a.must(200, "GET", "/v1/users/c/conflicts", nil)["facts"].([]any)
+	var bergen string
+	for _, f := range fs {
+		if f := f.(map[string]any); f["object"] == "Bergen" {
+			bergen, _ = f["id"].(string)
+		}
+	}
+	if bergen == "" {
+		t.Fatalf("conflicts = %v, want Bergen contested", fs)
+	}
+	if out := a.must(200, "POST", "/v1/users/c/facts/"+bergen+"/accept", nil); out["accepted"] != bergen {
+		t.Errorf("accept = %v", out)
+	}
+	if got := objects(a.must(200, "GET", "/v1/users/c/state", nil)); len(got) != 1 || got[0] != "Bergen" {
+		t.Errorf("state after accept = %v, want [Bergen]", got)
+	}
+	a.tell("c", "I live in Tromsø.", "2026-04-01")
+	var tromso string
+	for _, f := range a.must(200, "GET", "/v1/users/c/state", nil)["facts"].([]any) {
+		tromso, _ = f.(map[string]any)["id"].(string)
+	}
+	if st, out := a.do("POST", "/v1/users/c/facts/"+tromso+"/accept", nil); st != 409 || out["code"] != "not_contested" {
+		t.Errorf("accept of the value in force: %d %v, want 409 not_contested", st, out)
+	}
+	if st, out := a.do("POST", "/v1/users/c/facts/"+strings.Repeat("0", 32)+"/accept", nil); st != 404 || out["code"] != "not_found" {
+		t.Errorf("accept of an unknown fact: %d %v, want 404 not_found", st, out)
+	}
+	if st, out := a.do("GET", "/v1/users/c/facts/"+bergen+"/accept", nil); st != 405 || out["code"] != "method_not_allowed" {
+		t.Errorf("GET accept: %d %v, want 405", st, out)
 	}
 }
 

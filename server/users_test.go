@@ -16,6 +16,7 @@ func TestUserIDRefused(t *testing.T) {
 		{"POST", "/episodes"}, {"GET", "/state"}, {"GET", "/history?predicate=lives_in"}, {"GET", "/query?q=where"},
 		{"GET", "/asof?valid_at=2026-01-01"}, {"GET", "/conflicts"}, {"GET", "/freshness"},
 		{"POST", "/facts/" + "abababababababababababababababab" + "/correct"},
+		{"POST", "/facts/" + "abababababababababababababababab" + "/accept"},
 	}
 	for _, u := range []string{" ", "   ", "\t", "\n", "\x00", "a\x00b", "me\r\n", "\x1b[31m", "\u00a0", "\u2028", "\u200b", "a\u0085"} {
 		for _, r := range routes {
