@@ -84,7 +84,7 @@ func TestHTTPTwoClients(t *testing.T) {
 			names = append(names, tool.Name)
 		}
 		slices.Sort(names)
-		want := []string{"add_memory", "correct_memory", "forget_memory", "get_history", "get_user_profile",
+		want := []string{"accept_memory", "add_memory", "correct_memory", "forget_memory", "get_history", "get_user_profile",
 			"list_conflicts", "query_as_of", "query_memory"}
 		if !slices.Equal(names, want) {
 			t.Errorf("tools over HTTP = %v, want %v", names, want)

@@ -9,6 +9,7 @@
 //	get_history(user_id, subject?, predicate)      every version of a fact, with the rule that made it
 //	query_as_of(user_id, text?, valid_at?, known_at?)  time travel and audit
 //	correct_memory(user_id, fact_id)               the fact was never true
+//	accept_memory(user_id, fact_id)                the contested fact is right: it is in force from its valid time
 //	list_conflicts(user_id)                        contested facts held for review
 //	forget_memory(user_id)                         hard-delete everything about the user
 //
@@ -95,7 +96,10 @@ func New(e *memor.Engine, o Options) *mcp.Server {
 		"it (kept in the history, never served again) and restore what it had replaced. Take fact_id from another tool's result."}, t.correct)
 	mcp.AddTool(s, &mcp.Tool{Name: "list_conflicts", Annotations: readOnly, Description: "Contested facts memor holds for " +
 		"review instead of serving them: two different values claimed for the same moment, or a much less confident " +
-		"claim. Ask the user which is right, then add_memory or correct_memory."}, t.conflicts)
+		"claim. Ask the user which is right, then accept_memory the right one (or correct_memory the wrong one)."}, t.conflicts)
+	mcp.AddTool(s, &mcp.Tool{Name: "accept_memory", Description: "The user says a contested fact (from list_conflicts) is " +
+		"right: it becomes the value in force from when it became true, replacing the value it contested; rivals claimed " +
+		"for the same moment stay contested. Take fact_id from list_conflicts."}, t.accept)
 	destructive := true
 	mcp.AddTool(s, &mcp.Tool{Name: "forget_memory", Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive},
 		Description: "Permanently delete everything memor holds about the user (GDPR erasure). Only on the user's explicit request."}, t.forget)
@@ -147,6 +151,10 @@ type (
 	correctIn struct {
 		UserID string `json:"user_id" jsonschema:"the user"`
 		FactID string `json:"fact_id" jsonschema:"the id of the fact that was never true"`
+	}
+	acceptIn struct {
+		UserID string `json:"user_id" jsonschema:"the user"`
+		FactID string `json:"fact_id" jsonschema:"the id of the contested fact that is right (from list_conflicts)"`
 	}
 )
 
@@ -391,6 +399,13 @@ func (t tools) correct(ctx context.Context, _ *mcp.CallToolRequest, in correctIn
 	return textResult("Retracted fact " + in.FactID + "; what it had replaced is restored."), doneOut{Done: "corrected " + in.FactID}, nil
 }
 
+func (t tools) accept(ctx context.Context, _ *mcp.CallToolRequest, in acceptIn) (*mcp.CallToolResult, doneOut, error) {
+	if err := t.e.Accept(ctx, in.UserID, in.FactID); err != nil {
+		return nil, doneOut{}, explain(err)
+	}
+	return textResult("Accepted fact " + in.FactID + "; it is the value in force from its valid time."), doneOut{Done: "accepted " + in.FactID}, nil
+}
+
 func (t tools) forget(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*mcp.CallToolResult, doneOut, error) {
 	if err := t.e.Forget(ctx, in.UserID); err != nil {
 		return nil, doneOut{}, explain(err)
@@ -403,6 +418,8 @@ func explain(err error) error {
 	switch {
 	case errors.Is(err, memor.ErrInvalidUser):
 		return fmt.Errorf("%w (pass a user_id of at most %d bytes of UTF-8, with a visible character and no control character)", err, memor.MaxUserBytes)
+	case errors.Is(err, memor.ErrNotContested):
+		return fmt.Errorf("%w (accept_memory takes a fact_id from list_conflicts)", err)
 	case errors.Is(err, memor.ErrInvalidFact), errors.Is(err, memor.ErrNotFound):
 		return fmt.Errorf("%w (take fact_id from get_user_profile, get_history or query_memory)", err)
 	case errors.Is(err, memor.ErrTooLarge):

@@ -103,7 +103,7 @@ func TestListTools(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"add_memory", "correct_memory", "forget_memory", "get_history", "get_user_profile",
+	want := []string{"accept_memory", "add_memory", "correct_memory", "forget_memory", "get_history", "get_user_profile",
 		"list_conflicts", "query_as_of", "query_memory"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
@@ -167,7 +167,28 @@ func TestTools(t *testing.T) {
 	mustCall(t, cs, "add_memory", map[string]any{"user_id": "c", "text": "I live in Bergen.", "at": "2026-03-01"}, nil)
 	mustCall(t, cs, "list_conflicts", map[string]any{"user_id": "c"}, &conf)
 	if len(conf.Facts) == 0 {
-		t.Errorf("same-instant disagreement not listed as a conflict")
+		t.Fatalf("same-instant disagreement not listed as a conflict")
+	}
+	// Accepting one of them: it is the value in force, its rival stays
+	// contested.
+	var bergen string
+	for _, f := range conf.Facts {
+		if f.Object == "Bergen" {
+			bergen = f.ID
+		}
+	}
+	var acc doneOut
+	mustCall(t, cs, "accept_memory", map[string]any{"user_id": "c", "fact_id": bergen}, &acc)
+	if acc.Done != "accepted "+bergen {
+		t.Errorf("accept_memory = %+v", acc)
+	}
+	mustCall(t, cs, "get_user_profile", map[string]any{"user_id": "c"}, &prof)
+	if got := objects(prof.Facts); !slices.Equal(got, []string{"Bergen"}) {
+		t.Errorf("profile after accept = %v, want [Bergen]", got)
+	}
+	mustCall(t, cs, "list_conflicts", map[string]any{"user_id": "c"}, &conf)
+	if got := objects(conf.Facts); !slices.Equal(got, []string{"Oslo"}) {
+		t.Errorf("conflicts after accept = %v, want [Oslo]", got)
 	}
 
 	var done doneOut
@@ -221,6 +242,8 @@ func TestBadArguments(t *testing.T) {
 		{"query_as_of", map[string]any{"user_id": "u", "known_at": "0000-01-01"}, "time"},
 		{"correct_memory", map[string]any{"user_id": "u", "fact_id": "nope"}, "fact_id"},
 		{"correct_memory", map[string]any{"user_id": "u"}, "fact_id"},
+		{"accept_memory", map[string]any{"user_id": "u", "fact_id": "nope"}, "fact_id"},
+		{"accept_memory", map[string]any{"user_id": "u"}, "fact_id"},
 		{"list_conflicts", map[string]any{"user_id": ""}, "user_id"},
 		{"forget_memory", map[string]any{"user_id": ""}, "user_id"},
 		{"forget_memory", map[string]any{"user_id": "u", "extra": true}, "extra"},
@@ -254,6 +277,7 @@ func TestClosedEngine(t *testing.T) {
 		"get_history":      {"user_id": "u", "predicate": "lives_in"},
 		"query_as_of":      {"user_id": "u", "valid_at": "2026-02-01"},
 		"correct_memory":   {"user_id": "u", "fact_id": "00000000000000000000000000000000"},
+		"accept_memory":    {"user_id": "u", "fact_id": "00000000000000000000000000000000"},
 		"list_conflicts":   {"user_id": "u"},
 		"forget_memory":    {"user_id": "u"},
 	} {
@@ -274,7 +298,7 @@ func TestSchemas(t *testing.T) {
 	want := map[string][]string{
 		"add_memory": {"text", "user_id"}, "query_memory": {"text", "user_id"}, "get_user_profile": {"user_id"},
 		"forget_memory": {"user_id"}, "get_history": {"predicate", "user_id"}, "query_as_of": {"user_id"},
-		"correct_memory": {"fact_id", "user_id"}, "list_conflicts": {"user_id"},
+		"correct_memory": {"fact_id", "user_id"}, "list_conflicts": {"user_id"}, "accept_memory": {"fact_id", "user_id"},
 	}
 	for _, tool := range res.Tools {
 		data, _ := json.Marshal(tool.InputSchema)
