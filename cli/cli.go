@@ -143,6 +143,8 @@ func hint(err error, ue usageError) string {
 		return "; run '" + ue.cmd + " --help'"
 	case errors.Is(err, memor.ErrInvalidUser):
 		return "; pass --user NAME or set MEMOR_USER"
+	case errors.Is(err, memor.ErrNotContested):
+		return "; list contested facts with 'memor conflicts'"
 	case errors.Is(err, memor.ErrNotFound) && strings.Contains(msg, "fact"):
 		return "; list fact IDs with 'memor state' or 'memor history'"
 	case errors.Is(err, memor.ErrFormatTooNew):
@@ -200,7 +202,7 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 	root.CompletionOptions.HiddenDefaultCmd = false
 	a.globalFlags(root)
 	root.AddCommand(a.addCmd(), a.queryCmd(), a.stateCmd(), a.historyCmd(), a.asOfCmd(), a.conflictsCmd(),
-		a.correctCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
+		a.correctCmd(), a.acceptCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
 		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd(), a.usersCmd(),
 		a.configCmd(), a.reembedCmd(), a.studioCmd())
 	return root

@@ -278,6 +278,10 @@ func TestWorkflow(t *testing.T) {
 	if got := objects(e.facts("state")); !strings.Contains(got, "San Francisco") || strings.Contains(got, "Seattle") {
 		t.Errorf("state after correct = %s", got)
 	}
+	// accept takes a contested fact only.
+	if r := e.run("", "accept", seattle); r.code != 1 || !strings.Contains(r.stderr, "not contested") || !strings.Contains(r.stderr, "memor conflicts") {
+		t.Errorf("accept of a retracted fact: %+v", r)
+	}
 
 	if r := e.run("", "forget"); r.code != 2 || !strings.Contains(r.stderr, "--yes") {
 		t.Errorf("forget without --yes: %+v", r)
@@ -303,6 +307,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"state", "--bogus"}, 2, "memor state --help"},
 		{[]string{"state", "extra"}, 2, "memor state --help"},
 		{[]string{"correct"}, 2, "memor correct --help"},
+		{[]string{"accept"}, 2, "memor accept --help"},
 		{[]string{"history"}, 2, "memor history --help"},
 		{[]string{"asof", "--valid", "yesterday"}, 2, "RFC 3339"},
 		{[]string{"add", "--at", "13/01/2026", "hi"}, 2, "RFC 3339"},
@@ -630,6 +635,14 @@ func TestJSONEverywhere(t *testing.T) {
 		t.Errorf("state serves both contested cities: %s", st)
 	}
 	id := conf[0].ID
+	// Accepting one puts it in force; its rival stays contested.
+	e.ok("accept", id, "--user", "c")
+	if st := objects(e.facts("state", "--user", "c")); st != conf[0].Object {
+		t.Errorf("state after accept = %s, want %s", st, conf[0].Object)
+	}
+	if left := e.facts("conflicts", "--user", "c"); len(left) != len(conf)-1 {
+		t.Errorf("conflicts after accept = %v", left)
+	}
 	for _, args := range [][]string{
 		{"add", "I live in Lima.", "--at", "2026-01-01"},
 		{"query", "where do I live"},
@@ -637,6 +650,7 @@ func TestJSONEverywhere(t *testing.T) {
 		{"history", "lives_in"},
 		{"asof", "--valid", "2026-02-01", "--known", "2030-01-01"},
 		{"conflicts", "--user", "c"},
+		{"accept", id, "--user", "c"},
 		{"correct", id, "--user", "c"},
 		{"prune", "--before", "2000-01-01"},
 		{"rebuild", "--all"},

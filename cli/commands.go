@@ -231,6 +231,23 @@ func (a *app) correctCmd() *cobra.Command {
 	}
 }
 
+func (a *app) acceptCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "accept FACT_ID",
+		Short:   "Accept a contested fact: it is the value in force from its valid time",
+		Example: "  memor conflicts        # find the ID\n  memor accept 3f1c…",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withEngine(memor.Options{}, func(e *memor.Engine) error {
+				if err := e.Accept(cmd.Context(), a.user, args[0]); err != nil {
+					return err
+				}
+				return a.done(map[string]string{"accepted": args[0]}, "accepted "+args[0])
+			})
+		},
+	}
+}
+
 func (a *app) forgetCmd() *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
