@@ -217,11 +217,22 @@ func TestBrowserStudio(t *testing.T) {
 	}
 	shot("studio-graph.png")
 
-	// Resolve the conflict: keep Seattle.
-	do("conflicts", chromedp.Navigate(ts.URL+"/studio/u/alice/conflicts"), chromedp.WaitVisible(chromedp.CSS(".conflict .keep")),
-		chromedp.Click(chromedp.CSS(".conflict .keep")), chromedp.WaitVisible(chromedp.CSS("#no-conflicts")))
+	// Resolve the conflict by accepting the contested value: Austin is
+	// then in force from its valid time, and the timeline says so.
+	do("conflicts", chromedp.Navigate(ts.URL+"/studio/u/alice/conflicts"), chromedp.WaitVisible(chromedp.CSS(".conflict .accept")),
+		chromedp.Click(chromedp.CSS(".conflict .accept")), chromedp.WaitVisible(chromedp.CSS("#no-conflicts")))
 	if cs, _ := s.e.Conflicts(ctx, s.user); len(cs) != 0 {
-		t.Errorf("conflicts after keeping Seattle in the browser: %v", cs)
+		t.Errorf("conflicts after accepting Austin in the browser: %v", cs)
 	}
 	shot("studio-conflicts-resolved.png")
+	do("timeline after accept", chromedp.Navigate(ts.URL+"/studio/u/alice/?valid="+
+		s.Now.Format(time.RFC3339)+"&known="+s.Now.Format(time.RFC3339)), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	checkState("after accept")
+	labels = strings.Split(eval(`[...document.querySelectorAll('#timeline .bar.st-active text.label')].map(e => e.textContent).join("\n")`), "\n")
+	if !slices.ContainsFunc(labels, func(l string) bool { return strings.Contains(l, "Austin · accept") }) {
+		t.Errorf("no active bar labelled \"Austin · accept\" among %q", labels)
+	}
+	if !slices.Contains(strings.Split(eval(`[...document.querySelectorAll('#state td')].map(c => c.textContent).join("\n")`), "\n"), "Austin") {
+		t.Error("the state shown after accepting Austin does not hold Austin")
+	}
 }

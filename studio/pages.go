@@ -228,6 +228,28 @@ func (h *Handler) correct(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"message": "retracted", "redirect": UserURL(user, "conflicts")})
 }
 
+// accept puts a contested fact in force (memor.Accept): how a person
+// settles a conflict in favour of the contested value.
+func (h *Handler) accept(w http.ResponseWriter, r *http.Request) {
+	user := r.PathValue("user")
+	var req struct {
+		FactID string `json:"fact_id"`
+	}
+	if err := decodePost(r, &req); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if req.FactID == "" {
+		h.fail(w, r, fmt.Errorf("%w: fact_id is required", ErrBadRequest))
+		return
+	}
+	if err := h.e.Accept(r.Context(), user, req.FactID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"message": "accepted", "redirect": UserURL(user, "conflicts")})
+}
+
 type forgetData struct {
 	Counts memor.ForgetCounts
 }

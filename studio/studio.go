@@ -9,7 +9,7 @@
 // The handler serves every path under Prefix. It does no authentication
 // of its own: mount it behind server.Options.Studio, which applies the
 // API's token, Host and Origin checks to every request, so that its
-// state-changing actions (Retry, Correct, Forget: JSON POSTs) are guarded
+// state-changing actions (Retry, Correct, Accept, Forget: JSON POSTs) are guarded
 // exactly as the API's are.
 package studio
 
@@ -92,6 +92,7 @@ func New(e *memor.Engine, o Options) *Handler {
 	m.HandleFunc("GET "+Prefix+"u/{user}/query", h.query)
 	m.HandleFunc("GET "+Prefix+"u/{user}/conflicts", h.conflicts)
 	m.HandleFunc("POST "+Prefix+"u/{user}/correct", h.correct)
+	m.HandleFunc("POST "+Prefix+"u/{user}/accept", h.accept)
 	m.HandleFunc("GET "+Prefix+"u/{user}/graph", h.graph)
 	m.HandleFunc("GET "+Prefix+"u/{user}/forget", h.forgetPlan)
 	m.HandleFunc("POST "+Prefix+"u/{user}/forget", h.forget)
@@ -142,7 +143,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadRequest
 	case errors.Is(err, memor.ErrNotFound):
 		status = http.StatusNotFound
-	case errors.Is(err, memor.ErrReadOnly):
+	case errors.Is(err, memor.ErrReadOnly), errors.Is(err, memor.ErrNotContested):
 		status = http.StatusConflict
 	case errors.Is(err, context.Canceled):
 		return

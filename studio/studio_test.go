@@ -368,6 +368,66 @@ func TestConflictsResolve(t *testing.T) {
 	}
 }
 
+// TestConflictsAccept: the other way to settle a conflict: accept the
+// contested value, which is then in force from its valid time (the
+// timeline labels its bar accept) and leaves the conflicts.
+func TestConflictsAccept(t *testing.T) {
+	s := seed(t, "alice")
+	ts := serve(t, s.e, "", s.Now)
+	ctx := context.Background()
+	doc := get(t, ts, studio.UserURL(s.user, "conflicts"))
+	cs := find(doc, func(n *html.Node) bool { return hasClass(n, "conflict") })
+	if len(cs) != 1 {
+		t.Fatalf("conflicts: %q", text(byID(doc, "conflicts")))
+	}
+	acc := find(cs[0], func(n *html.Node) bool { return hasClass(n, "accept") })
+	if len(acc) != 1 || text(acc[0]) != "Accept Austin: in force from 2026-09-01" {
+		t.Fatalf("accept button: %q", text(cs[0]))
+	}
+	austin := attr(cs[0], "data-fact")
+	if code, out := post(t, ts, studio.UserURL(s.user, "accept"), map[string]string{"fact_id": austin}); code != http.StatusOK || out["redirect"] != studio.UserURL(s.user, "conflicts") {
+		t.Fatalf("accept: %d %v", code, out)
+	}
+	if c, _ := s.e.Conflicts(ctx, s.user); len(c) != 0 {
+		t.Errorf("conflicts after accepting Austin: %v", c)
+	}
+	if byID(get(t, ts, studio.UserURL(s.user, "conflicts")), "no-conflicts") == nil {
+		t.Error("the page still lists a conflict")
+	}
+	st, _ := s.e.State(ctx, s.user)
+	if !slices.ContainsFunc(st, func(f memor.Fact) bool { return f.ID == austin && f.Rule == memor.RuleAccept }) {
+		t.Errorf("state after accept: %v, want Austin in force by rule accept", st)
+	}
+	tl := get(t, ts, studio.UserURL(s.user, ""))
+	bars := find(byID(tl, "timeline"), func(n *html.Node) bool {
+		return hasClass(n, "bar") && hasClass(n, "rule-accept") && hasClass(n, "st-active") && attr(n, "data-fact") == austin
+	})
+	if len(bars) != 1 || !strings.Contains(text(bars[0]), "Austin · accept") {
+		t.Errorf("timeline: %d accept bars of Austin", len(bars))
+	}
+	// Accepting it again changes nothing; the value it closed is not
+	// contested; an unknown fact is not found.
+	if code, out := post(t, ts, studio.UserURL(s.user, "accept"), map[string]string{"fact_id": austin}); code != http.StatusOK {
+		t.Errorf("accept again: %d %v", code, out)
+	}
+	var seattle string
+	vs, _ := s.e.History(ctx, s.user, "user", "lives_in")
+	for _, f := range vs {
+		if f.Object == "Seattle" && f.Open() {
+			seattle = f.ID
+		}
+	}
+	if code, _ := post(t, ts, studio.UserURL(s.user, "accept"), map[string]string{"fact_id": seattle}); code != http.StatusConflict {
+		t.Errorf("accept of a fact not contested: %d, want 409", code)
+	}
+	if code, _ := post(t, ts, studio.UserURL(s.user, "accept"), map[string]string{"fact_id": "nope"}); code != http.StatusNotFound {
+		t.Errorf("accept of an unknown fact: %d, want 404", code)
+	}
+	if code, _ := post(t, ts, studio.UserURL(s.user, "accept"), map[string]string{}); code != http.StatusBadRequest {
+		t.Errorf("accept without fact_id: %d, want 400", code)
+	}
+}
+
 // TestGraphPath: the entities around the user as SVG, and the path of a
 // multi-hop answer drawn and labelled on it.
 func TestGraphPath(t *testing.T) {
@@ -443,6 +503,11 @@ func TestStudioGuard(t *testing.T) {
 	s := seed(t, "alice")
 	ts := serve(t, s.e, "", s.Now)
 	forget := ts.URL + studio.UserURL(s.user, "forget")
+	accept := ts.URL + studio.UserURL(s.user, "accept")
+	cs, _ := s.e.Conflicts(context.Background(), s.user)
+	if len(cs) != 1 {
+		t.Fatalf("seed conflicts: %v", cs)
+	}
 	for name, hd := range map[string]map[string]string{
 		"cross-site fetch": {"Content-Type": "application/json", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"},
 		"cross-site form":  {"Content-Type": "application/x-www-form-urlencoded", "Sec-Fetch-Site": "cross-site"},
@@ -450,21 +515,26 @@ func TestStudioGuard(t *testing.T) {
 		"form body":        {"Content-Type": "application/x-www-form-urlencoded"},
 		"text/plain":       {"Content-Type": "text/plain"},
 	} {
-		req, _ := http.NewRequest(http.MethodPost, forget, strings.NewReader(`{"confirm":"alice"}`))
-		for k, v := range hd {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusUnsupportedMediaType {
-			t.Errorf("%s: %d, want 403 or 415", name, resp.StatusCode)
+		for path, body := range map[string]string{forget: `{"confirm":"alice"}`, accept: `{"fact_id":"` + cs[0].ID + `"}`} {
+			req, _ := http.NewRequest(http.MethodPost, path, strings.NewReader(body))
+			for k, v := range hd {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusUnsupportedMediaType {
+				t.Errorf("%s %s: %d, want 403 or 415", name, path, resp.StatusCode)
+			}
 		}
 	}
 	if us, _ := s.e.Users(context.Background()); len(us) != 1 {
 		t.Fatal("a refused request forgot the user")
+	}
+	if again, _ := s.e.Conflicts(context.Background(), s.user); len(again) != 1 {
+		t.Fatal("a refused request accepted the contested fact")
 	}
 	resp, _ := http.Get(ts.URL + "/studio/")
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'self'") {
