@@ -3,6 +3,7 @@ package resolve
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -88,5 +89,58 @@ func TestEpochIsAnInstant(t *testing.T) {
 	})
 	if out["a"].ValidTo != 0 || out["a"].Closed != CauseEnd || !out["e"].Applied {
 		t.Errorf("Many: a %+v, end %+v", *out["a"], *out["e"])
+	}
+}
+
+// TestFoldAccepted: rule 9. An accepted claim escapes the contest rules
+// (same-instant rivals, the confidence margin, MinConfidence); of rivals
+// accepted at one instant the latest acceptance is applied; and the
+// outcome depends on the claims only, whatever their order (Folder and
+// Fold agree on shuffled input).
+func TestFoldAccepted(t *testing.T) {
+	base := []Claim{
+		{ID: "a", Kind: Assert, ObjKey: "x", ValidFrom: 1, Confidence: 1},
+		{ID: "b", Kind: Assert, ObjKey: "y", ValidFrom: 5, Confidence: 1},
+		{ID: "c", Kind: Assert, ObjKey: "z", ValidFrom: 5, Confidence: 1},
+		{ID: "d", Kind: Assert, ObjKey: "w", ValidFrom: 7, Confidence: 0.3},
+	}
+	for _, c := range []struct {
+		name     string
+		accepted map[string]uint64
+		want     map[string]Status // and the fact in force at the end
+		inForce  string
+	}{
+		{"none", nil, map[string]Status{"a": Active, "b": Contested, "c": Contested, "d": Contested}, "a"},
+		{"one rival", map[string]uint64{"c": 3}, map[string]Status{"a": Active, "b": Contested, "c": Active, "d": Contested}, "c"},
+		{"the later acceptance wins", map[string]uint64{"c": 3, "b": 4}, map[string]Status{"a": Active, "b": Active, "c": Contested, "d": Contested}, "b"},
+		{"below MinConfidence", map[string]uint64{"d": 9}, map[string]Status{"a": Active, "b": Contested, "c": Contested, "d": Active}, "d"},
+	} {
+		claims := slices.Clone(base)
+		for i := range claims {
+			claims[i].Accepted = c.accepted[claims[i].ID]
+		}
+		out := Fold(true, slices.Clone(claims))
+		for id, st := range c.want {
+			if out[id].Status != st {
+				t.Errorf("%s: %s is %d, want %d", c.name, id, out[id].Status, st)
+			}
+		}
+		for id, o := range out {
+			if open := o.Status == Active && o.ValidTo == Open; open != (id == c.inForce) {
+				t.Errorf("%s: %s open=%t, want in force %s (%+v)", c.name, id, open, c.inForce, o)
+			}
+		}
+		var f Folder
+		slices.Reverse(claims)
+		for i, o := range f.Fold(true, nil, Outcome{}, claims) {
+			if *out[claims[i].ID] != o {
+				t.Errorf("%s: Folder on reversed input: %s %+v, want %+v", c.name, claims[i].ID, o, *out[claims[i].ID])
+			}
+		}
+	}
+	// A Many slot: an accepted low-confidence value is added.
+	many := Fold(false, []Claim{{ID: "e", Kind: Assert, ObjKey: "v", ValidFrom: 1, Confidence: 0.2, Accepted: 2}})
+	if many["e"].Status != Active {
+		t.Errorf("accepted Many value: %+v", many["e"])
 	}
 }
