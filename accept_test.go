@@ -225,3 +225,34 @@ func TestAcceptOrderIndependent(t *testing.T) {
 		t.Fatalf("state: %s", states[0])
 	}
 }
+
+// TestAcceptExportImport: an acceptance is an episode of the export, and
+// importing it into another store reproduces the accepted state.
+func TestAcceptExportImport(t *testing.T) {
+	t.Parallel()
+	e, _ := openTest(t, memor.Options{})
+	ctx := context.Background()
+	assertFact(t, e, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "San Francisco", ValidFrom: day(0)})
+	assertFact(t, e, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Seattle", ValidFrom: day(10)})
+	pdx := assertFact(t, e, "u", memor.FactInput{Subject: "user", Predicate: "lives_in", Object: "Portland", ValidFrom: day(10)})
+	if err := e.Accept(ctx, "u", pdx.FactID); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if _, err := e.Export(ctx, &b, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"kind":"accept"`) || !strings.Contains(b.String(), `"accept":{"fact_id":"`+pdx.FactID+`"}`) {
+		t.Fatalf("export lacks the accept episode:\n%s", b.String())
+	}
+	f, _ := openTest(t, memor.Options{})
+	if _, err := f.Import(ctx, strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := validState(t, f, "u"), validState(t, e, "u"); got != want {
+		t.Fatalf("imported state:\n%s\nwant\n%s", got, want)
+	}
+	if got := livesIn(t, f, "u", 20); got != "Portland" {
+		t.Fatalf("imported: %q, want Portland", got)
+	}
+}
