@@ -583,7 +583,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Errorf("server name %q", got)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 8 {
+	if err != nil || len(tools.Tools) != 9 {
 		t.Fatalf("tools/list: %v %v", tools, err)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_memory",

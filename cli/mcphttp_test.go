@@ -23,7 +23,7 @@ import (
 // tsSDKVersion is the TypeScript MCP SDK TestMCPHTTPTypeScript installs.
 const tsSDKVersion = "1.32.2"
 
-var memorTools = []string{"add_memory", "correct_memory", "forget_memory", "get_history", "get_user_profile",
+var memorTools = []string{"accept_memory", "add_memory", "correct_memory", "forget_memory", "get_history", "get_user_profile",
 	"list_conflicts", "query_as_of", "query_memory"}
 
 // tsSDK returns a folder whose node_modules holds the TypeScript MCP SDK.
