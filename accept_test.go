@@ -256,3 +256,19 @@ func TestAcceptExportImport(t *testing.T) {
 		t.Fatalf("imported: %q, want Portland", got)
 	}
 }
+
+// TestCheckAcceptEpisode: an accept episode without its fact is invalid.
+func TestCheckAcceptEpisode(t *testing.T) {
+	t.Parallel()
+	e, _ := openTest(t, memor.Options{})
+	if err := e.CheckEpisode(memor.Episode{User: "u", Kind: memor.EpisodeAccept}); !errors.Is(err, memor.ErrInvalidFact) {
+		t.Errorf("accept episode without a body: %v, want ErrInvalidFact", err)
+	}
+	ok := memor.Episode{User: "u", Kind: memor.EpisodeAccept, Accept: &memor.Acceptance{FactID: strings.Repeat("ab", 16)}}
+	if err := e.CheckEpisode(ok); err != nil {
+		t.Errorf("accept episode: %v", err)
+	}
+	if k := memor.EpisodeAccept.String(); k != "accept" {
+		t.Errorf("kind name %q", k)
+	}
+}

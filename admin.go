@@ -264,8 +264,9 @@ func (e *Engine) pruneBatch(ctx context.Context, user string, olderThan time.Tim
 
 // Rebuild replays user's episode log through the current pipeline and
 // replaces every fact, version, log entry and index entry with the result,
-// atomically. Corrections are episodes, so they survive. With the same
-// deterministic extractor the result is byte-identical: each episode's
+// atomically. Corrections and acceptances are episodes, so they
+// survive. With the same deterministic extractor the result is
+// byte-identical: each episode's
 // facts carry the episode's own transaction time. An episode whose
 // replay fails is recorded as failed (see Retry) and the replay starts
 // over without it, so RebuildProgress may count from 1 again. A ctx from

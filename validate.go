@@ -111,7 +111,7 @@ func (e *Engine) episodeTime(t time.Time) (time.Time, error) {
 // would be refused as invalid input, with the error the replaying call
 // would return: Add of its text for EpisodeText; for EpisodeFacts,
 // AssertBatch of each run of Assert ops and End of each End op; Correct
-// for EpisodeCorrect. A nil result does not promise that the replay
+// for EpisodeCorrect; Accept for EpisodeAccept. A nil result does not promise that the replay
 // succeeds: storage can fail, and a correction can name a fact the store
 // does not hold (ErrNotFound). `memor import` checks every episode of its
 // input this way before it writes the first.
