@@ -10,6 +10,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/graph"
+	"github.com/memor-db/memor/kv/kvtest"
 	_ "modernc.org/sqlite"
 )
 
@@ -46,12 +47,6 @@ func traverseData(edges, entities, hubs, hubEdges int) []traverseEdge {
 	}
 	return out
 }
-
-// copyKV is memKV for a writer that reuses its buffers (graph does):
-// it keeps a copy of every value.
-type copyKV struct{ *memKV }
-
-func (s copyKV) Set(k, v []byte) error { return s.memKV.Set(k, append([]byte(nil), v...)) }
 
 func entityName(i int) string { return fmt.Sprintf("entity %d", i) }
 
@@ -146,7 +141,7 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 		if g != nil {
 			return
 		}
-		store := copyKV{&memKV{m: map[string][]byte{}}}
+		store := kvtest.Map{}
 		w := graph.New([]byte("g/"))
 		for _, e := range data {
 			if err := w.AddEdge(store, e.doc, entityName(e.src), e.label, entityName(e.dst)); err != nil {

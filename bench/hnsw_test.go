@@ -10,9 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +22,7 @@ import (
 	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/internal/cputime"
 	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // The vector-search benchmarks compare memor's index/hnsw with
@@ -181,57 +180,19 @@ func recall(got [][]uint32, truth [][]uint32) float64 {
 	return sum / float64(len(got))
 }
 
-// memKV is a map-backed kv.Reader and kv.Writer standing in for the
-// store (its own cost is a map insert per key, less than Pebble's); it
-// also counts what was written. Values are kept without a copy: the index
-// never reuses a slice it has handed to Set.
-type memKV struct {
-	m     map[string][]byte
-	bytes int
+// countingKV is the shared in-memory store (kvtest.Map, which copies what
+// it is given, as kv.Writer promises and Pebble does) that also counts the
+// bytes written to it.
+type countingKV struct {
+	kvtest.Map
+	written int
 }
 
-func (s *memKV) Set(k, v []byte) error {
-	s.m[string(k)] = v
-	s.bytes += len(k) + len(v)
-	return nil
-}
+func newCountingKV() *countingKV { return &countingKV{Map: kvtest.Map{}} }
 
-func (s *memKV) Delete(k []byte) error {
-	delete(s.m, string(k))
-	return nil
-}
-
-func (s *memKV) Get(k []byte) ([]byte, error) {
-	v, ok := s.m[string(k)]
-	if !ok {
-		return nil, kv.ErrNotFound
-	}
-	return v, nil
-}
-
-func (s *memKV) Scan(ctx context.Context, p []byte, fn func(k, v []byte) error) error {
-	keys := make([]string, 0, len(s.m))
-	for k := range s.m {
-		if strings.HasPrefix(k, string(p)) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := fn([]byte(k), s.m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// storedSize is the persisted size: the sum of live keys and values.
-func (s *memKV) storedSize() int {
-	n := 0
-	for k, v := range s.m {
-		n += len(k) + len(v)
-	}
-	return n
+func (s *countingKV) Set(k, v []byte) error {
+	s.written += len(k) + len(v)
+	return s.Map.Set(k, v)
 }
 
 var benchPrefix = []byte("u\x00bench\x00\x01n")
@@ -240,7 +201,7 @@ var benchPrefix = []byte("u\x00bench\x00\x01n")
 // buildBatch inserts as the engine does at each commit (an AssertBatch of
 // 1000 facts): each neighbour list changed in a batch is written once.
 // coder/hnsw is persisted once, by Export, at the end.
-func buildMemor(tb testing.TB, vecs [][]float32, w *memKV) *hnsw.Index {
+func buildMemor(tb testing.TB, vecs [][]float32, w kv.Writer) *hnsw.Index {
 	ix := hnsw.New(benchDim, benchPrefix, hnsw.Options{M: benchM, EfConstruction: benchEfC, Seed: 1, ExactBelow: -1})
 	for i, v := range vecs {
 		if err := ix.Add(nil, uint32(i), v); err != nil {
@@ -294,7 +255,7 @@ func indexes(b *testing.B, n int) (*vectorData, *builtIndexes) {
 		return d, x
 	}
 	x := &builtIndexes{build: map[string]time.Duration{}, coderDists: new(atomic.Int64)}
-	store := &memKV{m: map[string][]byte{}}
+	store := kvtest.Map{}
 	t := time.Now()
 	x.memor = buildMemor(b, d.vecs, store)
 	x.build["memor"] = time.Since(t)
@@ -426,14 +387,14 @@ func BenchmarkHNSWBuild(b *testing.B) {
 	d := vectorSet(n)
 	b.Run(fmt.Sprintf("n=%d/engine=memor", n), func(b *testing.B) {
 		b.ReportAllocs()
-		var w *memKV
+		var w *countingKV
 		cpu0 := cputime.Process()
 		for b.Loop() {
-			w = &memKV{m: map[string][]byte{}}
+			w = newCountingKV()
 			buildMemor(b, d.vecs, w)
 		}
 		cpu := cputime.Process() - cpu0
-		written, stored := w.bytes, w.storedSize()
+		written, stored := w.written, w.Size()
 		b.ReportMetric(float64(stored)/float64(n), "bytes/vector")
 		b.ReportMetric(float64(written)/float64(n), "written-bytes/vector")
 		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/build")

@@ -15,7 +15,8 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/mcpserver"
-	"github.com/memor-db/memor/memortest"
+	"github.com/memor-db/memor/memortest/backend"
+	"github.com/memor-db/memor/memortest/suite"
 	"github.com/memor-db/memor/server"
 	"github.com/memor-db/memor/studio"
 )
@@ -205,8 +206,8 @@ with --strict if any case fails.`,
 				return err
 			}
 			a.warnOtherUsers(cmd.Context(), client, base)
-			b := memortest.HTTPBackend(base, client)
-			t, err := memortest.Report(cmd.Context(), map[string]memortest.Backend{name: b})
+			b := backend.HTTPBackend(base, client)
+			t, err := suite.Report(cmd.Context(), map[string]backend.Backend{name: b})
 			if err != nil {
 				return err
 			}
@@ -277,8 +278,8 @@ func (a *app) warnOtherUsers(ctx context.Context, client *http.Client, base stri
 
 // resetSuiteUsers resets every user of the built-in cases (through b,
 // which puts them under memortest.UserPrefix).
-func resetSuiteUsers(ctx context.Context, b memortest.Backend) error {
-	cases, err := memortest.Cases()
+func resetSuiteUsers(ctx context.Context, b backend.Backend) error {
+	cases, err := suite.Cases()
 	if err != nil {
 		return err
 	}

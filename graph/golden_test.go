@@ -11,6 +11,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/memor-db/memor/internal/golden"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden.txt from the current code")
@@ -91,7 +92,7 @@ func goldenQueries(g *Graph, out *strings.Builder) {
 func TestGolden(t *testing.T) {
 	prefix := []byte("golden/graph/")
 	g := New(prefix)
-	store := newMemKV()
+	store := kvtest.Map{}
 	rec := &golden.Recorder{W: store}
 	goldenWorkload(t, g, rec)
 	var out strings.Builder

@@ -1,13 +1,11 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -15,44 +13,15 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/kv/kvtest"
 )
-
-// memKV is an in-memory kv.Reader and kv.Writer for tests.
-type memKV struct{ m map[string][]byte }
-
-func newMemKV() *memKV { return &memKV{m: map[string][]byte{}} }
-
-func (s *memKV) Set(k, v []byte) error { s.m[string(k)] = append([]byte(nil), v...); return nil }
-func (s *memKV) Delete(k []byte) error { delete(s.m, string(k)); return nil }
-func (s *memKV) Get(k []byte) ([]byte, error) {
-	v, ok := s.m[string(k)]
-	if !ok {
-		return nil, kv.ErrNotFound
-	}
-	return v, nil
-}
-func (s *memKV) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	keys := make([]string, 0, len(s.m))
-	for k := range s.m {
-		if bytes.HasPrefix([]byte(k), prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := fn([]byte(k), s.m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 type fact struct {
 	doc         uint32
 	from, l, to string
 }
 
-func build(t *testing.T, w *memKV, facts ...fact) *Graph {
+func build(t *testing.T, w kvtest.Map, facts ...fact) *Graph {
 	t.Helper()
 	g := New([]byte("g/"))
 	for _, f := range facts {
@@ -83,7 +52,7 @@ var family = []fact{
 }
 
 func TestPathRendering(t *testing.T) {
-	w := newMemKV()
+	w := kvtest.Map{}
 	g := build(t, w, family...)
 	ctx := context.Background()
 	ps, err := g.BFS(ctx, []string{"user"}, 0, roaring.BitmapOf(1, 2, 4, 5))
@@ -122,7 +91,7 @@ func TestPathRendering(t *testing.T) {
 }
 
 func TestAsOfFiltering(t *testing.T) {
-	g := build(t, newMemKV(), family...)
+	g := build(t, kvtest.Map{}, family...)
 	ctx := context.Background()
 	current := roaring.BitmapOf(1, 2, 4, 5) // doc 3 superseded
 	ps, err := g.BFS(ctx, []string{"user"}, 1, current)
@@ -158,7 +127,7 @@ func TestCyclesAndDepth(t *testing.T) {
 		facts = append(facts, fact{uint32(i + 1), fmt.Sprintf("a%d", i), "next", fmt.Sprintf("a%d", (i+1)%10)})
 	}
 	facts = append(facts, fact{20, "a0", "likes", "a0"}, fact{21, "a1", "knows", "a0"})
-	g := build(t, newMemKV(), facts...)
+	g := build(t, kvtest.Map{}, facts...)
 	ctx := context.Background()
 	ps, err := g.BFS(ctx, []string{"a0"}, 100, nil)
 	if err != nil {
@@ -205,7 +174,7 @@ func TestCyclesAndDepth(t *testing.T) {
 }
 
 func TestEntities(t *testing.T) {
-	w := newMemKV()
+	w := kvtest.Map{}
 	g := build(t, w, append(slices.Clone(family), fact{6, "Rex", "is_a", "retriever"}, fact{7, "user", "visited", "New York City"}, fact{10, "user", "born_in", "new york"})...)
 	cases := []struct {
 		text string
@@ -252,7 +221,7 @@ func TestEntities(t *testing.T) {
 }
 
 func TestReplaceAndErrors(t *testing.T) {
-	w := newMemKV()
+	w := kvtest.Map{}
 	g := build(t, w, family...)
 	if err := g.AddEdge(w, 2, "Alex", "has_pet", "cat"); err != nil {
 		t.Fatal(err)
@@ -311,7 +280,7 @@ func randomGraph(t *testing.T, r *rand.Rand, w kv.Writer, prefix []byte, entitie
 // is that distance plus one.
 func TestBFSMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	w := newMemKV()
+	w := kvtest.Map{}
 	g := randomGraph(t, r, w, []byte("g/"), 300, 1500)
 	if err := g.Check(context.Background(), w); err != nil {
 		t.Fatal(err)
@@ -489,8 +458,8 @@ func TestReloadEquality(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	g := New(nil)
-	var mu sync.Mutex // memKV is not safe for concurrent use
-	w := newMemKV()
+	var mu sync.Mutex // kvtest.Map is not safe for concurrent use
+	w := kvtest.Map{}
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -526,7 +495,7 @@ func TestConcurrentUse(t *testing.T) {
 // subject is the source of (not those it is the target of), Out the edges
 // of one label leaving it, filtered.
 func TestSubjectDocsAndOut(t *testing.T) {
-	w := newMemKV()
+	w := kvtest.Map{}
 	g := build(t, w, append(slices.Clone(family), fact{6, "Alex", "brother", "user"}, fact{7, "Alex", "lives_in", "Paris"})...)
 	got := roaring.New()
 	g.AddSubjectDocs(got, "USER", "nobody")

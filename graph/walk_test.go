@@ -9,6 +9,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/internal/norm"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // model is the reference for the walk: the graph as a plain edge list by
@@ -147,7 +148,7 @@ func TestCSRWalkMatchesNaiveBFS(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 19))
 		entities := 20 + r.IntN(200)
 		nEdges := entities * (1 + r.IntN(6))
-		w := newMemKV()
+		w := kvtest.Map{}
 		m := &model{edges: map[uint32]modelEdge{}}
 		g0 := New([]byte("g/"))
 		add := func(g *Graph, doc uint32) {
@@ -263,7 +264,7 @@ func TestCSRWalkMatchesNaiveBFS(t *testing.T) {
 // TestReachStopsAndCancels: fn returning false ends the calls, and a
 // cancelled context ends the walk with its error.
 func TestReachStopsAndCancels(t *testing.T) {
-	w := newMemKV()
+	w := kvtest.Map{}
 	g := New(nil)
 	for i := range uint32(3000) {
 		if err := g.AddEdge(w, i, "hub", "rel", fmt.Sprintf("leaf %d", i)); err != nil {

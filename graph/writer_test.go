@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memor-db/memor/internal/golden"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // TestWriterEqualsGraph: a Writer writes, byte for byte and in order, what
@@ -20,8 +21,8 @@ func TestWriterEqualsGraph(t *testing.T) {
 	names := []string{"user", "User", "  Alex  ", "alex", "Golden Retriever", "golden   retriever", "Ünïcode Straße", "Buddy", "Sarah"}
 	labels := []string{"brother", "has_pet", "lives  in", "likes"}
 	rng := rand.New(rand.NewPCG(3, 4))
-	gotKV := newMemKV()
-	g, want := New(prefix), &golden.Recorder{W: newMemKV()}
+	gotKV := kvtest.Map{}
+	g, want := New(prefix), &golden.Recorder{W: kvtest.Map{}}
 	wr, got := NewWriter(prefix), &golden.Recorder{W: gotKV}
 	for doc := uint32(1); doc < 400; doc += 1 + uint32(rng.IntN(3)) {
 		from, to := names[rng.IntN(len(names))], fmt.Sprint("object ", rng.IntN(150))

@@ -47,7 +47,7 @@
 //
 // # Case files
 //
-// The built-in cases are testdata/*.case, embedded in the package; [Parse]
+// The built-in cases are suite/testdata/*.case, embedded; [Parse]
 // reads the same format, so a backend may keep its own cases beside them.
 // A file is a sequence of cases; blank lines and lines starting with # are
 // ignored (a # elsewhere is text: the notes below are for the reader); every

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // TestHalfExhaustive: every binary16 value survives fromHalf → toHalf.
@@ -120,7 +122,7 @@ func TestLoadFloat32Vectors(t *testing.T) {
 	ctx := context.Background()
 	vecs := clustered(77, 300, 16, 4)
 	for _, o := range []Options{{Seed: 1}, {Seed: 1, ExactBelow: -1}} {
-		store := memKV{}
+		store := kvtest.Map{}
 		ix := build(t, store, vecs, o)
 		// What a float32 store held: the vectors normalised, unrounded.
 		for i, v := range vecs {
@@ -174,16 +176,16 @@ func TestDeferredWrites(t *testing.T) {
 	vecs := clustered(91, 1000, 16, 5)
 	defer func(w int) { linkWorkers = w }(linkWorkers)
 	for _, o := range []Options{{Seed: 2, GraphAt: 300}, {Seed: 2, ExactBelow: -1}} {
-		now := memKV{}
+		now := kvtest.Map{}
 		var wroteNow int
-		count := func(kv memKV, n *int) *countingKV { return &countingKV{kv, n} }
+		count := func(kv kvtest.Map, n *int) *countingKV { return &countingKV{kv, n} }
 		a := New(16, []byte("p/"), o)
-		var stores [2]memKV
+		var stores [2]kvtest.Map
 		var wrote [2]int
 		var last *Index
 		for run, workers := range []int{1, 4} {
 			linkWorkers = workers
-			later := memKV{}
+			later := kvtest.Map{}
 			b := New(16, []byte("p/"), o)
 			r := rand.New(rand.NewPCG(5, 6))
 			for i, v := range vecs {
@@ -257,9 +259,9 @@ func TestDeferredWrites(t *testing.T) {
 	}
 }
 
-// countingKV is a memKV that counts the bytes written to it.
+// countingKV is a kvtest.Map that counts the bytes written to it.
 type countingKV struct {
-	m memKV
+	m kvtest.Map
 	n *int
 }
 

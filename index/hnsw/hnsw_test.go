@@ -7,44 +7,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/kv/kvtest"
 )
-
-// memKV is an in-memory kv.Reader and kv.Writer for tests that do not need
-// Pebble.
-type memKV map[string][]byte
-
-func (m memKV) Set(k, v []byte) error { m[string(k)] = bytes.Clone(v); return nil }
-func (m memKV) Delete(k []byte) error { delete(m, string(k)); return nil }
-func (m memKV) Get(k []byte) ([]byte, error) {
-	v, ok := m[string(k)]
-	if !ok {
-		return nil, kv.ErrNotFound
-	}
-	return bytes.Clone(v), nil
-}
-func (m memKV) Scan(ctx context.Context, p []byte, fn func(k, v []byte) error) error {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if strings.HasPrefix(k, string(p)) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := fn([]byte(k), m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // clustered returns n vectors of dimension dim around c Gaussian centres
 // (topics), the shape embeddings have; within a cluster the spread is
@@ -166,15 +136,15 @@ var (
 	bigVecs    [][]float32
 	bigQueries [][]float32
 	bigIx      *Index
-	bigKV      memKV
+	bigKV      kvtest.Map
 )
 
 // big builds the 20k-vector index once for the recall tests (graph only:
 // ExactBelow < 0).
-func big(t *testing.T) ([][]float32, *Index, memKV) {
+func big(t *testing.T) ([][]float32, *Index, kvtest.Map) {
 	bigOnce.Do(func() {
 		bigVecs, bigQueries = dataset(7, recallN, 300, recallDim, 40)
-		bigKV = memKV{}
+		bigKV = kvtest.Map{}
 		bigIx = build(t, bigKV, bigVecs, Options{Seed: 1, ExactBelow: -1})
 	})
 	if bigIx == nil {
@@ -362,7 +332,7 @@ func TestPersistPebble(t *testing.T) {
 func TestDelete(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := memKV{}
+	store := kvtest.Map{}
 	vecs, queries := dataset(21, 4000, 100, 32, 12)
 	ix := build(t, store, vecs, Options{Seed: 9, ExactBelow: -1})
 	allow := roaring.New()
@@ -443,7 +413,7 @@ func TestDelete(t *testing.T) {
 func TestReplace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := memKV{}
+	store := kvtest.Map{}
 	vecs := clustered(31, 800, 16, 5)
 	ix := build(t, store, vecs, Options{Seed: 2, ExactBelow: -1})
 	// Re-adding every ID with a different vector replaces it.
@@ -467,7 +437,7 @@ func TestReplace(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	t.Parallel()
 	vecs := clustered(41, 1500, 16, 6)
-	a, b := memKV{}, memKV{}
+	a, b := kvtest.Map{}, kvtest.Map{}
 	// ExactBelow < 0: the graph is built from the first Add.
 	build(t, a, vecs, Options{Seed: 5, ExactBelow: -1})
 	build(t, b, vecs, Options{Seed: 5, ExactBelow: -1})
@@ -479,7 +449,7 @@ func TestDeterministic(t *testing.T) {
 			t.Fatalf("key %x differs between two builds with one seed", k)
 		}
 	}
-	c := memKV{}
+	c := kvtest.Map{}
 	build(t, c, vecs, Options{Seed: 6, ExactBelow: -1})
 	same := true
 	for k, v := range a {
@@ -494,7 +464,7 @@ func TestInvalidInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ix := New(4, nil, Options{})
-	w := memKV{}
+	w := kvtest.Map{}
 	if err := ix.Add(w, 1, []float32{1, 2, 3}); !errors.Is(err, ErrDimension) {
 		t.Errorf("short vector: %v", err)
 	}
@@ -540,7 +510,7 @@ func TestInvalidInput(t *testing.T) {
 func TestCheckFindsDamage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := memKV{}
+	store := kvtest.Map{}
 	vecs := clustered(51, 300, 8, 3)
 	ix := build(t, store, vecs, Options{Seed: 1, ExactBelow: -1})
 	if err := ix.Check(ctx, store); err != nil {
@@ -584,9 +554,9 @@ func TestConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	vecs := clustered(61, 2000, 16, 8)
-	store := memKV{}
+	store := kvtest.Map{}
 	ix := build(t, store, vecs[:1000], Options{Seed: 4, ExactBelow: -1})
-	var mu sync.Mutex // memKV itself is not safe for concurrent use
+	var mu sync.Mutex // kvtest.Map itself is not safe for concurrent use
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {

@@ -15,20 +15,21 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // Tests of the lazy graph: below Options.GraphAt an index is a list of
 // vectors searched exactly; the Add that reaches GraphAt builds the graph.
 
-// recorder is a kv.Writer that applies writes to a memKV and remembers the
+// recorder is a kv.Writer that applies writes to a kvtest.Map and remembers the
 // keys written since the last reset: one "batch".
 type recorder struct {
-	store memKV
+	store kvtest.Map
 	sets  map[string]bool
 	dels  map[string]bool
 }
 
-func newRecorder(store memKV) *recorder {
+func newRecorder(store kvtest.Map) *recorder {
 	return &recorder{store: store, sets: map[string]bool{}, dels: map[string]bool{}}
 }
 
@@ -37,7 +38,7 @@ func (r *recorder) Delete(k []byte) error { r.dels[string(k)] = true; return r.s
 func (r *recorder) reset()                { clear(r.sets); clear(r.dels) }
 
 // keysWithTag counts the store's keys under prefix with the given tag.
-func keysWithTag(store memKV, prefix []byte, tag byte) int {
+func keysWithTag(store kvtest.Map, prefix []byte, tag byte) int {
 	n := 0
 	for k := range store {
 		if len(k) > len(prefix) && k[:len(prefix)] == string(prefix) && k[len(prefix)] == tag {
@@ -114,7 +115,7 @@ func bruteForceHeld(ix *Index, q []float32, k int, allow *roaring.Bitmap) []uint
 func TestSmallIndexHasNoGraph(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := memKV{}
+	store := kvtest.Map{}
 	vecs, queries := dataset(71, 1500, 40, 32, 8)
 	ix := build(t, store, vecs, Options{Seed: 1}) // default GraphAt = 20000
 	if ix.graph || ix.entry >= 0 || len(ix.links0) != 0 {
@@ -166,7 +167,7 @@ func TestBuildAtThreshold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const n, at = 4000, 3000
-	store := memKV{}
+	store := kvtest.Map{}
 	w := newRecorder(store)
 	vecs, queries := dataset(81, n, 100, 32, 12)
 	// Added in a shuffled ID order: the build is in ID order regardless.
@@ -225,10 +226,10 @@ func TestBuildIsDeterministic(t *testing.T) {
 	ctx := context.Background()
 	const n, at = 1500, 1000
 	vecs := clustered(91, n, 16, 6)
-	always := memKV{}
+	always := kvtest.Map{}
 	build(t, always, vecs, Options{Seed: 7, ExactBelow: -1})
 
-	inOrder := memKV{}
+	inOrder := kvtest.Map{}
 	build(t, inOrder, vecs, Options{Seed: 7, GraphAt: at})
 	if !maps.EqualFunc(always, inOrder, bytes.Equal) {
 		t.Fatal("a lazy build in ID order differs from the always-built graph")
@@ -236,7 +237,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 
 	// Shuffled within the first GraphAt IDs, with a reload in between and a
 	// replaced and a deleted-then-re-added vector (free slots, renumbering).
-	shuffled := memKV{}
+	shuffled := kvtest.Map{}
 	o := Options{Seed: 7, GraphAt: at}
 	ix := New(16, []byte("p/"), o)
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(at)
@@ -300,7 +301,7 @@ func TestReloadBothStates(t *testing.T) {
 		{"graph-always", Options{Seed: 3, ExactBelow: -1}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := memKV{}
+			store := kvtest.Map{}
 			ix := build(t, store, vecs, c.o)
 			if ix.graph != c.graph {
 				t.Fatalf("graph = %v", ix.graph)
@@ -340,7 +341,7 @@ func TestReloadBothStates(t *testing.T) {
 func TestLoadDoesNotBuild(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := memKV{}
+	store := kvtest.Map{}
 	vecs := clustered(111, 600, 16, 4)
 	build(t, store, vecs[:500], Options{Seed: 2})
 	before := maps.Clone(store)
@@ -367,7 +368,7 @@ func TestDeleteBothStates(t *testing.T) {
 	ctx := context.Background()
 	const n, at = 3000, 2000
 	vecs, queries := dataset(121, n, 50, 32, 10)
-	store := memKV{}
+	store := kvtest.Map{}
 	ix := New(32, []byte("p/"), Options{Seed: 6, GraphAt: at})
 	live := roaring.New()
 	check := func(wantGraph bool) {
@@ -483,7 +484,7 @@ func TestMetaFormats(t *testing.T) {
 	ctx := context.Background()
 	vecs := clustered(131, 200, 8, 3)
 	// A version-1 meta (written before the graph flag existed) is a graph.
-	store := memKV{}
+	store := kvtest.Map{}
 	ix := build(t, store, vecs, Options{Seed: 1, ExactBelow: -1})
 	mk := string(ix.metaKey())
 	v2 := store[mk]
@@ -505,7 +506,7 @@ func TestMetaFormats(t *testing.T) {
 		t.Fatalf("meta not upgraded: %x", m)
 	}
 	// Damage specific to the state without a graph.
-	flat := memKV{}
+	flat := kvtest.Map{}
 	ix = build(t, flat, vecs, Options{Seed: 1})
 	bad := []struct {
 		name string
@@ -586,7 +587,7 @@ func TestSearchDuringBuild(t *testing.T) {
 	ctx := context.Background()
 	const at = 1500
 	vecs, queries := dataset(151, at+200, 50, 16, 6)
-	store := memKV{}
+	store := kvtest.Map{}
 	ix := build(t, store, vecs[:at-1], Options{Seed: 2, GraphAt: at})
 	done := make(chan struct{})
 	var during, total int
@@ -615,7 +616,7 @@ func TestSearchDuringBuild(t *testing.T) {
 			}
 		}
 	})
-	var mu sync.Mutex // memKV is not safe for concurrent use
+	var mu sync.Mutex // kvtest.Map is not safe for concurrent use
 	for i := at - 1; i < len(vecs); i++ {
 		mu.Lock()
 		building.Store(i == at-1)

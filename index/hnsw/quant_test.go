@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // TestDot8 checks the assembly kernels against the portable one for
@@ -94,7 +95,7 @@ func BenchmarkDotFloat32(b *testing.B) {
 func TestCheckFindsStaleCodes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := memKV{}
+	store := kvtest.Map{}
 	ix := build(t, store, clustered(52, 200, 64, 3), Options{Seed: 1, ExactBelow: -1})
 	if err := ix.Check(ctx, store); err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestScan8MatchesFloatScan(t *testing.T) {
 			}
 			vecs[i] = v
 		}
-		w := memKV{}
+		w := kvtest.Map{}
 		graph := New(dim, []byte("g/"), Options{Metric: metric, GraphAt: -1, ExactBelow: 1 << 30, EfConstruction: 40})
 		flat := New(dim, []byte("f/"), Options{Metric: metric, GraphAt: 1 << 30, ExactBelow: 1 << 30})
 		for i, v := range vecs {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // sparseVec returns a vector of dim with nnz non-zero components at
@@ -135,7 +137,7 @@ func TestSparseIndexPaths(t *testing.T) {
 		vecs[i][r.IntN(dim)] = 1 // never the zero vector
 	}
 	prefix := []byte("p/")
-	sparseRecords := func(store memKV) int {
+	sparseRecords := func(store kvtest.Map) int {
 		n := 0
 		for k, v := range store {
 			if len(k) == len(prefix)+5 && k[len(prefix)] == tagVector && v[0] == sparseMarker {
@@ -145,7 +147,7 @@ func TestSparseIndexPaths(t *testing.T) {
 		return n
 	}
 	for _, o := range []Options{{Seed: 1}, {Seed: 1, GraphAt: 100}} {
-		deferred, now := memKV{}, memKV{}
+		deferred, now := kvtest.Map{}, kvtest.Map{}
 		a, b := New(dim, prefix, o), New(dim, prefix, o)
 		for i, v := range vecs {
 			if err := a.Add(nil, uint32(i), v); err != nil {
@@ -166,7 +168,7 @@ func TestSparseIndexPaths(t *testing.T) {
 		}
 		for _, c := range []struct {
 			ix    *Index
-			store memKV
+			store kvtest.Map
 		}{{a, deferred}, {b, now}} {
 			if err := c.ix.Check(ctx, c.store); err != nil {
 				t.Fatal(err)
@@ -187,7 +189,7 @@ func TestSparseIndexPaths(t *testing.T) {
 		}
 
 		// The records a store held before sparse ones: dense halves.
-		old := memKV{}
+		old := kvtest.Map{}
 		for k, v := range deferred {
 			old[k] = v
 		}
@@ -205,7 +207,7 @@ func TestSparseIndexPaths(t *testing.T) {
 	}
 
 	// The import path writes what the index writes.
-	viaWriter, viaIndex := memKV{}, memKV{}
+	viaWriter, viaIndex := kvtest.Map{}, kvtest.Map{}
 	wr := NewWriter(dim, prefix, Options{Seed: 1})
 	ix := New(dim, prefix, Options{Seed: 1})
 	for i, v := range vecs[:100] {

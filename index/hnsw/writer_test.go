@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // TestWriterEqualsIndex: a Writer stores exactly the keys and values of an
@@ -32,8 +34,8 @@ func TestWriterEqualsIndex(t *testing.T) {
 				}
 				vecs[i][i%48] += 0.5 // never the zero vector
 			}
-			ix, want := New(48, prefix, o), memKV{}
-			wr, got := NewWriter(48, prefix, o), memKV{}
+			ix, want := New(48, prefix, o), kvtest.Map{}
+			wr, got := NewWriter(48, prefix, o), kvtest.Map{}
 			for i, v := range vecs {
 				id := uint32(3*i + 1)
 				if err := ix.Add(nil, id, v); err != nil {
@@ -98,7 +100,7 @@ func TestWriterAddSparse(t *testing.T) {
 		for _, dim := range []int{5, 16, 37, 384} {
 			o := Options{Metric: metric, GraphAt: 5000}
 			dense, sparse := NewWriter(dim, prefix, o), NewWriter(dim, prefix, o)
-			want, got := memKV{}, memKV{}
+			want, got := kvtest.Map{}, kvtest.Map{}
 			for id := uint32(1); id < 1500; id++ {
 				nnz := r.IntN(dim/2 + 1)
 				if id%10 == 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // benchIndex builds an index shaped like an engine's: RecordedAt strictly
@@ -17,7 +18,7 @@ func benchIndex(b *testing.B, n int) (*Index, time.Time) {
 	b.Helper()
 	r := rand.New(rand.NewPCG(42, uint64(n)))
 	ix := New(nil)
-	w := newMemKV()
+	w := kvtest.Map{}
 	clock := t0
 	for d := range uint32(n) {
 		clock = clock.Add(time.Minute)
@@ -80,7 +81,7 @@ func BenchmarkIndex(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("n=%d/op=put-expire", n), func(b *testing.B) {
 			b.ReportAllocs()
-			w := newMemKV()
+			w := kvtest.Map{}
 			r := rand.New(rand.NewPCG(1, 2))
 			clock := now
 			for b.Loop() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // TestBoundaryInstantsRoundTrip: every accepted instant where an int64
@@ -20,7 +22,7 @@ func TestBoundaryInstantsRoundTrip(t *testing.T) {
 		time.Unix(0, 1).UTC(),
 		time.Date(2261, 12, 31, 23, 59, 59, 999999999, time.UTC),
 	} {
-		w := newMemKV()
+		w := kvtest.Map{}
 		ix := New([]byte("p/"))
 		from := Interval{ValidFrom: b, RecordedAt: b}
 		until := Interval{ValidFrom: b.Add(-1), ValidTo: b, RecordedAt: b.Add(-1), ExpiredAt: b}

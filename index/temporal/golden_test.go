@@ -14,6 +14,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/memor-db/memor/internal/golden"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden.txt from the current code")
@@ -91,7 +92,7 @@ func digest(b *roaring.Bitmap) string {
 func TestGolden(t *testing.T) {
 	prefix := []byte("golden/temporal/")
 	ix := New(prefix)
-	store := newMemKV()
+	store := kvtest.Map{}
 	rec := &golden.Recorder{W: store}
 	var queries strings.Builder
 	goldenWorkload(t, ix, rec, &queries)

@@ -1,12 +1,10 @@
 package temporal
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,37 +12,8 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/kv/kvtest"
 )
-
-// memKV is an in-memory kv.Reader and kv.Writer for tests.
-type memKV struct{ m map[string][]byte }
-
-func newMemKV() *memKV { return &memKV{m: map[string][]byte{}} }
-
-func (s *memKV) Set(k, v []byte) error { s.m[string(k)] = append([]byte(nil), v...); return nil }
-func (s *memKV) Delete(k []byte) error { delete(s.m, string(k)); return nil }
-func (s *memKV) Get(k []byte) ([]byte, error) {
-	v, ok := s.m[string(k)]
-	if !ok {
-		return nil, kv.ErrNotFound
-	}
-	return v, nil
-}
-func (s *memKV) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	keys := make([]string, 0, len(s.m))
-	for k := range s.m {
-		if bytes.HasPrefix([]byte(k), prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := fn([]byte(k), s.m[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -144,7 +113,7 @@ func TestVisibleMatchesPredicate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, uint64(tc.docs)))
-			store := newMemKV()
+			store := kvtest.Map{}
 			ix := New([]byte("p/"))
 			ref := map[uint32]Interval{}
 			qs := queryInstants(tc.grid)
@@ -226,7 +195,7 @@ func TestBoundaries(t *testing.T) {
 			// structure, and alone in a delta.
 			for _, n := range []int{0, 3000} {
 				ix := New(nil)
-				w := newMemKV()
+				w := kvtest.Map{}
 				for i := range n {
 					_ = ix.Put(w, uint32(i+1), Interval{ValidFrom: h(i % 7), RecordedAt: h(i % 5)})
 				}
@@ -248,12 +217,12 @@ func TestBoundaries(t *testing.T) {
 
 func TestRejectsUnstorableInstant(t *testing.T) {
 	ix := New(nil)
-	w := newMemKV()
+	w := kvtest.Map{}
 	err := ix.Put(w, 1, Interval{ValidFrom: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if !errors.Is(err, ErrInvalidInterval) {
 		t.Fatalf("err = %v, want ErrInvalidInterval", err)
 	}
-	if len(w.m) != 0 || ix.Len() != 0 {
+	if len(w) != 0 || ix.Len() != 0 {
 		t.Fatal("a rejected Put wrote something")
 	}
 	if err := ix.Put(nil, 1, Interval{}); !errors.Is(err, ErrNilWriter) {
@@ -339,7 +308,7 @@ func TestPersistRealStore(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	ix := New(nil)
 	var mu sync.Mutex
-	w := newMemKV()
+	w := kvtest.Map{}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -369,7 +338,7 @@ func TestConcurrentUse(t *testing.T) {
 // the shared set.
 func TestCurrentShared(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
-	store := newMemKV()
+	store := kvtest.Map{}
 	ix := New([]byte("p/"))
 	ref := map[uint32]Interval{}
 	const grid = 20

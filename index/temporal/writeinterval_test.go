@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/internal/golden"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // TestWriteIntervalEqualsPut: WriteInterval writes, byte for byte, what Put
@@ -19,7 +20,7 @@ func TestWriteIntervalEqualsPut(t *testing.T) {
 		{RecordedAt: t0},
 		{ValidFrom: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), RecordedAt: t0},
 	}
-	got, want := &golden.Recorder{W: newMemKV()}, &golden.Recorder{W: newMemKV()}
+	got, want := &golden.Recorder{W: kvtest.Map{}}, &golden.Recorder{W: kvtest.Map{}}
 	ix := New(prefix)
 	for i, iv := range ivs {
 		errPut := ix.Put(want, uint32(i), iv)

@@ -1,4 +1,4 @@
-package memortest
+package suite
 
 import (
 	"context"
