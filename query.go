@@ -22,7 +22,10 @@ const (
 	RRF
 )
 
-// Weights of the fused signals; the zero value means 0.4 / 0.4 / 0.2.
+// Weights of the fused signals; the zero value means 0.3 vector, 0.5
+// BM25, 0.2 graph (vector below BM25: with the default embedder the
+// vector is a fuzzier measure of the same word overlap, see
+// lengthNormalise).
 type Weights struct {
 	Vector, BM25, Entity float64
 }
@@ -391,7 +394,7 @@ func (e *Engine) planQuery(user, text string, opts QueryOptions) (queryPlan, err
 		p.depth = DefaultDepth
 	}
 	if p.w == (Weights{}) {
-		p.w = Weights{Vector: 0.4, BM25: 0.4, Entity: 0.2}
+		p.w = Weights{Vector: 0.3, BM25: 0.5, Entity: 0.2}
 	}
 	if p.rr == nil {
 		p.rr = e.opts.Reranker

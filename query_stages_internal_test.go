@@ -49,7 +49,7 @@ func TestPlanQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.k != DefaultK || p.depth != DefaultDepth || p.want != DefaultK || p.rr != nil ||
-		p.w != (Weights{Vector: 0.4, BM25: 0.4, Entity: 0.2}) || !p.textAt.IsZero() {
+		p.w != (Weights{Vector: 0.3, BM25: 0.5, Entity: 0.2}) || !p.textAt.IsZero() {
 		t.Errorf("defaults: %+v", p)
 	}
 	p, _ = e.planQuery("u", "where do I live?", QueryOptions{K: 3, Depth: 1, Weights: Weights{BM25: 1}, Reranker: constRR{}})
