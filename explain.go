@@ -50,8 +50,8 @@ type Explanation struct {
 type SignalExplanation struct {
 	Name string `json:"name"` // "bm25", "vector" or "entity"
 	// Raw is the signal before fusion: the BM25 score, the cosine
-	// similarity (with the default embedder, normalised for the length of
-	// a text longer than average: see vectorLength), or the share of question words a graph path explains
+	// similarity (with the default embedder, normalised for the text's
+	// length: see vectorLength), or the share of question words a graph path explains
 	// per hop (1 for the value now in force of a slot the question names
 	// by an outdated value).
 	Raw float64 `json:"raw"`

@@ -3,6 +3,7 @@ package memor
 import (
 	"context"
 	"errors"
+	"github.com/memor-db/memor/embed"
 	"math"
 	"path/filepath"
 	"slices"
@@ -49,8 +50,12 @@ func TestPlanQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.k != DefaultK || p.depth != DefaultDepth || p.want != DefaultK || p.rr != nil ||
-		p.w != (Weights{Vector: 0.4, BM25: 0.4, Entity: 0.2}) || !p.textAt.IsZero() {
+		p.w != (Weights{Vector: 0.3, BM25: 0.5, Entity: 0.2}) || !p.textAt.IsZero() {
 		t.Errorf("defaults: %+v", p)
+	}
+	other, _ := stageEngine(t, Options{Embedder: downForAtlantis{embed.NewHash(0)}})
+	if p, _ := other.planQuery("u", "where do I live?", QueryOptions{}); p.w != (Weights{Vector: 0.4, BM25: 0.4, Entity: 0.2}) {
+		t.Errorf("defaults with another embedder: %+v, want the even split", p.w)
 	}
 	p, _ = e.planQuery("u", "where do I live?", QueryOptions{K: 3, Depth: 1, Weights: Weights{BM25: 1}, Reranker: constRR{}})
 	if p.k != 3 || p.depth != 1 || p.w != (Weights{BM25: 1}) || p.want != candidatesPerSignal || p.rr == nil {

@@ -254,11 +254,11 @@ func TestNewestFirstPermutes(t *testing.T) {
 }
 
 // TestLengthNormalise: the vector signal's height above the noise floor
-// is divided by len/avg for a text longer than the average, so of two
-// turns equally close to the question the long one (a real assistant
-// reply in Markdown) falls below the short one, which is not raised; a hit
-// at the noise floor is left alone, and so is the raw cosine the noise
-// thresholds read.
+// is divided by the pivoted length 1 − s + s·len/avg, so of three turns
+// equally close to the question the long one (a real assistant reply in
+// Markdown) falls below the average, the short ones rise above it, by at
+// most 1/(1 − s); a hit at the noise floor is left alone, and so is the
+// raw cosine the noise thresholds read. With s = 0 nothing moves.
 func TestLengthNormalise(t *testing.T) {
 	long, err := os.ReadFile(filepath.Join("testdata", "texts", "assistant-reply-markdown.txt"))
 	if err != nil {
@@ -271,22 +271,34 @@ func TestLengthNormalise(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cands := map[uint32]*candidate{}
-	for i := range texts {
-		cands[uint32(i)] = &candidate{doc: uint32(i), rawVector: 0.6, signals: Signals{Vector: 0.6}}
+	fresh := func() map[uint32]*candidate {
+		cands := map[uint32]*candidate{}
+		for i := range texts {
+			cands[uint32(i)] = &candidate{doc: uint32(i), rawVector: 0.6, signals: Signals{Vector: 0.6}}
+		}
+		cands[2].signals.Vector, cands[2].rawVector = minVector, minVector
+		return cands
 	}
-	cands[2].signals.Vector, cands[2].rawVector = minVector, minVector
-	lengthNormalise(ix, cands)
+	const s = 0.5
+	cands := fresh()
+	lengthNormalise(ix, cands, s)
 	short, lng := cands[0].signals.Vector, cands[1].signals.Vector
-	if short != 0.6 || !(lng < 0.6 && lng > minVector) {
-		t.Errorf("short %.3f, long %.3f: want the short kept at 0.6, the long below it and above the floor", short, lng)
+	if !(short > 0.6 && short <= minVector+(0.6-minVector)/(1-s)) || !(lng < 0.6 && lng > minVector) {
+		t.Errorf("short %.3f, long %.3f: want the short raised above 0.6 by at most 1/(1-s), the long below 0.6 and above the floor", short, lng)
 	}
-	n, _ := ix.DocLen(1)
-	if want := minVector + (0.6-minVector)*ix.AvgDocLen()/float64(n); math.Abs(lng-want) > 1e-12 {
-		t.Errorf("long %.6f, want %.6f", lng, want)
+	for doc, got := range map[uint32]float64{0: short, 1: lng} {
+		n, _ := ix.DocLen(doc)
+		if want := minVector + (0.6-minVector)/(1-s+s*float64(n)/ix.AvgDocLen()); math.Abs(got-want) > 1e-12 {
+			t.Errorf("doc %d (%d terms): %.6f, want %.6f", doc, n, got, want)
+		}
 	}
 	if cands[2].signals.Vector != minVector || cands[0].rawVector != 0.6 || cands[1].rawVector != 0.6 {
 		t.Errorf("floor hit %v, raw cosines %v %v: want them untouched", cands[2].signals.Vector, cands[0].rawVector, cands[1].rawVector)
+	}
+	flat := fresh()
+	lengthNormalise(ix, flat, 0)
+	if flat[0].signals.Vector != 0.6 || flat[1].signals.Vector != 0.6 {
+		t.Errorf("s = 0 moved the signal: %v, %v", flat[0].signals.Vector, flat[1].signals.Vector)
 	}
 }
 
