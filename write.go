@@ -221,24 +221,13 @@ func (e *Engine) Correct(ctx context.Context, user, factID string) error {
 	unlock := e.lockUser(user)
 	defer unlock()
 
-	suf, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:]))
-	if errors.Is(err, kv.ErrNotFound) {
-		return fmt.Errorf("%w: fact %s of this user", ErrNotFound, factID)
-	}
+	c, slot, err := e.assertion(user, factID, id)
 	if err != nil {
 		return err
-	}
-	c, err := getClaim(e.db, user, suf)
-	if err != nil {
-		return err
-	}
-	if resolve.Kind(c.Kind) != resolve.Assert {
-		return fmt.Errorf("%w: %s is an end, not a fact", ErrNotFound, factID)
 	}
 	if c.Retracted {
 		return nil
 	}
-	slot := suf[:len(suf)-8-idLen]
 	_, _, _, _, many, err := slotParts(slot)
 	if err != nil {
 		return err
@@ -289,24 +278,13 @@ func (e *Engine) Accept(ctx context.Context, user, factID string) error {
 	unlock := e.lockUser(user)
 	defer unlock()
 
-	suf, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:]))
-	if errors.Is(err, kv.ErrNotFound) {
-		return fmt.Errorf("%w: fact %s of this user", ErrNotFound, factID)
-	}
+	c, slot, err := e.assertion(user, factID, id)
 	if err != nil {
 		return err
-	}
-	c, err := getClaim(e.db, user, suf)
-	if err != nil {
-		return err
-	}
-	if resolve.Kind(c.Kind) != resolve.Assert {
-		return fmt.Errorf("%w: %s is an end, not a fact", ErrNotFound, factID)
 	}
 	if c.Retracted {
 		return fmt.Errorf("%w: %s was retracted", ErrNotContested, factID)
 	}
-	slot := suf[:len(suf)-8-idLen]
 	_, _, _, _, many, err := slotParts(slot)
 	if err != nil {
 		return err
@@ -328,6 +306,27 @@ func (e *Engine) Accept(ctx context.Context, user, factID string) error {
 	ep := Episode{Kind: EpisodeAccept, At: e.clock().UTC(), Text: "accept " + factID, Accept: &Acceptance{FactID: c.ID}}
 	_, err = e.writeLocked(ctx, user, &ep, nil, false)
 	return err
+}
+
+// assertion returns the claim of user's fact id (factID as the caller
+// wrote it, for errors) and its slot key, for Correct and Accept: an
+// unknown ID, or one of an end, is ErrNotFound.
+func (e *Engine) assertion(user, factID string, id [idLen]byte) (claimRec, []byte, error) {
+	suf, err := e.db.Get(userKey(user, kv.SubFactIndex, id[:]))
+	if errors.Is(err, kv.ErrNotFound) {
+		return claimRec{}, nil, fmt.Errorf("%w: fact %s of this user", ErrNotFound, factID)
+	}
+	if err != nil {
+		return claimRec{}, nil, err
+	}
+	c, err := getClaim(e.db, user, suf)
+	if err != nil {
+		return claimRec{}, nil, err
+	}
+	if resolve.Kind(c.Kind) != resolve.Assert {
+		return claimRec{}, nil, fmt.Errorf("%w: %s is an end, not a fact", ErrNotFound, factID)
+	}
+	return c, suf[:len(suf)-8-idLen], nil
 }
 
 // write commits ep and everything derived from it in one batch, after

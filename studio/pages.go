@@ -1,6 +1,7 @@
 package studio
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -209,28 +210,18 @@ func (h *Handler) conflicts(w http.ResponseWriter, r *http.Request) {
 // correct retracts a fact (memor.Correct): how a person settles a conflict,
 // by retracting the contested value or the one in force.
 func (h *Handler) correct(w http.ResponseWriter, r *http.Request) {
-	user := r.PathValue("user")
-	var req struct {
-		FactID string `json:"fact_id"`
-	}
-	if err := decodePost(r, &req); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if req.FactID == "" {
-		h.fail(w, r, fmt.Errorf("%w: fact_id is required", ErrBadRequest))
-		return
-	}
-	if err := h.e.Correct(r.Context(), user, req.FactID); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"message": "retracted", "redirect": UserURL(user, "conflicts")})
+	h.settle(w, r, h.e.Correct, "retracted")
 }
 
 // accept puts a contested fact in force (memor.Accept): how a person
 // settles a conflict in favour of the contested value.
 func (h *Handler) accept(w http.ResponseWriter, r *http.Request) {
+	h.settle(w, r, h.e.Accept, "accepted")
+}
+
+// settle applies do to the fact the POST names and sends the page back to
+// the user's conflicts.
+func (h *Handler) settle(w http.ResponseWriter, r *http.Request, do func(ctx context.Context, user, factID string) error, done string) {
 	user := r.PathValue("user")
 	var req struct {
 		FactID string `json:"fact_id"`
@@ -243,11 +234,11 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fmt.Errorf("%w: fact_id is required", ErrBadRequest))
 		return
 	}
-	if err := h.e.Accept(r.Context(), user, req.FactID); err != nil {
+	if err := do(r.Context(), user, req.FactID); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"message": "accepted", "redirect": UserURL(user, "conflicts")})
+	writeJSON(w, http.StatusOK, map[string]string{"message": done, "redirect": UserURL(user, "conflicts")})
 }
 
 type forgetData struct {
