@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/memor-db/memor/extract"
 	"github.com/memor-db/memor/index/bm25"
@@ -49,7 +50,6 @@ type txn struct {
 
 	scratch txnScratch
 	cache   txnCache
-	fresh   freshWrite
 	// idx is the user's index sink for this write.
 	idx *indexWrite
 }
@@ -132,21 +132,16 @@ func (e *Engine) begin(ctx context.Context, user string, sizeHint int) (*txn, er
 	if err != nil {
 		return nil, err
 	}
-	var b *kv.Batch
-	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 {
+	b := e.db.NewBatchSized(sizeHint)
+	if m.empty() {
 		// A user's first write: nothing of theirs is stored (Forget
 		// deletes the counters with the rest), so its reads of the user's
 		// keys need not look past the batch.
-		b = e.db.NewLocalBatch(kv.UserRoot(user), sizeHint)
-	} else {
-		b = e.db.NewBatchSized(sizeHint)
+		b.SetLocal(kv.UserRoot(user))
 	}
 	t := &txn{e: e, ctx: ctx, b: b, user: user, meta: m, idx: e.idx.writer(ctx, b, user),
 		cache:   txnCache{ends: map[string][]claimRec{}, contexts: map[ctxGroup]map[string]bool{}},
 		scratch: txnScratch{root: kv.UserRoot(user)}}
-	if m.Seq == 0 && m.Doc == 0 && m.Log == 0 && e.tune.memPath {
-		t.fresh = freshWrite{on: true, mem: map[string]*memSlot{}, ids: map[[idLen]byte]bool{}}
-	}
 	t.now = e.tick(m.Txn)
 	return t, nil
 }
@@ -230,10 +225,7 @@ type slotWork struct {
 	subjKey, pred, ctxKey string
 	one                   bool
 	fresh                 idSet // claims added by this transaction
-	// mem is the slot's claims in memory (see freshWrite), or nil: then
-	// resolveSub looks them up.
-	mem    *memSlot
-	judged bool
+	judged                bool
 	// allObjects: an end without object of a Many predicate, which
 	// re-resolves every object sub-slot.
 	allObjects bool
@@ -282,9 +274,6 @@ func (s *idSet) len() int {
 // whose quotes are the caller's).
 func (t *txn) applyOps(ops []extract.Op, text string) error {
 	touched := make(map[string]*slotWork, len(ops))
-	if t.fresh.on && len(t.fresh.ids) == 0 {
-		t.fresh.start(len(ops)) // a new user's import: about one slot per op
-	}
 	// The slots in the order they were first touched; works holds them
 	// (at most one per op, so it never grows and the pointers stay put).
 	order := make([]*slotWork, 0, len(ops))
@@ -294,7 +283,6 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 	texts := make([]string, 0, len(ops))
 	// Every op is decided at least once: grown once, not doubling.
 	t.decisions = slices.Grow(t.decisions, len(ops))
-	added := 0
 	allObjects := false // an end without object of a Many predicate
 	for _, op := range ops {
 		if err := t.ctx.Err(); err != nil {
@@ -336,7 +324,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		c := claimRec{ID: hex.EncodeToString(id[:]), Kind: uint8(op.Kind), Subject: norm.Clean(op.Subject),
 			Predicate: pred, Object: norm.Clean(op.Object), Context: norm.Clean(op.Context), ValidFrom: vf,
 			Confidence: conf, Quote: op.Quote, Episode: t.ep.Seq, Recorded: t.now}
-		if known, err := t.knownClaim(suf, id); err != nil {
+		if known, err := t.knownClaim(suf); err != nil {
 			return err
 		} else if known {
 			// Replay of a known claim: first provenance kept. The episode
@@ -356,9 +344,6 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			allObjects = allObjects || w.allObjects
 			touched[sk] = w
 			order = append(order, w)
-			if t.fresh.on {
-				w.mem = t.fresh.slot(sk, len(ops))
-			}
 		}
 		w.judged = w.judged || judged
 		w.fresh.add(c.ID)
@@ -366,10 +351,6 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 		if err := t.set(kv.SubClaim, suf, t.scratch.vb); err != nil {
 			return err
 		}
-		if t.fresh.on {
-			t.fresh.add(w.mem, &c, id)
-		}
-		added++
 		if op.Kind == extract.Assert {
 			texts = append(texts, t.e.preds.factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context}))
 		}
@@ -380,15 +361,8 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 			return err
 		}
 	}
-	if err := t.idx.prefetch(texts, t.fresh.on); err != nil {
+	if err := t.idx.prefetch(texts); err != nil {
 		return err
-	}
-	if t.fresh.on && (added > 1 || added >= t.e.tune.importMinDocs) {
-		// A new user's import: each claim is likely a document. A large
-		// one writes the index records only (see importIndex).
-		if err := t.idx.expect(added, added >= t.e.tune.importMinDocs); err != nil {
-			return err
-		}
 	}
 	if allObjects {
 		// Only an end without object touches the sub-slot of a Many
@@ -412,10 +386,7 @@ func (t *txn) applyOps(ops []extract.Op, text string) error {
 
 // knownClaim reports whether the claim with key suffix suf is stored
 // already. (Its ID hashes everything the suffix holds.)
-func (t *txn) knownClaim(suf []byte, id [idLen]byte) (bool, error) {
-	if t.fresh.on {
-		return t.fresh.ids[id], nil
-	}
+func (t *txn) knownClaim(suf []byte) (bool, error) {
 	_, err := t.b.Get(userKey(t.user, kv.SubClaim, suf))
 	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
@@ -514,10 +485,16 @@ func (t *txn) writeDecision(d *Decision) {
 // rejects it ("" if it does not): an invalid op, or one extracted from
 // text whose quote is not a verbatim span of it.
 func (t *txn) vet(op *extract.Op, text string) (Reason, string) {
+	return vetOp(op, t.ep.At, t.vetted, text)
+}
+
+// vetOp is txn.vet of an op of an episode said at at; vetted: op passed
+// validOp already.
+func vetOp(op *extract.Op, at time.Time, vetted bool, text string) (Reason, string) {
 	if op.ValidFrom.IsZero() {
-		op.ValidFrom = t.ep.At
+		op.ValidFrom = at
 	}
-	if !t.vetted {
+	if !vetted {
 		if err := validOp(*op); err != nil {
 			return ReasonInvalidOp, err.Error()
 		}
@@ -563,17 +540,27 @@ func (t *txn) cardinality(pred string) (one, judged bool, err error) {
 	} else if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return false, false, err
 	}
-	verdict, err := t.e.opts.Judge.Judge(t.ctx, pred, []string{renderOp(extract.Op{Subject: "user", Predicate: pred})})
+	verdict, err := t.e.judge(t.ctx, pred)
 	if err != nil {
-		return false, false, fmt.Errorf("%w %q: %w", errJudge, pred, err)
-	}
-	if verdict != extract.Replace && verdict != extract.Append {
-		return false, false, fmt.Errorf("%w %q: invalid verdict %d", errJudge, pred, verdict)
+		return false, false, err
 	}
 	if err := t.b.Set(key, []byte{byte(verdict)}); err != nil {
 		return false, false, err
 	}
 	return verdict == extract.Replace, true, nil
+}
+
+// judge asks the judge for pred's verdict (Replace or Append); a failure
+// wraps errJudge.
+func (e *Engine) judge(ctx context.Context, pred string) (extract.Verdict, error) {
+	verdict, err := e.opts.Judge.Judge(ctx, pred, []string{renderOp(extract.Op{Subject: "user", Predicate: pred})})
+	if err != nil {
+		return 0, fmt.Errorf("%w %q: %w", errJudge, pred, err)
+	}
+	if verdict != extract.Replace && verdict != extract.Append {
+		return 0, fmt.Errorf("%w %q: invalid verdict %d", errJudge, pred, verdict)
+	}
+	return verdict, nil
 }
 
 func getClaim(r kv.Reader, user string, suf []byte) (claimRec, error) {

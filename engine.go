@@ -66,6 +66,12 @@ type Options struct {
 	// log, memtable, flush or compactions that cost more CPU than the
 	// write itself. Negative: never.
 	IngestMinBytes int
+	// BulkMinFacts: a new user's first AssertBatch of at least this many
+	// facts (default 256) is built by the bulk loader, which folds the
+	// facts in memory and writes every record in key order without
+	// reading any back; the store it leaves is the same, byte for byte,
+	// as the one-write-at-a-time path's. Negative: never.
+	BulkMinFacts int
 	// IndexCacheBytes bounds the memory of the per-user retrieval indexes
 	// kept loaded, as estimated from their documents (each costs its
 	// vector plus about 1.5 KB). Past it, loading a user's indexes evicts
@@ -155,6 +161,9 @@ type Engine struct {
 	// unchanged across its reads knows that no write of its user
 	// committed meanwhile (see queryView).
 	commits [lockStripes]atomic.Uint64
+	// bulkLoads counts the writes the bulk loader committed (see
+	// bulkWrite).
+	bulkLoads atomic.Uint64
 	// hookQueryView, if set (by tests of this package), runs in
 	// queryView between reading the indexes and taking the snapshot of
 	// each try made without the user's lock.
@@ -189,22 +198,27 @@ func Open(dir string, o Options) (*Engine, error) {
 // in parallel.
 type tuning struct {
 	// appendPath enables resolveSub's append path (see txn.appended),
-	// memPath its resolution of a new user's slots from memory (see
-	// freshWrite).
-	appendPath, memPath bool
-	// importMinDocs is the size from which a new user's first write is
-	// an import (see importIndex).
-	importMinDocs int
+	// bulk the bulk loader (see bulkWrite).
+	appendPath, bulk bool
+	// bulkMinOps is the fewest ops of a new user's first write that
+	// the bulk loader takes (see bulkable).
+	bulkMinOps int
 }
 
 func defaultTuning() tuning {
-	return tuning{appendPath: true, memPath: true, importMinDocs: 256}
+	return tuning{appendPath: true, bulk: true, bulkMinOps: 256}
 }
 
 // openTuned is Open with the write path's tuning.
 func openTuned(dir string, o Options, tune tuning) (*Engine, error) {
 	if o.MaxTextBytes <= 0 {
 		o.MaxTextBytes = DefaultMaxTextBytes
+	}
+	switch {
+	case o.BulkMinFacts < 0:
+		tune.bulk = false
+	case o.BulkMinFacts > 0:
+		tune.bulkMinOps = o.BulkMinFacts
 	}
 	// Checked before the store is touched: a bad declaration opens
 	// nothing and writes nothing.
@@ -415,6 +429,9 @@ type Stats struct {
 	// import) that committed as a sorted table ingested straight into the
 	// store's bottom level, skipping the log, memtable and compactions.
 	IngestedTables uint64
+	// BulkLoads counts the first writes of new users built by the bulk
+	// loader (see Options.BulkMinFacts).
+	BulkLoads uint64
 	// IndexEvictions counts the users whose indexes were dropped from
 	// the cache to keep it within Options.IndexCacheBytes.
 	IndexEvictions uint64
@@ -435,7 +452,7 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	s := e.db.Syncs()
 	users, bytes := e.idx.size()
 	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other, IndexedUsers: users, IndexBytes: bytes,
-		IngestedTables: e.db.IngestedTables(), IndexEvictions: e.idx.evictions.Load(),
+		IngestedTables: e.db.IngestedTables(), BulkLoads: e.bulkLoads.Load(), IndexEvictions: e.idx.evictions.Load(),
 		EpisodesQueued: e.counters.queued.Load(), EpisodesApplied: e.counters.applied.Load(),
 		EpisodesFailed: e.counters.failed.Load()}, nil
 }

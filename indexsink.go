@@ -6,10 +6,6 @@ import (
 	"sync"
 
 	"github.com/memor-db/memor/embed"
-	"github.com/memor-db/memor/graph"
-	"github.com/memor-db/memor/index/bm25"
-	"github.com/memor-db/memor/index/hnsw"
-	"github.com/memor-db/memor/index/temporal"
 	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
@@ -36,10 +32,10 @@ var _ indexSink = (*indexWrite)(nil)
 
 // indexWrite is the index set's sink for one write of one user: the
 // user's cached indexes, looked up once when first needed (if the cache
-// evicts them meanwhile, the write finishes on them, see indexSet), or for
-// a new user's large first write an import that writes the index records
-// without the indexes (see importIndex). It also holds the vectors
-// embedded ahead for the write (see prefetch).
+// evicts them meanwhile, the write finishes on them, see indexSet). It
+// also holds the vectors embedded ahead for the write (see prefetch). (A
+// new user's large first write writes its index records without the
+// indexes: see bulkIndex.)
 type indexWrite struct {
 	s    *indexSet
 	ctx  context.Context
@@ -50,8 +46,6 @@ type indexWrite struct {
 	// unless it commits.
 	ui                 *userIndex
 	indexed, committed bool
-	// imp: the write is a new user's import; ui stays nil.
-	imp *importIndex
 	// vectors: embeddings of the write's fact texts, fetched in one call
 	// (see prefetch). vecBuf holds them, if pooled; returned by close.
 	vectors map[string][]float32
@@ -66,10 +60,6 @@ func (s *indexSet) writer(ctx context.Context, b *kv.Batch, user string) *indexW
 // indexes returns the user's indexes for this write, loading them through
 // the batch on a miss.
 func (w *indexWrite) indexes() (*userIndex, error) {
-	if w.imp != nil {
-		// The store holds this write's index records only at commit.
-		return nil, fmt.Errorf("memor: internal error: indexes read during an import write of user %q", w.user)
-	}
 	w.indexed = true
 	if w.ui == nil {
 		ui, err := w.s.get(w.ctx, w.b, w.user)
@@ -87,34 +77,7 @@ func (w *indexWrite) replace(ui *userIndex) {
 	w.ui, w.indexed = ui, true
 }
 
-// expect prepares the indexes for a new user's first write of about n
-// documents: an import when importable and the vector index can take them
-// without its graph, else room reserved in the vector index.
-func (w *indexWrite) expect(n int, importable bool) error {
-	if w.imp != nil {
-		return nil
-	}
-	if importable && w.ui == nil {
-		if imp := w.s.newImport(w.user); imp.vec.Room() > n {
-			w.imp, w.indexed = imp, true
-		}
-		return nil
-	}
-	if n <= 1 {
-		return nil
-	}
-	ui, err := w.indexes()
-	if err != nil {
-		return err
-	}
-	ui.vec.Reserve(n)
-	return nil
-}
-
 func (w *indexWrite) setDoc(doc uint32, v []byte) error {
-	if w.imp != nil {
-		return nil // the indexes load from the store when first used
-	}
 	ui, err := w.indexes()
 	if err != nil {
 		return err
@@ -134,11 +97,6 @@ func (w *indexWrite) flush() error {
 			return err
 		}
 	}
-	if w.imp != nil {
-		if err := w.imp.vec.Finish(w.b); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -147,11 +105,6 @@ func (w *indexWrite) done() {
 	w.committed = true
 	if w.ui != nil {
 		w.ui.settle()
-	}
-	if w.imp != nil {
-		// A reader may have cached the user's empty indexes before this
-		// write (the user's lock is held: none can load meanwhile).
-		w.s.dropUser(w.user)
 	}
 }
 
@@ -173,9 +126,8 @@ func (w *indexWrite) close() {
 // prefetch embeds the texts of the new assertions of a write (see
 // factText) in one call before they are resolved, so that a batch of facts
 // costs an HTTP embedder one request (split as it batches), not one per
-// fact. fresh: the write is a new user's first (see freshWrite), whose
-// large batch may become an import.
-func (w *indexWrite) prefetch(all []string, fresh bool) error {
+// fact.
+func (w *indexWrite) prefetch(all []string) error {
 	s := w.s
 	var texts []string
 	seen := make(map[string]bool, len(all))
@@ -186,24 +138,6 @@ func (w *indexWrite) prefetch(all []string, fresh bool) error {
 		}
 	}
 	if len(texts) < 2 {
-		return nil
-	}
-	if sp, ok := s.emb.(embed.SparseEmbedder); ok && fresh && len(texts) >= s.e.tune.importMinDocs {
-		// A new user's import: its vectors go to the index records as
-		// their non-zero components (hnsw.Writer.AddSparse).
-		w.vecBuf = vectorPool.Get().(*vectorBuf)
-		if err := sp.EmbedSparse(w.ctx, texts, &w.vecBuf.sparse); err != nil {
-			return fmt.Errorf("memor: embed: %w", err)
-		}
-		if n := w.vecBuf.sparse.Len(); n != len(texts) {
-			return fmt.Errorf("memor: embed: %d vectors for %d texts", n, len(texts))
-		}
-		if w.vecBuf.sparseOf == nil {
-			w.vecBuf.sparseOf = make(map[string]int, len(texts))
-		}
-		for i, text := range texts {
-			w.vecBuf.sparseOf[text] = i
-		}
 		return nil
 	}
 	var vs [][]float32
@@ -232,68 +166,22 @@ func (w *indexWrite) prefetch(all []string, fresh bool) error {
 	return nil
 }
 
-// importIndex is how a new user's large first write (a bulk import)
-// indexes its documents: it writes the records the indexes would write,
-// in the same batch, without building the indexes in memory. The indexes
-// load from the store when the user is first queried, like after a
-// restart. An import of many users would otherwise build indexes that the
-// cache mostly evicts before anyone reads them, and keep the rest from
-// users who are.
-type importIndex struct {
-	bmPrefix, tmpPrefix []byte
-	vec                 *hnsw.Writer
-	g                   *graph.Writer
-}
-
-func (s *indexSet) newImport(user string) *importIndex {
-	return &importIndex{bmPrefix: kv.UserKey(user, kv.SubBM25), tmpPrefix: kv.UserKey(user, kv.SubTemporal),
-		vec: hnsw.NewWriter(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO), g: graph.NewWriter(kv.UserKey(user, kv.SubGraph))}
-}
-
-// vector returns text's embedding: prefetched, or embedded now. A
-// prefetched sparse vector is made dense in memory the next call reuses
-// (the indexes copy what they keep).
+// vector returns text's embedding: prefetched, or embedded now.
 func (w *indexWrite) vector(text string) ([]float32, error) {
 	if v, ok := w.vectors[text]; ok {
 		return v, nil
 	}
-	if b := w.vecBuf; b != nil {
-		if i, ok := b.sparseOf[text]; ok {
-			if len(b.dense) != w.s.emb.Dim() {
-				b.dense = make([]float32, w.s.emb.Dim())
-			}
-			b.sparse.Dense(i, b.dense)
-			return b.dense, nil
-		}
-	}
 	return w.s.embedOne(w.ctx, text)
 }
 
-// addVector writes the record of text's vector as document doc of an
-// import: from its non-zero components when they were prefetched.
-func (w *indexWrite) addVector(doc uint32, text string) error {
-	if b := w.vecBuf; b != nil {
-		if i, ok := b.sparseOf[text]; ok {
-			idx, val := b.sparse.Vector(i)
-			return w.imp.vec.AddSparse(w.b, doc, idx, val)
-		}
-	}
-	v, err := w.vector(text)
-	if err != nil {
-		return err
-	}
-	return w.imp.vec.Add(w.b, doc, v)
-}
-
 // vectorBuf is a write's pooled memory for the vectors of its facts:
-// dense, or for a new user's import sparse (see prefetch), with the vector
-// of each text and a dense copy for an index that keeps vectors.
+// dense, or for a bulk load sparse (see bulkIndex), with the vector of
+// each text.
 type vectorBuf struct {
 	flat     []float32
 	vs       [][]float32
 	sparse   embed.Sparse
 	sparseOf map[string]int
-	dense    []float32
 }
 
 // release returns b to the pool, forgetting the texts it names.
@@ -329,18 +217,6 @@ func (w *indexWrite) putVersion(f *Fact) error {
 		return nil
 	}
 	text := w.s.e.preds.factText(f)
-	if imp := w.imp; imp != nil {
-		if err := temporal.WriteInterval(w.b, imp.tmpPrefix, f.Doc, interval(f)); err != nil {
-			return err
-		}
-		if err := bm25.WriteDoc(w.b, imp.bmPrefix, f.Doc, text); err != nil {
-			return err
-		}
-		if err := w.addVector(f.Doc, text); err != nil {
-			return err
-		}
-		return imp.g.AddEdge(w.b, f.Doc, f.Subject, f.Predicate, f.Object)
-	}
 	ui, err := w.indexes()
 	if err != nil {
 		return err
@@ -372,9 +248,6 @@ func (w *indexWrite) expireVersion(f *Fact) error {
 	if f.Status != Active {
 		return nil
 	}
-	if w.imp != nil {
-		return temporal.WriteInterval(w.b, w.imp.tmpPrefix, f.Doc, interval(f))
-	}
 	ui, err := w.indexes()
 	if err != nil {
 		return err
@@ -397,16 +270,6 @@ func spokenText(ep *Episode, text string) string {
 
 // putEpisode indexes the text of a text episode.
 func (w *indexWrite) putEpisode(ep *Episode, doc uint32, text string, d *episodeDoc) error {
-	if imp := w.imp; imp != nil {
-		if err := bm25.WriteDoc(w.b, imp.bmPrefix, doc, spokenText(ep, text)); err != nil {
-			return err
-		}
-		v, err := w.s.embedOne(w.ctx, text)
-		if err != nil {
-			return err
-		}
-		return imp.vec.Add(w.b, doc, v)
-	}
 	ui, err := w.indexes()
 	if err != nil {
 		return err

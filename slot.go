@@ -114,30 +114,12 @@ type slotFold struct {
 	out    slotOutcomes
 }
 
-// foldSlot reads w's claims and folds them: from memory for a new user's
-// slot resolved for the first time (it has no live version), from the
-// fact in force when the fresh claims are appended to it (see appended),
-// else from the batch with the slot's live versions.
+// foldSlot reads w's claims and folds them: from the fact in force when
+// the fresh claims are appended to it (see appended), else from the batch
+// with the slot's live versions.
 func (t *txn) foldSlot(w *slotWork) (slotFold, error) {
 	var sf slotFold
-	var ms *memSlot
-	if t.fresh.on {
-		// A slot resolves from memory once; later it has versions in the
-		// batch.
-		if ms = w.mem; ms == nil {
-			if ms = t.fresh.mem[string(w.slot)]; ms == nil { // a lookup converts without copying
-				ms = t.fresh.slot(string(w.slot), 0)
-			}
-		}
-	}
 	sc := &t.scratch
-	if ms != nil && !ms.resolved {
-		ms.resolved = true
-		sf.claims = t.fresh.claims(ms, w.slot) // and no live version (sf.live nil)
-		sc.rc = appendResolve(sc.rc[:0], sf.claims)
-		sf.out.outs = sc.fold.Fold(w.one, nil, resolve.Outcome{}, sc.rc)
-		return sf, nil
-	}
 	ap, err := t.appended(w)
 	if err != nil {
 		return sf, err
@@ -459,7 +441,10 @@ func describeChange(cur, want Fact) (Reason, string) {
 }
 
 // version builds the fact version a claim's outcome calls for.
-func (t *txn) version(c claimRec, o *resolve.Outcome) Fact {
+func (t *txn) version(c claimRec, o *resolve.Outcome) Fact { return versionOf(t.user, c, o) }
+
+// versionOf is txn.version for user.
+func versionOf(user string, c claimRec, o *resolve.Outcome) Fact {
 	st := Active
 	switch o.Status {
 	case resolve.Contested:
@@ -467,7 +452,7 @@ func (t *txn) version(c claimRec, o *resolve.Outcome) Fact {
 	case resolve.Retracted:
 		st = Retracted
 	}
-	return Fact{ID: c.ID, User: t.user, Subject: c.Subject, Predicate: c.Predicate, Object: c.Object,
+	return Fact{ID: c.ID, User: user, Subject: c.Subject, Predicate: c.Predicate, Object: c.Object,
 		Context: c.Context, ValidFrom: fromNanos(c.ValidFrom), ValidTo: fromNanos(o.ValidTo),
 		Status: st, Confidence: o.Confidence, Reinforced: o.Reinforced, LastSeen: fromNanos(o.LastSeen),
 		Episode: c.Episode, Quote: c.Quote}
@@ -489,13 +474,6 @@ func (t *txn) put(w *slotWork, f Fact) error {
 		return err
 	}
 	t.sawContext(w)
-	if t.fresh.on {
-		g, ctxKey, err := slotNames(w)
-		if err != nil {
-			return err
-		}
-		t.fresh.countLive(g, ctxKey, 1)
-	}
 	sc.vb = versionDoc(sc.vb[:0], f.Episode, suf, nanos(f.RecordedAt))
 	if err := t.setDoc(f.Doc, sc.vb); err != nil {
 		return err
@@ -517,13 +495,6 @@ func (t *txn) expire(slot []byte, cur Fact) error {
 	suf := claimSuffix(slot, nanos(cur.ValidFrom), mustID(cur.ID))
 	if err := t.b.Delete(userKey(t.user, kv.SubLive, suf)); err != nil {
 		return err
-	}
-	if t.fresh.on {
-		g, ctxKey, err := slotNames(&slotWork{slot: slot})
-		if err != nil {
-			return err
-		}
-		t.fresh.countLive(g, ctxKey, -1)
 	}
 	if err := t.b.Set(userKey(t.user, kv.SubHistory, versionSuffix(suf, nanos(cur.RecordedAt))), appendFact(nil, &cur)); err != nil {
 		return err
@@ -569,16 +540,6 @@ func (t *txn) otherContexts(w *slotWork) (bool, error) {
 	g, ctxKey, err := slotNames(w)
 	if err != nil {
 		return false, err
-	}
-	if t.fresh.on {
-		// Every live value of a new user is one this write made: count
-		// them instead of reading the batch (a read would sort it).
-		for c, n := range t.fresh.live[g] {
-			if c != ctxKey && n > 0 {
-				return true, nil
-			}
-		}
-		return false, nil
 	}
 	if v, ok := t.cache.contexts[g][ctxKey]; ok {
 		return v, nil

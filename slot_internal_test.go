@@ -101,41 +101,40 @@ func runAppendWorkload(t *testing.T, seed uint64, tune tuning) []byte {
 	return checkedDump(t, e)
 }
 
-// TestMemPathEqualsBatchPath: a new user's first write, resolved from the
-// claims it holds in memory, and indexed as an import or not, stores
-// exactly the bytes that resolving through the batch stores: random first batches mixing One and Many
+// TestBulkEqualsOnline: a new user's first write built by the bulk loader
+// (bulk.go) stores exactly the bytes that the online transaction stores:
+// random first batches mixing One and Many
 // predicates, contexts, additive values, duplicates, restatements,
 // same-instant disagreement, low confidence, late values and ends with and
 // without object (before and after the values they close), then later
 // writes on top.
-func TestMemPathEqualsBatchPath(t *testing.T) {
+func TestBulkEqualsOnline(t *testing.T) {
 	// Each first batch also commits both ways: through the log and
-	// memtable, and as an ingested table (ingestMinBytes 1).
-	// The import paths write a new user's index records without building
-	// the indexes (importIndex).
+	// memtable, and as an ingested table (ingestMinBytes 1). The bulk
+	// loader takes every first batch it can (bulkMinOps 1); the others
+	// (an end without object of a Many predicate) go online.
 	paths := []struct {
-		name      string
-		fast, imp bool
-		ingest    int
-	}{{"memory, ingested", true, false, 1}, {"memory, logged", true, false, -1}, {"batch, logged", false, false, -1},
-		{"batch, ingested", false, false, 1}, {"import, ingested", true, true, 1}, {"import, logged", true, true, -1}}
+		name   string
+		bulk   bool
+		ingest int
+	}{{"bulk, ingested", true, 1}, {"bulk, logged", true, -1}, {"online, logged", false, -1}, {"online, ingested", false, 1}}
 	t.Parallel()
 	for seed := range uint64(8) {
 		var dumps [][]byte
 		for _, p := range paths {
 			tune := defaultTuning()
-			tune.memPath = p.fast
-			tune.importMinDocs = 1 << 30
-			if p.imp {
-				tune.importMinDocs = 1
-			}
-			dump, ingested := runFirstBatchWorkload(t, seed, p.ingest, 0, tune)
+			tune.bulk = p.bulk
+			tune.bulkMinOps = 1
+			dump, ingested, bulk := runFirstBatchWorkload(t, seed, p.ingest, 0, tune)
 			want := uint64(0)
 			if p.ingest > 0 {
 				want = 12 // one per user: the first batch
 			}
 			if ingested != want {
 				t.Fatalf("%s: %d tables ingested, want %d", p.name, ingested, want)
+			}
+			if p.bulk != (bulk > 0) {
+				t.Fatalf("%s: %d first batches bulk loaded", p.name, bulk)
 			}
 			dumps = append(dumps, dump)
 		}
@@ -154,28 +153,31 @@ func TestMemPathEqualsBatchPath(t *testing.T) {
 	}
 }
 
-// TestRefusedImportEqualsMemPath: a new user's first batch that embeds
-// its vectors sparse for an import, and then is not one (more vectors than
-// the vector index takes without its graph), indexes them in memory as a
-// batch that never embedded sparse does, byte for byte.
-func TestRefusedImportEqualsMemPath(t *testing.T) {
+// TestRefusedBulkEqualsOnline: with a vector index that builds its graph
+// from 20 vectors, the bulk loader (which writes vector records without
+// the graph) takes only the first batches of fewer than 19 ops, and the
+// store is byte for byte the online path's.
+func TestRefusedBulkEqualsOnline(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(4) {
 		tune := defaultTuning()
-		tune.importMinDocs = 1 << 30
-		want, _ := runFirstBatchWorkload(t, seed, 1, 4, tune)
-		tune.importMinDocs = 1
-		got, _ := runFirstBatchWorkload(t, seed, 1, 4, tune)
+		tune.bulk = false
+		want, _, _ := runFirstBatchWorkload(t, seed, 1, 20, tune)
+		tune.bulk, tune.bulkMinOps = true, 1
+		got, _, bulk := runFirstBatchWorkload(t, seed, 1, 20, tune)
 		if !bytes.Equal(got, want) {
-			t.Fatalf("seed %d: a refused import stored other bytes than the memory path", seed)
+			t.Fatalf("seed %d: the bulk loader with a small vector index stored other bytes than the online path", seed)
+		}
+		if bulk == 0 || bulk == 12 {
+			t.Fatalf("seed %d: %d of 12 first batches bulk loaded, want some but not all", seed, bulk)
 		}
 	}
 }
 
-// runFirstBatchWorkload returns the store's dump and how many writes
-// committed as ingested tables. A graphAt above 0 sets the vector index's
-// GraphAt.
-func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin, graphAt int, tune tuning) ([]byte, uint64) {
+// runFirstBatchWorkload returns the store's dump, how many writes
+// committed as ingested tables, and how many the bulk loader took. A
+// graphAt above 0 sets the vector index's GraphAt.
+func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin, graphAt int, tune tuning) ([]byte, uint64, uint64) {
 	t.Helper()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	e, err := openTuned(filepath.Join(t.TempDir(), "db"), Options{NoSync: true, IngestMinBytes: ingestMin, Clock: func() time.Time {
@@ -241,7 +243,7 @@ func runFirstBatchWorkload(t *testing.T, seed uint64, ingestMin, graphAt int, tu
 			}
 		}
 	}
-	return checkedDump(t, e), e.db.IngestedTables()
+	return checkedDump(t, e), e.db.IngestedTables(), e.bulkLoads.Load()
 }
 
 // checkedDump checks e and returns every key and value it stores, one per
@@ -341,7 +343,7 @@ func TestImportDropsCachedIndexes(t *testing.T) {
 	if e.idx.cached("ann") == nil {
 		t.Fatal("the query did not cache the empty indexes (the test needs them)")
 	}
-	batch := make([]FactInput, e.tune.importMinDocs+10)
+	batch := make([]FactInput, e.tune.bulkMinOps+10)
 	for i := range batch {
 		batch[i] = FactInput{Subject: fmt.Sprint("colleague ", i), Predicate: "lives_in", Object: fmt.Sprint("town ", i)}
 	}

@@ -171,6 +171,9 @@ type userMeta struct {
 	Txn     int64  `json:"txn"`     // last transaction time
 }
 
+// empty reports whether m is a user's with nothing stored.
+func (m userMeta) empty() bool { return m.Seq == 0 && m.Doc == 0 && m.Log == 0 }
+
 func loadMeta(r kv.Reader, user string) (userMeta, error) {
 	var m userMeta
 	v, err := r.Get(kv.UserKey(user, kv.SubMeta))

@@ -636,9 +636,6 @@ func (e *Engine) importOnce(ctx context.Context, user string, eps []importLine, 
 	}
 	defer t.close()
 	t.fails = fails
-	// The resolver reads the batch, as in Rebuild: the in-memory path of
-	// a new user's first write holds one episode's claims only.
-	t.fresh = freshWrite{}
 	if err := t.catchUp(); err != nil {
 		return 0, 0, 0, err
 	}

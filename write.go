@@ -20,8 +20,8 @@ import (
 // the transaction (txn) and applying an episode in it: ops become claims;
 // slot.go, resolving a slot: the fold of its claims becomes versions and
 // decisions; indexsink.go, the index sink that keeps the user's indexes in
-// step in the same batch. fresh.go holds what a new user's first write
-// keeps in memory instead of reading the batch.
+// step in the same batch. bulk.go is the bulk loader, which builds a new
+// user's large first write apart from all of them.
 
 // AdditionalContext is the context given to an additive claim ("I also
 // live in Portland") of a One predicate, so that it coexists with the value
@@ -361,6 +361,15 @@ func (e *Engine) writeOnce(ctx context.Context, user string, ep *Episode, pre *e
 	// About what a fact writes (claim, version, log, vector, postings,
 	// graph and interval entries) plus the episode: sized up front, a
 	// batch of thousands of facts is not copied as it grows.
+	if fails == nil && e.bulkable(ep) {
+		m, err := loadMeta(e.db, user)
+		if err != nil {
+			return nil, err
+		}
+		if m.empty() {
+			return e.bulkWrite(ctx, user, ep, m, vetted)
+		}
+	}
 	t, err := e.begin(ctx, user, len(ep.Ops)*bytesPerFact+2*len(ep.Text))
 	if err != nil {
 		return nil, err

@@ -63,8 +63,9 @@ type runner struct {
 	// The program's vocabulary: the whole one, or a narrow one in which
 	// nearly every claim lands in the same few slots.
 	subjects, preds, contexts []string
-	// ingested counts writes committed as ingested tables.
-	ingested uint64
+	// ingested counts writes committed as ingested tables, bulk those the
+	// bulk loader built.
+	ingested, bulk uint64
 }
 
 func newRunner(t testing.TB) *runner {
@@ -82,9 +83,10 @@ func newRunner(t testing.TB) *runner {
 func (r *runner) open() {
 	// Every user's first write (and first after Forget) commits as an
 	// ingested table, so the model checks that path too; the rest commit
-	// through the log.
+	// through the log. A first write of two or more facts is built by the
+	// bulk loader; one of a single fact goes the online way.
 	e, err := memor.Open(r.dir, memor.Options{NoSync: true, Clock: r.clock.Now, Extractor: lineExtractor{},
-		Workers: 1, Predicates: predicates, IngestMinBytes: 1})
+		Workers: 1, Predicates: predicates, IngestMinBytes: 1, BulkMinFacts: 2})
 	if err != nil {
 		r.fail("open: %v", err)
 	}
@@ -109,6 +111,7 @@ func (r *runner) countIngested() {
 		r.fail("stats: %v", err)
 	}
 	r.ingested += st.IngestedTables
+	r.bulk += st.BulkLoads
 }
 
 func (r *runner) fail(format string, args ...any) {
@@ -533,8 +536,8 @@ func (r *runner) compare(what, want, got string) {
 
 // runProgram runs the program encoded in data.
 // runProgram runs the program in data and returns how many of its writes
-// committed as ingested tables.
-func runProgram(t testing.TB, data []byte, maxSteps int) uint64 {
+// committed as ingested tables and how many the bulk loader built.
+func runProgram(t testing.TB, data []byte, maxSteps int) (ingested, bulk uint64) {
 	r := newRunner(t)
 	in := &input{b: data}
 	if in.pick(2) == 0 {
@@ -546,7 +549,7 @@ func runProgram(t testing.TB, data []byte, maxSteps int) uint64 {
 		r.verify(in)
 	}
 	r.countIngested()
-	return r.ingested
+	return r.ingested, r.bulk
 }
 
 // FuzzOps: random programs of operations over a few users, subjects and
@@ -588,14 +591,18 @@ func propertyRuns(def int) int {
 // TestOpsRandom runs FuzzOps's property over seeded random programs, so a
 // plain `go test` explores beyond the seed corpus.
 func TestOpsRandom(t *testing.T) {
-	ingested := uint64(0)
+	ingested, bulk := uint64(0), uint64(0)
 	for seed := range uint64(propertyRuns(16)) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			ingested += runProgram(t, randomProgram(1000+seed, 800), propertySteps)
+			i, b := runProgram(t, randomProgram(1000+seed, 800), propertySteps)
+			ingested, bulk = ingested+i, bulk+b
 		})
 	}
 	if ingested == 0 {
 		t.Error("no write was ingested as a table: the ingestion path went unchecked")
 	}
-	t.Logf("%d writes ingested as tables", ingested)
+	if bulk == 0 {
+		t.Error("no write was bulk loaded: the bulk loader went unchecked")
+	}
+	t.Logf("%d writes ingested as tables, %d bulk loaded", ingested, bulk)
 }

@@ -561,12 +561,6 @@ func (db *DB) NewBatchSized(size int) *Batch {
 	return &Batch{b: db.p.NewIndexedBatchWithSize(size), db: db}
 }
 
-// NewLocalBatch is NewBatchSized for a batch whose writes fall under
-// prefix, where the store holds nothing (see [Batch.SetLocal]).
-func (db *DB) NewLocalBatch(prefix []byte, size int) *Batch {
-	return &Batch{b: db.p.NewIndexedBatch(), db: db, local: prefix, loc: newLocalWrites(prefix, size)}
-}
-
 // DeleteRange deletes [lo, hi) durably.
 func (db *DB) DeleteRange(lo, hi []byte) error {
 	return db.write("delete range", nil, func() error { return db.p.DeleteRange(lo, hi, pebble.Sync) })
@@ -660,10 +654,6 @@ type Batch struct {
 	local []byte
 	// ranged: the batch holds a range deletion.
 	ranged bool
-	// loc holds the writes under local apart from b until a read or the
-	// commit needs them sorted (see localWrites); nil once they moved to
-	// b (a range deletion, a read across the prefix's edge).
-	loc *localWrites
 	// abandoned: a commit of b may still be inside Pebble (see DB.write).
 	abandoned bool
 }
@@ -672,70 +662,13 @@ type Batch struct {
 // no data yet): reads under it then see the batch alone, which spares a
 // merge with every level of the store for ranges known to be empty there.
 // A large batch whose keys all lie under prefix commits as an ingested
-// table (see Options.IngestMinBytes). Declared on an empty batch, the
-// writes under prefix are kept in an append-only log until read or
-// committed, which costs a new user's import far less than keeping them
-// sorted as they come.
-func (b *Batch) SetLocal(prefix []byte) {
-	if b.loc != nil {
-		return
-	}
-	b.local = prefix
-	if b.b.Empty() {
-		b.loc = newLocalWrites(prefix, 0)
-	}
-}
-
-// underLocal reports whether key belongs in the local log.
-func (b *Batch) underLocal(key []byte) bool {
-	return b.loc != nil && bytes.HasPrefix(key, b.local)
-}
-
-// unlocal moves the local log into the Pebble batch.
-func (b *Batch) unlocal() error {
-	if b.loc == nil {
-		return nil
-	}
-	err := b.loc.replay(func(k, v []byte) error { return b.b.Set(k, v, nil) }, func(k []byte) error { return b.b.Delete(k, nil) })
-	b.loc.release()
-	b.loc = nil
-	if err != nil {
-		return fmt.Errorf("kv: batch: %w", err)
-	}
-	return nil
-}
-
-// outsideLocal reports whether [lo, hi) misses the local prefix.
-func (b *Batch) outsideLocal(lo, hi []byte) bool {
-	if hi != nil && bytes.Compare(hi, b.local) <= 0 {
-		return true
-	}
-	end := PrefixEnd(b.local)
-	return end != nil && bytes.Compare(lo, end) >= 0
-}
+// table (see Options.IngestMinBytes).
+func (b *Batch) SetLocal(prefix []byte) { b.local = prefix }
 
 // scanDir is scanDir through the batch.
 func (b *Batch) scanDir(ctx context.Context, lo, hi []byte, reverse bool, fn func(k, v []byte) error) error {
 	if err := b.db.fail.readErr(); err != nil {
 		return err
-	}
-	if b.loc != nil {
-		switch {
-		case b.isLocal(lo, hi):
-			if b.loc.merges >= maxLocalMerges {
-				if err := b.unlocal(); err != nil {
-					return err
-				}
-				break
-			}
-			return b.loc.scan(ctx, lo, hi, reverse, fn)
-		case b.outsideLocal(lo, hi):
-			// Neither the store nor b holds a key under the prefix.
-		default:
-			if err := b.unlocal(); err != nil {
-				return err
-			}
-		}
 	}
 	return scanDir(ctx, b.iter, lo, hi, reverse, fn)
 }
@@ -759,27 +692,16 @@ func (b *Batch) iter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 
 // Set writes key = value (both are copied).
 func (b *Batch) Set(key, value []byte) error {
-	if b.underLocal(key) {
-		b.loc.add(key, value, false)
-		return nil
-	}
 	return b.b.Set(key, value, nil)
 }
 
 // Delete removes key.
 func (b *Batch) Delete(key []byte) error {
-	if b.underLocal(key) {
-		b.loc.add(key, nil, true)
-		return nil
-	}
 	return b.b.Delete(key, nil)
 }
 
 // DeleteRange removes [lo, hi).
 func (b *Batch) DeleteRange(lo, hi []byte) error {
-	if err := b.unlocal(); err != nil {
-		return err
-	}
 	b.ranged = true
 	return b.b.DeleteRange(lo, hi, nil)
 }
@@ -788,14 +710,6 @@ func (b *Batch) DeleteRange(lo, hi []byte) error {
 func (b *Batch) Get(key []byte) ([]byte, error) {
 	if err := b.db.fail.readErr(); err != nil {
 		return nil, err
-	}
-	if b.underLocal(key) {
-		if b.loc.merges < maxLocalMerges {
-			return b.loc.get(key)
-		}
-		if err := b.unlocal(); err != nil {
-			return nil, err
-		}
 	}
 	if next := append(key[:len(key):len(key)], 0); b.isLocal(key, next) {
 		var out []byte
@@ -842,15 +756,10 @@ func (b *Batch) ScanRange(ctx context.Context, lo, hi []byte, fn func(k, v []byt
 }
 
 // Len is about the number of bytes the batch holds.
-func (b *Batch) Len() int {
-	if b.loc != nil {
-		return b.b.Len() + b.loc.bytes()
-	}
-	return b.b.Len()
-}
+func (b *Batch) Len() int { return b.b.Len() }
 
 // Empty reports whether the batch holds no writes.
-func (b *Batch) Empty() bool { return b.b.Empty() && (b.loc == nil || len(b.loc.ents) == 0) }
+func (b *Batch) Empty() bool { return b.b.Empty() }
 
 // Commit applies the batch atomically, syncing the log unless the store was
 // opened with NoSync. Concurrent syncing commits share one fsync (Pebble's
@@ -863,16 +772,6 @@ func (b *Batch) Commit() error {
 }
 
 func (b *Batch) commit(wo *pebble.WriteOptions) error {
-	if b.loc != nil {
-		if b.b.Empty() && !b.ranged && b.db.ingestMin >= 0 && b.loc.bytes() >= b.db.ingestMin {
-			if done, err := b.commitLocalAsTable(); done || err != nil {
-				return err
-			}
-		}
-		if err := b.unlocal(); err != nil {
-			return err
-		}
-	}
 	if b.local != nil && !b.ranged && b.db.ingestMin >= 0 && b.b.Len() >= b.db.ingestMin {
 		if done, err := b.commitAsTable(); done || err != nil {
 			return err
@@ -896,10 +795,6 @@ func (b *Batch) CommitNoSync() error { return b.commit(pebble.NoSync) }
 
 // Close releases the batch; uncommitted writes are discarded.
 func (b *Batch) Close() error {
-	if b.loc != nil {
-		b.loc.release()
-		b.loc = nil
-	}
 	if b.abandoned {
 		return nil // Pebble may still use it: left to the collector
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// DefaultIngestMinBytes is the batch size from which a local batch (see
-// [Batch.SetLocal]) commits as an ingested table rather than through the
-// write-ahead log and memtable.
+// DefaultIngestMinBytes is the size from which a [Table], or a batch
+// under a prefix empty in the store (see [Batch.SetLocal]), commits as an
+// ingested table rather than through the write-ahead log and memtable.
 const DefaultIngestMinBytes = 256 << 10
 
 // tablePrefix names the table files a batch writes before Pebble takes them
@@ -42,7 +42,7 @@ func (b *Batch) commitAsTable() (bool, error) {
 	if !it.Last() || !bytes.HasPrefix(it.Key(), b.local) || !it.First() || !bytes.HasPrefix(it.Key(), b.local) {
 		return false, it.Error()
 	}
-	return b.ingest(func(set func(k, v []byte) error) error {
+	return true, b.db.ingest(func(set func(k, v []byte) error) error {
 		for valid := true; valid; valid = it.Next() {
 			v, err := it.ValueAndErr()
 			if err != nil {
@@ -59,62 +59,46 @@ func (b *Batch) commitAsTable() (bool, error) {
 	})
 }
 
-// commitLocalAsTable is commitAsTable for a batch whose writes are all in
-// its local log.
-func (b *Batch) commitLocalAsTable() (bool, error) {
-	live := false
-	for i := range b.loc.ents {
-		if !b.loc.ents[i].del {
-			live = true
-			break
-		}
-	}
-	if !live {
-		return false, nil
-	}
-	return b.ingest(func(set func(k, v []byte) error) error {
-		return b.loc.scan(context.Background(), b.local, nil, false, set)
-	})
-}
-
 // ingest writes the keys fill gives, in order, to a table file and ingests
-// it.
+// it. fill giving no key writes nothing.
 //
 // A failure to write the table changes nothing in the store: it returns
 // ErrStorage without latching a failure (see failure), and the same write
 // succeeds once there is room. A failure of Pebble's ingestion is latched.
-func (b *Batch) ingest(fill func(set func(k, v []byte) error) error) (bool, error) {
-	if err := b.db.fail.get(); err != nil {
-		return false, err
+func (db *DB) ingest(fill func(set func(k, v []byte) error) error) error {
+	if err := db.fail.get(); err != nil {
+		return err
 	}
-	path := filepath.Join(b.db.dir, fmt.Sprintf("%s%d-%d.sst", tablePrefix, os.Getpid(), b.db.tables.Add(1)))
-	f, err := b.db.fs.Create(path, vfs.WriteCategoryUnspecified)
+	path := filepath.Join(db.dir, fmt.Sprintf("%s%d-%d.sst", tablePrefix, os.Getpid(), db.tables.Add(1)))
+	f, err := db.fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return false, fmt.Errorf("%w: ingest: %w", ErrStorage, err)
+		return fmt.Errorf("%w: ingest: %w", ErrStorage, err)
 	}
-	w := sstable.NewWriter(newTableWritable(f), b.db.tableOpts)
+	w := sstable.NewWriter(newTableWritable(f), db.tableOpts)
+	n := 0
 	err = fill(func(k, v []byte) error {
+		n++
 		if err := w.Set(k, v); err != nil {
 			return fmt.Errorf("%w: ingest: %w", ErrStorage, err)
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil || n == 0 {
 		_ = w.Close()
-		_ = b.db.fs.Remove(path)
-		return false, err
+		_ = db.fs.Remove(path)
+		return err
 	}
 	// Close writes the footer and syncs the file.
 	if err := w.Close(); err != nil {
-		_ = b.db.fs.Remove(path)
-		return false, fmt.Errorf("%w: ingest: %w", ErrStorage, err)
+		_ = db.fs.Remove(path)
+		return fmt.Errorf("%w: ingest: %w", ErrStorage, err)
 	}
-	if err := b.db.write("ingest", nil, func() error { return b.db.p.Ingest(context.Background(), []string{path}) }); err != nil {
-		_ = b.db.fs.Remove(path)
-		return false, err
+	if err := db.write("ingest", nil, func() error { return db.p.Ingest(context.Background(), []string{path}) }); err != nil {
+		_ = db.fs.Remove(path)
+		return err
 	}
-	b.db.ingested.Add(1)
-	return true, nil
+	db.ingested.Add(1)
+	return nil
 }
 
 // tableWritable is what an ingested table is written through: the file
@@ -256,4 +240,87 @@ func (db *DB) Users(ctx context.Context, fn func(user string) error) error {
 		return wrapErr("users", err)
 	}
 	return nil
+}
+
+// Table is a write-only set of writes under one prefix that the store
+// holds nothing under (a new user's keys): the bulk loader's output. Its
+// writes are kept in an append-only log, sorted once at Commit and written
+// in key order: as one ingested table from [Options.IngestMinBytes] on,
+// else as one batch. Nothing reads a Table back; the writer answers its
+// own questions from memory. Not safe for concurrent use.
+type Table struct {
+	db     *DB
+	prefix []byte
+	w      *sortedWrites
+	err    error // the first write outside the prefix
+}
+
+var _ Writer = (*Table)(nil)
+
+// NewTable returns an empty Table for keys under prefix, with room for
+// about size bytes of keys and values.
+func (db *DB) NewTable(prefix []byte, size int) *Table {
+	return &Table{db: db, prefix: prefix, w: newSortedWrites(prefix, size)}
+}
+
+// Set writes key = value (both are copied). A key outside the table's
+// prefix is an error, returned here and by Commit.
+func (t *Table) Set(key, value []byte) error {
+	if !bytes.HasPrefix(key, t.prefix) {
+		return t.outside(key)
+	}
+	t.w.add(key, value, false)
+	return nil
+}
+
+// Delete removes an earlier write of key (the store holds nothing under
+// the prefix to delete).
+func (t *Table) Delete(key []byte) error {
+	if !bytes.HasPrefix(key, t.prefix) {
+		return t.outside(key)
+	}
+	t.w.add(key, nil, true)
+	return nil
+}
+
+func (t *Table) outside(key []byte) error {
+	if t.err == nil {
+		t.err = fmt.Errorf("kv: table: key %q outside its prefix %q", key, t.prefix)
+	}
+	return t.err
+}
+
+// Len is about the number of bytes the table holds.
+func (t *Table) Len() int { return t.w.bytes() }
+
+// Commit writes the table to the store atomically, syncing unless the
+// store was opened with NoSync (an ingested table is durable when
+// ingested).
+func (t *Table) Commit() error {
+	if t.err != nil {
+		return t.err
+	}
+	if t.db.ingestMin >= 0 && t.w.bytes() >= t.db.ingestMin {
+		return t.db.ingest(func(set func(k, v []byte) error) error {
+			_, err := t.w.each(set)
+			return err
+		})
+	}
+	b := &Batch{b: t.db.p.NewBatchWithSize(t.w.bytes() + 16*len(t.w.ents)), db: t.db}
+	defer b.Close()
+	if _, err := t.w.each(func(k, v []byte) error { return b.b.Set(k, v, nil) }); err != nil {
+		return wrapErr("table", err)
+	}
+	if t.db.noSync {
+		return b.commit(pebble.NoSync)
+	}
+	return b.commit(pebble.Sync)
+}
+
+// Close releases the table; writes not committed are discarded.
+func (t *Table) Close() {
+	if t.w != nil {
+		t.w.release()
+		t.w = nil
+	}
 }
