@@ -79,7 +79,8 @@ type bulkLoad struct {
 	root   []byte
 
 	decisions []Decision
-	verdicts  map[string]bool // the judge's verdicts asked in this write: One?
+	verdicts  map[string]bool   // the judge's verdicts asked in this write: One?
+	glosses   map[string]string // predicates.gloss, by predicate (see factText)
 
 	// The claims, by slot: slots in the order first touched, recs in the
 	// order they came, each slot's linked through next.
@@ -94,8 +95,8 @@ type bulkLoad struct {
 	// texts, embedded together.
 	idx bulkIndex
 
-	// Scratch.
-	kb, vb, ck []byte
+	// Scratch: kb for keys (see set), so vb, ck and sb must not be it.
+	kb, vb, ck, sb []byte
 	buf        []claimRec
 	rc         []resolve.Claim
 	fold       resolve.Folder
@@ -170,7 +171,8 @@ func (l *bulkLoad) load() (err error) {
 	for i := range l.decisions {
 		d := &l.decisions[i]
 		l.vb = appendDecision(l.vb[:0], d)
-		if err := l.set(kv.SubLog, kv.AppendUint64(nil, d.Seq), l.vb); err != nil {
+		l.sb = kv.AppendUint64(l.sb[:0], d.Seq)
+		if err := l.set(kv.SubLog, l.sb, l.vb); err != nil {
 			return err
 		}
 	}
@@ -243,10 +245,28 @@ func (l *bulkLoad) claims() ([]string, error) {
 			return nil, err
 		}
 		if op.Kind == extract.Assert {
-			texts = append(texts, l.e.preds.factText(&Fact{Subject: c.Subject, Predicate: c.Predicate, Object: c.Object, Context: c.Context}))
+			texts = append(texts, l.factText(c.Subject, c.Predicate, c.Object, c.Context))
 		}
 	}
 	return texts, nil
+}
+
+// factText is predicates.factText of a fact with these names, the
+// predicate's gloss looked up once per load (a lookup copies the
+// predicate's definition).
+func (l *bulkLoad) factText(subject, pred, object, context string) string {
+	g, ok := l.glosses[pred]
+	if !ok {
+		g = l.e.preds.gloss(pred)
+		if l.glosses == nil {
+			l.glosses = map[string]string{}
+		}
+		l.glosses[pred] = g
+	}
+	if context == "" {
+		return subject + " " + g + " " + object
+	}
+	return subject + " " + g + " " + object + " " + context
 }
 
 // add appends c to the claims of s.
@@ -421,7 +441,8 @@ func (l *bulkLoad) put(s *bulkSlot, f Fact) error {
 	}
 	l.live[g][s.ctxKey]++
 	l.vb = versionDoc(l.vb[:0], f.Episode, l.ck, nanos(f.RecordedAt))
-	if err := l.set(kv.SubDoc, kv.AppendUint32(nil, f.Doc), l.vb); err != nil {
+	l.sb = kv.AppendUint32(l.sb[:0], f.Doc)
+	if err := l.set(kv.SubDoc, l.sb, l.vb); err != nil {
 		return err
 	}
 	return l.idx.putVersion(l, &f)
@@ -527,7 +548,7 @@ func (x *bulkIndex) putVersion(l *bulkLoad, f *Fact) error {
 	if f.Status != Active {
 		return nil
 	}
-	text := l.e.preds.factText(f)
+	text := l.factText(f.Subject, f.Predicate, f.Object, f.Context)
 	if err := temporal.WriteInterval(l.tab, x.tmpPrefix, f.Doc, interval(f)); err != nil {
 		return err
 	}

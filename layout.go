@@ -65,22 +65,26 @@ package memor
 // sorted by valid time.
 //
 //	sub suffix                     value                 written by
-//	'm' —                          userMeta (JSON)       txn.commit
-//	'e' seq:u64                    episode record        txn.appendEpisode, importOnce
+//	'm' —                          userMeta (JSON)       txn.commit; bulkWrite
+//	'e' seq:u64                    episode record        txn.appendEpisode, importOnce; bulkWrite
 //	's' seq:u64                    epState (JSON)        txn.fail
-//	'c' slot vf:i64 id:16          claim record          txn.applyOps; resolveSub (rule), applyCorrection, applyAcceptance
-//	'i' id:16                      slot vf:i64 id:16     txn.applyOps
-//	'v' slot vf:i64 id:16          fact record           txn.put; resolveSub (reinforcement)
+//	'c' slot vf:i64 id:16          claim record          txn.applyOps; resolveSub (rule), applyCorrection, applyAcceptance; bulkLoad.resolve
+//	'i' id:16                      slot vf:i64 id:16     txn.applyOps; bulkLoad.claims
+//	'v' slot vf:i64 id:16          fact record           txn.put; resolveSub (reinforcement); bulkLoad.put
 //	'h' slot vf:i64 id:16 rec:i64  fact record           txn.expire
 //	'a' slot vf:i64 id:16 rec:i64  fact record           Prune (moved from 'h', bytes unchanged)
-//	'd' doc:u32                    document map value    txn.setDoc (from put, indexEpisode)
-//	'r' seq:u64                    decision record       txn.writeDecision
-//	'j' esc(predicate)             verdict:1             txn.cardinality
-//	'b' …                          index/bm25 (doc.go)   the index sink
-//	'n' …                          index/hnsw (doc.go)   the index sink
-//	't' …                          index/temporal        the index sink
-//	'g' …                          graph (doc.go)        the index sink
+//	'd' doc:u32                    document map value    txn.setDoc (from put, indexEpisode); bulkLoad.put
+//	'r' seq:u64                    decision record       txn.writeDecision; bulkLoad.load
+//	'j' esc(predicate)             verdict:1             txn.cardinality; bulkLoad.cardinality
+//	'b' …                          index/bm25 (doc.go)   the index sink; bulkIndex
+//	'n' …                          index/hnsw (doc.go)   the index sink; bulkIndex
+//	't' …                          index/temporal        the index sink; bulkIndex
+//	'g' …                          graph (doc.go)        the index sink; bulkIndex
 //	'x'                            reserved, never written
+//
+// bulkWrite, bulkLoad and bulkIndex (bulk.go) are the bulk loader, which
+// builds a new user's large first write apart from the online
+// transaction, with the same bytes (see Options.BulkMinFacts).
 //
 // vf is the claim's ValidFrom and rec a version's RecordedAt, both as
 // nanoseconds (0 ns is the epoch, an instant like any other). id is the

@@ -73,8 +73,9 @@ type Options struct {
 	CacheSize int64
 	// Logger receives Pebble's log lines at debug level; nil discards them.
 	Logger *slog.Logger
-	// IngestMinBytes is the size from which a local batch commits as an
-	// ingested table (see [Batch.SetLocal]); 0 means
+	// IngestMinBytes is the size from which a [Table], or a batch under
+	// a prefix empty in the store (see [Batch.SetLocal]), commits as an
+	// ingested table; 0 means
 	// [DefaultIngestMinBytes], a negative value never.
 	IngestMinBytes int
 	// syncedEvery overrides [syncedEvery] (tests).

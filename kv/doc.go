@@ -40,13 +40,14 @@
 //
 //  1. A user's data lives only under [UserRoot](user); Forget is one
 //     range deletion of [PrefixEnd] bounds.
-//  2. A [Batch] commits all of its writes or none of them. A large batch
-//     that only writes under a prefix the store holds nothing under (a
-//     new user's bulk import, see [Batch.SetLocal] and [DB.NewLocalBatch])
-//     keeps those writes in an append-only log, sorted once when read or
-//     committed, and commits as one sorted table ingested straight into
+//  2. A [Batch] or a [Table] commits all of its writes or none of them.
+//     A [Table] (the bulk loader's output: a new user's large first write)
+//     is write-only: it keeps its writes in an append-only log, sorted once
+//     at commit, and commits as one sorted table ingested straight into
 //     the bottom level: atomic and durable like a synced commit, without
-//     the log, the memtable, the flush or any compaction.
+//     the log, the memtable, the flush or any compaction. A large batch
+//     that only writes under a prefix the store holds nothing under (see
+//     [Batch.SetLocal]) commits the same way.
 //  3. Opening a store whose format version is newer than [FormatVersion]
 //     fails with [ErrFormatTooNew] and writes nothing; opening an older
 //     one raises its number and, in the same commit, records the old one

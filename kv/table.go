@@ -24,7 +24,7 @@ const DefaultIngestMinBytes = 256 << 10
 // two is removed at Open.
 const tablePrefix = ".memor-ingest-"
 
-// commitAsTable commits a local batch by writing its contents as one sorted
+// commitAsTable commits a batch under an empty prefix (see SetLocal) by writing its contents as one sorted
 // table and ingesting it. The range under the local prefix is empty in the
 // store, so the table goes straight to the bottom level: the batch skips the
 // log, the memtable, the flush and every compaction. An ingestion is atomic

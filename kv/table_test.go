@@ -28,7 +28,7 @@ func dumpStore(t *testing.T, db *DB) string {
 }
 
 // fillLocal writes n keys under user's root (overwriting and deleting some
-// of them) into a local batch, plus extra (outside the root) if non-nil.
+// of them) into a batch under user's root (SetLocal), plus extra (outside the root) if non-nil.
 func fillLocal(t *testing.T, db *DB, user string, n int, extra []byte) *Batch {
 	t.Helper()
 	b := db.NewBatch()
@@ -61,7 +61,7 @@ func fillLocal(t *testing.T, db *DB, user string, n int, extra []byte) *Batch {
 	return b
 }
 
-// TestIngestEqualsLog: a local batch committed as an ingested table leaves
+// TestIngestEqualsLog: a batch under an empty prefix committed as an ingested table leaves
 // the store exactly as the same batch committed through the log, reopens
 // with it (durable without a sync), and leaves no file of its own behind. A
 // batch with a key outside the local prefix, a range deletion, or below
