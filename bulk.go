@@ -97,9 +97,9 @@ type bulkLoad struct {
 
 	// Scratch: kb for keys (see set), so vb, ck and sb must not be it.
 	kb, vb, ck, sb []byte
-	buf        []claimRec
-	rc         []resolve.Claim
-	fold       resolve.Folder
+	buf            []claimRec
+	rc             []resolve.Claim
+	fold           resolve.Folder
 }
 
 // bulkSlot is one slot of a bulk load: its key and names, and its claims,
