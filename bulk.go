@@ -32,7 +32,8 @@ import (
 //
 // Its contract is the online path's bytes: a store the loader wrote is
 // byte for byte the store the online path writes for the same write
-// (TestBulkEqualsOnline, TestRefusedBulkEqualsOnline, the fuzz model).
+// (TestBulkEqualsOnline, TestRefusedBulkEqualsOnline,
+// TestBulkJudgedEqualsOnline, the fuzz model).
 // So it numbers documents and decisions as the online path does: slots
 // in the order they were first touched, a slot's claims in key order.
 //
