@@ -422,14 +422,17 @@ func (t *txn) indexEpisode(ep Episode, text string, hasClaims, more bool) error 
 // propositions, not the quotes: an extractor may quote a whole sentence
 // for one clause of it. Terms, not words: stop words and inflections
 // neither say more nor less.
-func (t *txn) saysMore(text string, ops []extract.Op) bool {
+func (t *txn) saysMore(text string, ops []extract.Op) bool { return t.e.preds.saysMore(text, ops) }
+
+// saysMore is txn.saysMore.
+func (p *predicates) saysMore(text string, ops []extract.Op) bool {
 	stated := map[string]bool{}
 	for _, op := range ops {
 		if op.Quote == "" || !strings.Contains(text, op.Quote) {
 			continue // rejected: it quotes nothing of the text
 		}
-		pred := t.e.preds.canonical(op.Predicate)
-		for _, part := range [...]string{op.Subject, pred, t.e.preds.gloss(pred), op.Object, op.Context} {
+		pred := p.canonical(op.Predicate)
+		for _, part := range [...]string{op.Subject, pred, p.gloss(pred), op.Object, op.Context} {
 			for _, w := range bm25.Tokenize(part) {
 				stated[w] = true
 			}

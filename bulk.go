@@ -37,33 +37,55 @@ import (
 // So it numbers documents and decisions as the online path does: slots
 // in the order they were first touched, a slot's claims in key order.
 //
+// It also takes a text episode added inline (Add with Sync) as a new
+// user's first write, extracted already: its claims, then its own
+// document.
+//
 // A write the loader does not take (see bulkable) goes the online way:
 // one whose fold would re-resolve slots (an end without object of a Many
-// predicate closes every object's slot), or one too small or too large
-// for the vector index's records without its graph.
+// predicate closes every object's slot), a structured one too small, one
+// with more documents than the vector index's records take without its
+// graph, and a text episode whose extraction failed or whose predicates
+// the judge would be asked about (a judge that fails fails the episode,
+// which the online path records).
 
-// bulkable reports whether the bulk loader may take ep, a write of a user
-// whose store is empty, as its first write: a structured episode of at
-// least bulkMinOps ops, none of them an end without object that may be
-// of a Many predicate, and fewer documents than the vector index holds
-// without its graph.
-func (e *Engine) bulkable(ep *Episode) bool {
-	if !e.tune.bulk || ep.Kind != EpisodeFacts || len(ep.Ops) < e.tune.bulkMinOps {
+// bulkable reports whether the bulk loader may take ep, with extraction
+// pre (nil for a structured episode), as the first write of a user whose
+// store is empty.
+func (e *Engine) bulkable(ep *Episode, pre *extracted) bool {
+	if !e.tune.bulk {
 		return false
 	}
-	for i := range ep.Ops {
-		op := &ep.Ops[i]
+	ops := ep.Ops
+	switch ep.Kind {
+	case EpisodeFacts:
+		if len(ops) < e.tune.bulkMinOps {
+			return false
+		}
+	case EpisodeText:
+		if pre == nil || pre.err != nil {
+			return false
+		}
+		ops = pre.ops
+	default:
+		return false
+	}
+	judge := !e.opts.Ungoverned && e.opts.Judge != nil
+	for i := range ops {
+		op := &ops[i]
+		c, known := e.preds.lookup(e.preds.canonical(op.Predicate))
+		if !known && judge && ep.Kind == EpisodeText {
+			return false
+		}
 		if op.Kind != extract.End || norm.Key(op.Object) != "" {
 			continue
 		}
-		if e.opts.Ungoverned {
-			return false
-		}
-		if c, known := e.preds.lookup(e.preds.canonical(op.Predicate)); !known || c != One {
+		if e.opts.Ungoverned || !known || c != One {
 			return false // a Many predicate, or one the judge may find Many
 		}
 	}
-	return hnsw.NewWriter(e.idx.emb.Dim(), nil, e.idx.hnswO).Room() > len(ep.Ops)
+	// Every op a version, and the episode its own document.
+	return hnsw.NewWriter(e.idx.emb.Dim(), nil, e.idx.hnswO).Room() > len(ops)+1
 }
 
 // bulkLoad is one run of the bulk loader.
@@ -76,8 +98,16 @@ type bulkLoad struct {
 	ep   *Episode
 	// vetted: the ops passed validOp already (see txn.vetted).
 	vetted bool
-	tab    *kv.Table
-	root   []byte
+	// ops are the episode's, or a text episode's extracted ones; text is
+	// a text episode's, the quotes' source ("" for a structured one).
+	ops  []extract.Op
+	text string
+	// claimed counts the ops accepted (not rejected); stands holds the
+	// facts the episode's claims stand on (see episodeState.stands).
+	claimed int
+	stands  []string
+	tab     *kv.Table
+	root    []byte
 
 	decisions []Decision
 	verdicts  map[string]bool   // the judge's verdicts asked in this write: One?
@@ -114,10 +144,14 @@ type bulkSlot struct {
 
 // bulkWrite commits ep, a new user's first write that bulkable accepts,
 // through the bulk loader. m is the user's (empty) counters.
-// vetted is writeOnce's (see txn.vetted).
-func (e *Engine) bulkWrite(ctx context.Context, user string, ep *Episode, m userMeta, vetted bool) (_ []Decision, err error) {
-	n := len(ep.Ops)
-	l := &bulkLoad{e: e, ctx: ctx, user: user, meta: m, ep: ep, vetted: vetted, root: kv.UserRoot(user),
+// pre and vetted are writeOnce's (see txn.pre, txn.vetted).
+func (e *Engine) bulkWrite(ctx context.Context, user string, ep *Episode, pre *extracted, m userMeta, vetted bool) (_ []Decision, err error) {
+	ops, text := ep.Ops, ""
+	if ep.Kind == EpisodeText {
+		ops, text = pre.ops, extract.StripFenced(ep.Text)
+	}
+	n := len(ops)
+	l := &bulkLoad{e: e, ctx: ctx, user: user, meta: m, ep: ep, vetted: vetted, ops: ops, text: text, root: kv.UserRoot(user),
 		tab:   e.db.NewTable(kv.UserRoot(user), n*bytesPerFact+2*len(ep.Text)),
 		slots: make(map[string]*bulkSlot, n), ids: make(map[[idLen]byte]bool, n),
 		recs: make([]claimRec, 0, n), next: make([]int32, 0, n)}
@@ -169,6 +203,11 @@ func (l *bulkLoad) load() (err error) {
 			return err
 		}
 	}
+	if l.ep.Kind == EpisodeText {
+		if err := l.episodeDoc(); err != nil {
+			return err
+		}
+	}
 	for i := range l.decisions {
 		d := &l.decisions[i]
 		l.vb = appendDecision(l.vb[:0], d)
@@ -189,17 +228,18 @@ func (l *bulkLoad) set(sub kv.Sub, suffix, v []byte) error {
 // claims turns the ops into claims grouped by slot, as txn.applyOps does,
 // and writes the fact index. It returns the texts of the assertions' facts.
 func (l *bulkLoad) claims() ([]string, error) {
-	ops := l.ep.Ops
+	ops := l.ops
 	texts := make([]string, 0, len(ops))
 	l.decisions = make([]Decision, 0, len(ops))
 	for _, op := range ops {
 		if err := l.ctx.Err(); err != nil {
 			return nil, err
 		}
-		if reason, why := vetOp(&op, l.ep.At, l.vetted, ""); why != "" {
+		if reason, why := vetOp(&op, l.ep.At, l.vetted, l.text); why != "" {
 			l.reject(op, reason, why)
 			continue
 		}
+		l.claimed++
 		pred := l.e.preds.canonical(op.Predicate)
 		one, judged, err := l.cardinality(pred)
 		if err != nil {
@@ -229,6 +269,9 @@ func (l *bulkLoad) claims() ([]string, error) {
 			Confidence: conf, Quote: op.Quote, Episode: l.ep.Seq, Recorded: l.now}
 		if l.ids[id] {
 			l.decide(RuleNoop, &c, ReasonKnown, "", "claim already known")
+			if op.Kind == extract.Assert {
+				l.stands = append(l.stands, c.ID)
+			}
 			continue
 		}
 		l.ids[id] = true
@@ -356,6 +399,11 @@ func (l *bulkLoad) resolve(s *bulkSlot) error {
 			}
 			rule = pick(rule, RuleEnd)
 		} else {
+			if o.Into != "" {
+				l.stands = append(l.stands, o.Into)
+			} else {
+				l.stands = append(l.stands, c.ID)
+			}
 			r := arrivalRule(o, s.judged, false, coexist)
 			rule = pick(rule, r)
 			if r == RuleLate || r == RuleCoexist || r == RuleJudge {
@@ -409,6 +457,33 @@ func (l *bulkLoad) resolve(s *bulkSlot) error {
 		}
 	}
 	return nil
+}
+
+// episodeDoc gives a text episode its document, as txn.indexEpisode
+// does: its map value and its postings and vector records.
+func (l *bulkLoad) episodeDoc() error {
+	if len(bm25.Tokenize(l.text)) == 0 {
+		return nil // nothing a query could match
+	}
+	ep := l.ep
+	l.meta.Doc++
+	doc := l.meta.Doc
+	d := &episodeDoc{seq: ep.Seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: l.claimed > 0,
+		more: l.e.preds.saysMore(l.text, l.ops), standsKnown: true}
+	slices.Sort(l.stands)
+	d.stands = slices.Clone(slices.Compact(l.stands))
+	l.sb = kv.AppendUint32(l.sb[:0], doc)
+	if err := l.set(kv.SubDoc, l.sb, appendEpisodeDoc(nil, d)); err != nil {
+		return err
+	}
+	if err := bm25.WriteDoc(l.tab, l.idx.bmPrefix, doc, spokenText(ep, l.text)); err != nil {
+		return err
+	}
+	v, err := l.e.idx.embedOne(l.ctx, l.text)
+	if err != nil {
+		return err
+	}
+	return l.idx.vec.Add(l.tab, doc, v)
 }
 
 // otherContexts is txn.otherContexts answered from memory: whether the

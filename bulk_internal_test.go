@@ -106,3 +106,73 @@ func TestBulkJudgedEqualsOnline(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkTextEqualsOnline: a new user's first episode added inline (Add
+// with Sync), bulk loaded, stores what the online path stores, and so do
+// the writes after it: sentences the default extractor turns into One and
+// Many facts, relatives, ends, quotes of several claims, speakers, chatter
+// without facts, and text without a term.
+func TestBulkTextEqualsOnline(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		"I live in Boston and I like tea. My brother Alex plays the violin.",
+		"I moved to Denver last month. I no longer play the piano.",
+		"We talked about the weather for a while, nothing much.",
+		"I like coffee and I like tea. I work at Acme.",
+		"My sister Jo lives in Paris. I also live in Lyon.",
+		"...",
+		"I play the guitar. I don't like tea anymore.",
+	}
+	speakers := []string{"", "", "Caroline", "", "Mel", "", ""}
+	run := func(bulk bool) ([]byte, Stats) {
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		tune := defaultTuning()
+		tune.bulk = bulk
+		e, err := openTuned(filepath.Join(t.TempDir(), "db"), Options{NoSync: true,
+			Clock: func() time.Time { now = now.Add(time.Second); return now }}, tune)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		ctx := context.Background()
+		for u := range 14 {
+			user := fmt.Sprint("u", u)
+			for k := range 3 {
+				i := (u + 3*k) % len(texts)
+				opts := []AddOption{Sync(), At(time.Date(2024, 5, 1+u, 0, 0, 0, 0, time.UTC))}
+				if s := speakers[(u+k)%len(speakers)]; s != "" {
+					opts = append(opts, Speaker(s))
+				}
+				var d []Decision
+				if k == 0 && u%2 == 0 {
+					opts = append(opts, Decisions(&d))
+				}
+				if _, err := e.Add(ctx, user, texts[i], opts...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := e.Query(ctx, user, "where does the user live", QueryOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := e.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkedDump(t, e), st
+	}
+	online, ost := run(false)
+	bulk, bst := run(true)
+	if ost.BulkLoads != 0 || bst.BulkLoads != 14 {
+		t.Fatalf("bulk loads: online %d, bulk %d; want 0 and 14", ost.BulkLoads, bst.BulkLoads)
+	}
+	if !bytes.Equal(online, bulk) {
+		a, b := bytes.Split(online, []byte("\n")), bytes.Split(bulk, []byte("\n"))
+		for j := range min(len(a), len(b)) {
+			if !bytes.Equal(a[j], b[j]) {
+				t.Fatalf("line %d differs:\nonline %s\nbulk   %s", j, a[j], b[j])
+			}
+		}
+		t.Fatalf("online stored %d lines, bulk %d", len(a), len(b))
+	}
+}

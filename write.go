@@ -361,13 +361,13 @@ func (e *Engine) writeOnce(ctx context.Context, user string, ep *Episode, pre *e
 	// About what a fact writes (claim, version, log, vector, postings,
 	// graph and interval entries) plus the episode: sized up front, a
 	// batch of thousands of facts is not copied as it grows.
-	if fails == nil && e.bulkable(ep) {
+	if fails == nil && e.bulkable(ep, pre) {
 		m, err := loadMeta(e.db, user)
 		if err != nil {
 			return nil, err
 		}
 		if m.empty() {
-			return e.bulkWrite(ctx, user, ep, m, vetted)
+			return e.bulkWrite(ctx, user, ep, pre, m, vetted)
 		}
 	}
 	t, err := e.begin(ctx, user, len(ep.Ops)*bytesPerFact+2*len(ep.Text))
