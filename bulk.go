@@ -269,7 +269,7 @@ func (l *bulkLoad) claims() ([]string, error) {
 			Confidence: conf, Quote: op.Quote, Episode: l.ep.Seq, Recorded: l.now}
 		if l.ids[id] {
 			l.decide(RuleNoop, &c, ReasonKnown, "", "claim already known")
-			if op.Kind == extract.Assert {
+			if op.Kind == extract.Assert && l.text != "" {
 				l.stands = append(l.stands, c.ID)
 			}
 			continue
@@ -399,10 +399,13 @@ func (l *bulkLoad) resolve(s *bulkSlot) error {
 			}
 			rule = pick(rule, RuleEnd)
 		} else {
-			if o.Into != "" {
-				l.stands = append(l.stands, o.Into)
-			} else {
-				l.stands = append(l.stands, c.ID)
+			if l.text != "" {
+				// What the text episode's claim stands on.
+				if o.Into != "" {
+					l.stands = append(l.stands, o.Into)
+				} else {
+					l.stands = append(l.stands, c.ID)
+				}
 			}
 			r := arrivalRule(o, s.judged, false, coexist)
 			rule = pick(rule, r)

@@ -51,9 +51,10 @@
 //     An Add without [Sync] is two writes: the episode commits first (Add
 //     returns), and applying it commits the derived records, and
 //     userMeta.Applied, in a second batch. A new user's large first
-//     AssertBatch is built by the bulk loader (bulk.go) into one
-//     kv.Table, committed as one ingested table or one batch, and leaves
-//     the same bytes the online path would ([Options.BulkMinFacts]).
+//     AssertBatch, or first Add with [Sync], is built by the bulk loader
+//     (bulk.go) into one kv.Table, committed as one ingested table or one
+//     batch, and leaves the same bytes the online path would
+//     ([Options.BulkMinFacts]).
 //  2. The log is the truth. Every key under the user's claim, fact index,
 //     live, history, archive, document, log, episode state and index
 //     sub-tags is derived from the episodes and the judge verdicts:

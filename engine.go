@@ -70,7 +70,10 @@ type Options struct {
 	// facts (default 256) is built by the bulk loader, which folds the
 	// facts in memory and writes every record in key order without
 	// reading any back; the store it leaves is the same, byte for byte,
-	// as the one-write-at-a-time path's. Negative: never.
+	// as the one-write-at-a-time path's. (A new user's first Add with
+	// Sync goes to it whatever its size.) The loader does not build the
+	// user's indexes in memory: they load from the store when first used.
+	// Negative: never, for either.
 	BulkMinFacts int
 	// IndexCacheBytes bounds the memory of the per-user retrieval indexes
 	// kept loaded, as estimated from their documents (each costs its

@@ -84,7 +84,8 @@ package memor
 //
 // bulkWrite, bulkLoad and bulkIndex (bulk.go) are the bulk loader, which
 // builds a new user's large first write apart from the online
-// transaction, with the same bytes (see Options.BulkMinFacts).
+// transaction, with the same bytes (see Options.BulkMinFacts); a text
+// episode's document map value and postings are bulkLoad.episodeDoc's.
 //
 // vf is the claim's ValidFrom and rec a version's RecordedAt, both as
 // nanoseconds (0 ns is the epoch, an instant like any other). id is the

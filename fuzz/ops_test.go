@@ -83,8 +83,9 @@ func newRunner(t testing.TB) *runner {
 func (r *runner) open() {
 	// Every user's first write (and first after Forget) commits as an
 	// ingested table, so the model checks that path too; the rest commit
-	// through the log. A first write of two or more facts is built by the
-	// bulk loader; one of a single fact goes the online way.
+	// through the log. A first write of two or more facts, or a first
+	// Add with Sync, is built by the bulk loader; one of a single fact
+	// goes the online way.
 	e, err := memor.Open(r.dir, memor.Options{NoSync: true, Clock: r.clock.Now, Extractor: lineExtractor{},
 		Workers: 1, Predicates: predicates, IngestMinBytes: 1, BulkMinFacts: 2})
 	if err != nil {
