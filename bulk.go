@@ -70,17 +70,20 @@ func (e *Engine) bulkable(ep *Episode, pre *extracted) bool {
 	default:
 		return false
 	}
-	judge := !e.opts.Ungoverned && e.opts.Judge != nil
+	// (A lookup copies the predicate's definition: done only for the ops
+	// that need it.)
+	judge := !e.opts.Ungoverned && e.opts.Judge != nil && ep.Kind == EpisodeText
 	for i := range ops {
 		op := &ops[i]
-		c, known := e.preds.lookup(e.preds.canonical(op.Predicate))
-		if !known && judge && ep.Kind == EpisodeText {
-			return false
-		}
-		if op.Kind != extract.End || norm.Key(op.Object) != "" {
+		end := op.Kind == extract.End && norm.Key(op.Object) == ""
+		if !end && !judge {
 			continue
 		}
-		if e.opts.Ungoverned || !known || c != One {
+		c, known := e.preds.lookup(e.preds.canonical(op.Predicate))
+		if !known && judge {
+			return false // the judge would be asked
+		}
+		if end && (e.opts.Ungoverned || !known || c != One) {
 			return false // a Many predicate, or one the judge may find Many
 		}
 	}
