@@ -61,8 +61,14 @@
 //
 // For knowledge_update questions with original and updated messages, the
 // update "ranks above" the original when its best rank in the method's top
-// 20 is better than the original's (per question in QuestionResult.UpdateAbove) (absent = below everything); "neither
-// retrieved" counts as a miss.
+// 20 is better than the original's (per question in
+// QuestionResult.UpdateAbove; absent = below everything); "neither
+// retrieved" counts as a miss. A message named as both original and
+// update is left out of both sides (UpdatePair); a question left with no
+// original or no update (the two sets are the same) has no order to test:
+// it is not counted in the rate, and the report says how many there were
+// (Report.UpdateUnordered, and UpdateUnpaired for those naming one side
+// only). Its recall is scored as any question's.
 //
 // Abstention: for questions without evidence, the share for which memor
 // returns nothing and the mean number of results it returns; for

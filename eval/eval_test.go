@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,4 +211,63 @@ func TestBEAM(t *testing.T) {
 	var sb strings.Builder
 	r.WriteTable(&sb)
 	t.Logf("\n%s", sb.String())
+}
+
+// TestUpdatePair: a message named as both original and update is on
+// neither side; a question whose two sets are the same has no order to
+// test.
+func TestUpdatePair(t *testing.T) {
+	for _, c := range []struct {
+		original, updated, older, newer []string
+	}{
+		{[]string{"1"}, []string{"4"}, []string{"1"}, []string{"4"}},
+		{[]string{"1", "2"}, []string{"2", "4"}, []string{"1"}, []string{"4"}},
+		{[]string{"3"}, []string{"3"}, nil, nil},
+		{[]string{"3", "3"}, []string{"3"}, nil, nil},
+		{nil, []string{"4"}, nil, nil},
+	} {
+		o, n := eval.UpdatePair(c.original, c.updated)
+		if !slices.Equal(o, c.older) || !slices.Equal(n, c.newer) {
+			t.Errorf("UpdatePair(%v, %v) = %v, %v; want %v, %v", c.original, c.updated, o, n, c.older, c.newer)
+		}
+	}
+}
+
+// TestRunUnorderedUpdate: a knowledge update naming the same message as
+// original and update is scored for recall but not counted in the
+// update-above rate, and the table says it was left out.
+func TestRunUnorderedUpdate(t *testing.T) {
+	in := `{"conversation": "1", "id": "0", "role": "user", "at": "2024-03-15", "text": "I have uploaded 25 documents to the shared review folder this morning."}
+{"conversation": "1", "id": "1", "role": "user", "at": "2024-04-01", "text": "I moved my piano lesson to Thursday evenings."}
+{"conversation": "1", "id": "2", "role": "user", "text": "Now I have uploaded 30 documents."}
+{"conversation": "1", "type": "knowledge_update", "question": "How many documents have I uploaded?", "original": ["0"], "updated": ["2"]}
+{"conversation": "1", "type": "knowledge_update", "question": "When is my piano lesson?", "original": ["1"], "updated": ["1"]}
+{"conversation": "1", "type": "knowledge_update", "question": "Where is the review folder?", "evidence": ["0"]}
+`
+	cs, err := eval.LoadJSONL(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := eval.Run(context.Background(), cs, eval.Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Questions != 3 || r.UpdateUnordered != 1 || r.UpdateUnpaired != 1 {
+		t.Fatalf("questions %d, unordered %d, unpaired %d; want 3, 1, 1", r.Questions, r.UpdateUnordered, r.UpdateUnpaired)
+	}
+	for _, m := range eval.Methods {
+		if a := r.UpdateAbove[m]; a.N != 1 {
+			t.Errorf("%s: update above counted over %d questions, want 1", m, a.N)
+		}
+	}
+	if got := r.ByType["knowledge_update"]["memor"].N; got != 3 {
+		t.Errorf("knowledge_update recall over %d questions, want 3", got)
+	}
+	var sb strings.Builder
+	if err := r.WriteTable(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "1 name the same message as original and update") {
+		t.Errorf("table does not say what it left out:\n%s", sb.String())
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -77,8 +78,15 @@ type Report struct {
 	ByType     map[string]map[string]Recall `json:"by_type"`
 	All        map[string]Recall            `json:"all"`
 	// UpdateAbove is, per method, how often a knowledge update's newer
-	// message ranks above the original one.
+	// message ranks above the original one, over the knowledge-update
+	// questions that have an order to test (see UpdatePair).
 	UpdateAbove map[string]Above `json:"update_above"`
+	// UpdateUnordered counts the knowledge-update questions whose
+	// original and updated messages are the same (no order to test:
+	// left out of UpdateAbove); UpdateUnpaired those that name no
+	// original or no update.
+	UpdateUnordered int `json:"update_unordered"`
+	UpdateUnpaired  int `json:"update_unpaired"`
 	// FactsInTop10 is the mean number of facts among memor's top 10.
 	FactsInTop10 float64 `json:"facts_in_top10"`
 	// NoEvidenceAnswered is the mean number of results memor returns for
@@ -318,6 +326,14 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 			ranked["recent"] = append(ranked["recent"], c.Messages[i].ID)
 		}
 		qr := QuestionResult{Conversation: c.Name, ID: q.ID, Type: q.Type, Recall: map[string][3]float64{}}
+		older, newer := UpdatePair(q.Original, q.Updated)
+		switch {
+		case q.Type != "knowledge_update":
+		case len(q.Original) == 0 || len(q.Updated) == 0:
+			r.UpdateUnpaired++
+		case len(older) == 0 || len(newer) == 0:
+			r.UpdateUnordered++
+		}
 		for _, m := range Methods {
 			var v [3]float64
 			for j, k := range Ks {
@@ -328,10 +344,10 @@ func runOne(ctx context.Context, c Conversation, o Options, r *Report, facts, to
 				v[j] = RecallAt(list, q.Evidence, k)
 			}
 			qr.Recall[m] = v
-			if len(q.Original) > 0 && len(q.Updated) > 0 {
+			if len(older) > 0 && len(newer) > 0 {
 				a := r.UpdateAbove[m]
 				a.N++
-				above := UpdateAbove(ranked[m], q.Original, q.Updated)
+				above := UpdateAbove(ranked[m], older, newer)
 				if above {
 					a.Above++
 				}
@@ -366,6 +382,30 @@ func RecallAt(ranked, evidence []string, k int) float64 {
 		}
 	}
 	return float64(n) / float64(len(ev))
+}
+
+// UpdatePair returns a knowledge update's original and updated messages
+// without those it names as both. A message that is both the original and
+// the update cannot rank above itself: a question whose sets are the same
+// (or that lacks one) has no order to test, and both results are empty.
+// Counting it as a miss would charge a method for the data; counting it
+// as a hit whenever the message is served would credit an order nobody
+// tested. Run leaves it out of UpdateAbove and counts it apart.
+func UpdatePair(original, updated []string) (older, newer []string) {
+	for _, id := range dedupe(original) {
+		if !slices.Contains(updated, id) {
+			older = append(older, id)
+		}
+	}
+	for _, id := range dedupe(updated) {
+		if !slices.Contains(original, id) {
+			newer = append(newer, id)
+		}
+	}
+	if len(older) == 0 || len(newer) == 0 {
+		return nil, nil
+	}
+	return older, newer
 }
 
 // UpdateAbove reports whether the best rank of an updated ID in ranked is
@@ -427,6 +467,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if a, ok := r.UpdateAbove[m]; ok {
 			fmt.Fprintf(w, " %s %d/%d", m, a.Above, a.N)
 		}
+	}
+	if r.UpdateUnordered > 0 || r.UpdateUnpaired > 0 {
+		fmt.Fprintf(w, "\n  not counted: %d name the same message as original and update (no order to test), %d name no original or no update",
+			r.UpdateUnordered, r.UpdateUnpaired)
 	}
 	fmt.Fprintf(w, "\nfacts among memor's top 10: %.2f on average; results memor returns for a question without evidence: %.1f on average\n",
 		r.FactsInTop10, r.NoEvidenceAnswered)
