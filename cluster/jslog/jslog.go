@@ -499,14 +499,15 @@ func (l *Log) RotateKEK(ctx context.Context, next []byte) (*Log, error) {
 }
 
 // Users returns every user with entries in the log, decoded from the
-// stream's subjects, in no particular order.
-func (l *Log) Users(ctx context.Context) ([]string, error) {
+// stream's subjects, with how many entries each has: one request for the
+// whole stream, which is how a node finds the users it must catch up.
+func (l *Log) Users(ctx context.Context) (map[string]uint64, error) {
 	info, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(l.cfg.SubjectPrefix+".>"))
 	if err != nil {
 		return nil, fmt.Errorf("jslog: users: %w", err)
 	}
-	out := make([]string, 0, len(info.State.Subjects))
-	for s := range info.State.Subjects {
+	out := make(map[string]uint64, len(info.State.Subjects))
+	for s, n := range info.State.Subjects {
 		tok, ok := strings.CutPrefix(s, l.cfg.SubjectPrefix+".")
 		if !ok {
 			continue
@@ -515,7 +516,7 @@ func (l *Log) Users(ctx context.Context) ([]string, error) {
 		if err != nil {
 			continue // not a subject this package wrote
 		}
-		out = append(out, string(u))
+		out[string(u)] = n
 	}
 	return out, nil
 }
