@@ -163,10 +163,7 @@ func TestClusterFailover(t *testing.T) {
 		return true
 	})
 	victim := all[0]
-	var survivors []*testNode
-	for _, tn := range all[1:] {
-		survivors = append(survivors, tn)
-	}
+	survivors := all[1:]
 
 	acked := map[string][]string{}
 	var mu sync.Mutex
