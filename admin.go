@@ -40,6 +40,13 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	defer release()
 	unlock := e.lockUser(user)
 	defer unlock()
+	if e.opts.Log != nil {
+		// The log first: a Forget that fails after it is repeated, and
+		// finds the store's copy still there to delete.
+		if err := e.opts.Log.Forget(ctx, user); err != nil {
+			return fmt.Errorf("memor: forget: episode log: %w", err)
+		}
+	}
 	root := kv.UserRoot(user)
 	b := e.db.NewBatch()
 	defer b.Close()

@@ -21,7 +21,7 @@ import (
 func (t *txn) appendEpisode(ep *Episode) error {
 	t.meta.Seq++
 	ep.User, ep.Seq, ep.RecordedAt = t.user, t.meta.Seq, fromNanos(t.now)
-	return t.b.Set(seqKey(t.user, kv.SubEpisode, ep.Seq), episodeBytes(*ep))
+	return t.putEpisode(ep)
 }
 
 func episodeBytes(ep Episode) []byte {
@@ -45,6 +45,9 @@ type txn struct {
 	now      int64
 	derived  bool
 	outcomes episodeOutcomes
+	// logged: the episodes this write adds, for Options.Log (nil
+	// without one).
+	logged []pendingEpisode
 
 	episodeState
 
@@ -153,6 +156,11 @@ func (t *txn) commit() error {
 	t.meta.Txn = max(t.meta.Txn, t.now)
 	if err := t.b.Set(kv.UserKey(t.user, kv.SubMeta), mustJSON(t.meta)); err != nil {
 		return err
+	}
+	if len(t.logged) > 0 {
+		if err := t.appendLogged(); err != nil {
+			return err
+		}
 	}
 	commit := t.b.Commit
 	if t.derived {

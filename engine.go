@@ -116,6 +116,12 @@ type Options struct {
 	// users are named by a hash (see README, "Tracing and metrics").
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// Log, if set, is where episodes are durable first: each write
+	// appends its episode there before committing to the store, Forget
+	// erases the user there too, and CatchUp copies what other writers
+	// appended (see EpisodeLog). Nil, the default, keeps the log in the
+	// store alone.
+	Log EpisodeLog
 	// fs is the file system the store writes through (nil: the
 	// operating system's); tests inject storage failures with it.
 	fs vfs.FS

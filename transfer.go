@@ -658,7 +658,7 @@ func (e *Engine) importOnce(ctx context.Context, user string, eps []importLine, 
 		t.now = nanos(ep.RecordedAt)
 		t.meta.Seq++
 		ep.Seq = t.meta.Seq
-		if err := t.b.Set(seqKey(user, kv.SubEpisode, ep.Seq), episodeBytes(ep)); err != nil {
+		if err := t.putEpisode(&ep); err != nil {
 			return 0, 0, 0, err
 		}
 		if ep.Kind == EpisodeCorrect && ep.Correct != nil {

@@ -497,3 +497,40 @@ func (l *Log) RotateKEK(ctx context.Context, next []byte) (*Log, error) {
 	}
 	return &nl, nil
 }
+
+// Users returns every user with entries in the log, decoded from the
+// stream's subjects, with how many entries each has: one request for the
+// whole stream, which is how a node finds the users it must catch up.
+func (l *Log) Users(ctx context.Context) (map[string]uint64, error) {
+	info, err := l.stream.Info(ctx, jetstream.WithSubjectFilter(l.cfg.SubjectPrefix+".>"))
+	if err != nil {
+		return nil, fmt.Errorf("jslog: users: %w", err)
+	}
+	out := make(map[string]uint64, len(info.State.Subjects))
+	for s, n := range info.State.Subjects {
+		tok, ok := strings.CutPrefix(s, l.cfg.SubjectPrefix+".")
+		if !ok {
+			continue
+		}
+		u, err := tokenEncoding.DecodeString(strings.ToUpper(tok))
+		if err != nil {
+			continue // not a subject this package wrote
+		}
+		out[string(u)] = n
+	}
+	return out, nil
+}
+
+// Size is the stream's size: messages, bytes, and its last sequence.
+type Size struct {
+	Msgs, Bytes, LastSeq uint64
+}
+
+// Size reports the stream's size.
+func (l *Log) Size(ctx context.Context) (Size, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return Size{}, fmt.Errorf("jslog: size: %w", err)
+	}
+	return Size{Msgs: info.State.Msgs, Bytes: info.State.Bytes, LastSeq: info.State.LastSeq}, nil
+}

@@ -478,3 +478,40 @@ func TestR3ClusterSurvivesAServer(t *testing.T) {
 		}
 	}
 }
+
+func TestUsersAndSize(t *testing.T) {
+	ctx := context.Background()
+	js := natstest.Connect(t, natstest.Server(t, "").ClientURL())
+	l := openLog(t, js, newKEK(t))
+	want := []string{"alice", "bob.*>", "", "\x00\xff"}[:2]
+	want = append(want, "\x00\xffé")
+	for _, u := range want {
+		appendAll(t, l, u, [][]byte{[]byte("a"), []byte("b")})
+	}
+	counts, err := l.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for u, n := range counts {
+		if n != 2 {
+			t.Fatalf("user %q has %d entries; want 2", u, n)
+		}
+		got = append(got, u)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("Users = %q; want %q", got, want)
+	}
+	sz, err := l.Size(ctx)
+	if err != nil || sz.Msgs != 6 || sz.LastSeq != 6 || sz.Bytes == 0 {
+		t.Fatalf("Size = %+v, %v; want 6 messages", sz, err)
+	}
+	if err := l.Forget(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := l.Users(ctx); got["alice"] != 0 || len(got) != 2 {
+		t.Fatalf("Users after Forget = %v", got)
+	}
+}

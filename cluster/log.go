@@ -1,0 +1,125 @@
+// Package cluster runs a memor engine as one node of a cluster (issue
+// 21): the episode log is a NATS JetStream stream (cluster/jslog), users
+// hash to a fixed number of shards (cluster/shard), each shard has one
+// owner at a time chosen by a lease, and the owner holds the projection
+// (facts, indexes) of its shards' users in its own Pebble store, applied
+// by the engine's ordinary path.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/cluster/jslog"
+)
+
+// ErrBehind: the log holds episodes of the user this node has not copied
+// (another node wrote them): nothing was appended; CatchUp and write
+// again. It wraps jslog.ErrConflict.
+var ErrBehind = fmt.Errorf("cluster: node is behind the user's log: %w", jslog.ErrConflict)
+
+// Log is a memor.EpisodeLog on a jslog.Log. It remembers, per user, the
+// stream sequence of the last entry it appended or read, which is what
+// the next append expects (Nats-Expected-Last-Subject-Sequence): an
+// append after another node's is refused, never interleaved.
+type Log struct {
+	jl   *jslog.Log
+	mu   sync.Mutex
+	last map[string]position
+}
+
+type position struct{ seq, stream uint64 }
+
+// NewLog returns the EpisodeLog over jl.
+func NewLog(jl *jslog.Log) *Log { return &Log{jl: jl, last: map[string]position{}} }
+
+// JS is the underlying log.
+func (l *Log) JS() *jslog.Log { return l.jl }
+
+func (l *Log) position(ctx context.Context, user string) (position, error) {
+	l.mu.Lock()
+	p, ok := l.last[user]
+	l.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	e, found, err := l.jl.Last(ctx, user)
+	if err != nil && !errors.Is(err, jslog.ErrForgotten) {
+		return position{}, err
+	}
+	if found {
+		p = position{seq: e.Seq, stream: e.StreamSeq}
+	}
+	return p, nil
+}
+
+func (l *Log) remember(user string, p position) {
+	l.mu.Lock()
+	l.last[user] = p
+	l.mu.Unlock()
+}
+
+func (l *Log) drop(user string) {
+	l.mu.Lock()
+	delete(l.last, user)
+	l.mu.Unlock()
+}
+
+// Append implements memor.EpisodeLog.
+func (l *Log) Append(ctx context.Context, user string, seq uint64, record []byte) error {
+	p, err := l.position(ctx, user)
+	if err != nil {
+		return err
+	}
+	if p.seq+1 != seq {
+		l.drop(user)
+		return fmt.Errorf("%w (log at episode %d, append of %d)", ErrBehind, p.seq, seq)
+	}
+	e, err := l.jl.Append(ctx, user, seq, record, p.stream)
+	if err != nil {
+		l.drop(user)
+		return err
+	}
+	l.remember(user, position{seq: seq, stream: e.StreamSeq})
+	return nil
+}
+
+// Episodes implements memor.EpisodeLog.
+func (l *Log) Episodes(ctx context.Context, user string, from uint64) iter.Seq2[memor.LoggedEpisode, error] {
+	return func(yield func(memor.LoggedEpisode, error) bool) {
+		var after uint64
+		l.mu.Lock()
+		if p, ok := l.last[user]; ok && p.seq < from {
+			after = p.stream // read on from where this node last was
+		}
+		l.mu.Unlock()
+		for e, err := range l.jl.Read(ctx, user, after) {
+			if errors.Is(err, jslog.ErrForgotten) {
+				return // forgotten: nothing to copy
+			}
+			if err != nil {
+				yield(memor.LoggedEpisode{}, err)
+				return
+			}
+			l.remember(user, position{seq: e.Seq, stream: e.StreamSeq})
+			if e.Seq < from {
+				continue
+			}
+			if !yield(memor.LoggedEpisode{Seq: e.Seq, Record: e.Record}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Forget implements memor.EpisodeLog.
+func (l *Log) Forget(ctx context.Context, user string) error {
+	l.drop(user)
+	return l.jl.Forget(ctx, user)
+}
+
+var _ memor.EpisodeLog = (*Log)(nil)

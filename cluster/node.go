@@ -1,0 +1,589 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/cluster/jslog"
+	"github.com/memor-db/memor/cluster/shard"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultShards     = 16
+	DefaultLeaseTTL   = 10 * time.Second
+	DefaultNodeBucket = "MEMOR_NODES"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrNotOwner: another node owns the user's shard (the error is a
+	// *NotOwnerError naming it).
+	ErrNotOwner = errors.New("cluster: another node owns the user's shard")
+	// ErrNoOwner: no node holds the user's shard's lease right now (its
+	// owner died and no node has taken it yet): retry shortly.
+	ErrNoOwner = errors.New("cluster: the user's shard has no owner yet")
+	// ErrStopped: the node is draining or stopped.
+	ErrStopped = errors.New("cluster: node stopped")
+	// ErrConfig: invalid configuration.
+	ErrConfig = errors.New("cluster: invalid configuration")
+)
+
+// NotOwnerError names the node that owns a user's shard, and where it
+// serves (its advertised address; empty if it did not give one).
+type NotOwnerError struct {
+	Shard int
+	Node  string
+	Addr  string
+}
+
+func (e *NotOwnerError) Error() string {
+	return fmt.Sprintf("cluster: shard %d is owned by node %q at %q", e.Shard, e.Node, e.Addr)
+}
+
+// Is makes errors.Is(err, ErrNotOwner) true.
+func (e *NotOwnerError) Is(target error) bool { return target == ErrNotOwner }
+
+// Config configures Join.
+type Config struct {
+	// Node is this node's ID, unique in the cluster (required; no spaces).
+	Node string
+	// Shards is the fixed number of shards users hash to (default 16).
+	// Every node of a cluster must use the same number, for ever: it is
+	// where each user's projection lives.
+	Shards int
+	// LeaseTTL is how long a shard's lease lasts unrenewed (default 10
+	// s, at least 1 s): a dead owner's shards move after about this long.
+	// The node renews every third of it.
+	LeaseTTL time.Duration
+	// Addr is the address other nodes send this node's users' clients to
+	// (for instance http://10.0.0.5:7070).
+	Addr string
+	// Replicas is the replication factor of the lease and node buckets
+	// (default 1; 3 on a three-server cluster).
+	Replicas int
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// NodeInfo is what a node publishes about itself in the node bucket,
+// renewed with its leases; cluster status reads it.
+type NodeInfo struct {
+	Node    string    `json:"node"`
+	Addr    string    `json:"addr,omitempty"`
+	Shards  []int     `json:"shards"`
+	Lag     []uint64  `json:"lag"` // per owned shard: episodes in the store not yet applied
+	Users   []int     `json:"users"`
+	Updated time.Time `json:"updated"`
+}
+
+// Node is a memor engine serving as one node of a cluster. Its engine
+// must have been opened with the Log returned by NewLog over the same
+// stream.
+type Node struct {
+	cfg    Config
+	e      *memor.Engine
+	log    *Log
+	leases *shard.Leases
+	nodes  jetstream.KeyValue
+	lg     *slog.Logger
+
+	mu      sync.Mutex
+	owned   map[int]shard.Lease
+	ready   map[int]chan struct{} // closed once the shard's users are caught up
+	owners  map[int]string        // as last listed
+	addrs   map[string]string     // node → address, as last listed
+	changed chan struct{}         // closed and replaced whenever ownership changes
+	stopped bool
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ops    sync.WaitGroup // takeovers running
+}
+
+// Join starts node cfg.Node of the cluster whose JetStream is js, serving
+// e (opened with Options.Log = l). It takes shards at once if any are
+// free and keeps its leases renewed until Drain or Stop.
+func Join(ctx context.Context, js jetstream.JetStream, e *memor.Engine, l *Log, cfg Config) (*Node, error) {
+	if cfg.Shards == 0 {
+		cfg.Shards = DefaultShards
+	}
+	if cfg.Shards < 1 {
+		return nil, fmt.Errorf("%w: %d shards", ErrConfig, cfg.Shards)
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	leases, err := shard.OpenLeases(ctx, js, shard.Config{Node: cfg.Node, TTL: cfg.LeaseTTL, Replicas: cfg.Replicas})
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := openNodes(ctx, js, cfg.LeaseTTL, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, e: e, log: l, leases: leases, nodes: nodes, lg: lg.With("node", cfg.Node),
+		owned: map[int]shard.Lease{}, ready: map[int]chan struct{}{}, changed: make(chan struct{})}
+	loop, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	if err := n.tick(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	n.wg.Add(1)
+	go n.run(loop)
+	return n, nil
+}
+
+func openNodes(ctx context.Context, js jetstream.JetStream, ttl time.Duration, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: DefaultNodeBucket, TTL: ttl, History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: node bucket: %w", err)
+	}
+	return kv, nil
+}
+
+// Engine is the node's engine.
+func (n *Node) Engine() *memor.Engine { return n.e }
+
+// ID is the node's ID.
+func (n *Node) ID() string { return n.cfg.Node }
+
+// Shard is user's shard.
+func (n *Node) Shard(user string) int { return shard.Of(user, n.cfg.Shards) }
+
+func (n *Node) run(ctx context.Context) {
+	defer n.wg.Done()
+	every := n.cfg.LeaseTTL / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		tctx, cancel := context.WithTimeout(ctx, every)
+		if err := n.tick(tctx); err != nil && ctx.Err() == nil {
+			n.lg.Warn("cluster: lease round failed", "err", err)
+		}
+		cancel()
+	}
+}
+
+// tick is one round: publish this node, renew its leases, hand over
+// shards above its fair share, take free shards up to it.
+func (n *Node) tick(ctx context.Context) error {
+	live, err := n.liveNodes(ctx)
+	if err != nil {
+		return err
+	}
+	live[n.cfg.Node] = n.cfg.Addr
+	target := (n.cfg.Shards + len(live) - 1) / len(live)
+
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return nil
+	}
+	held := make([]shard.Lease, 0, len(n.owned))
+	for _, le := range n.owned {
+		held = append(held, le)
+	}
+	n.mu.Unlock()
+	slices.SortFunc(held, func(a, b shard.Lease) int { return cmp.Compare(a.Shard, b.Shard) })
+	for _, le := range held {
+		next, err := n.leases.Renew(ctx, le)
+		switch {
+		case errors.Is(err, shard.ErrLost):
+			n.lg.Warn("cluster: lease lost", "shard", le.Shard)
+			n.drop(le.Shard)
+		case err != nil:
+			return err
+		default:
+			n.mu.Lock()
+			if _, ok := n.owned[le.Shard]; ok {
+				n.owned[le.Shard] = next
+			}
+			n.mu.Unlock()
+		}
+	}
+	owners, err := n.leases.Owners(ctx)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.owners, n.addrs = owners, live
+	mine := len(n.owned)
+	n.mu.Unlock()
+	// Above the fair share (a node joined): hand the highest shards over,
+	// one a round, so that moves stay few and the cluster stays served.
+	if mine > target {
+		if s := n.highestReady(); s >= 0 {
+			n.handOver(ctx, s)
+			mine--
+		}
+	}
+	// Free shards, up to the fair share, starting from a place of this
+	// node's own so that nodes starting together do not contend for the
+	// same ones.
+	start := int(hash(n.cfg.Node) % uint64(n.cfg.Shards))
+	for i := range n.cfg.Shards {
+		if mine >= target {
+			break
+		}
+		s := (start + i) % n.cfg.Shards
+		if _, taken := owners[s]; taken {
+			continue
+		}
+		le, err := n.leases.Acquire(ctx, s)
+		if errors.Is(err, shard.ErrHeld) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		mine++
+		n.take(le)
+	}
+	serving := map[int]bool{}
+	for _, s := range n.Owned() {
+		serving[s] = true
+	}
+	if len(serving) > 0 {
+		if _, _, err := n.follow(ctx, func(s int) bool { return serving[s] }); err != nil {
+			return err
+		}
+	}
+	return n.publish(ctx)
+}
+
+func hash(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+func (n *Node) liveNodes(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	lister, err := n.nodes.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: nodes: %w", err)
+	}
+	defer lister.Stop()
+	for k := range lister.Keys() {
+		e, err := n.nodes.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cluster: nodes: %w", err)
+		}
+		var info NodeInfo
+		if json.Unmarshal(e.Value(), &info) == nil {
+			out[k] = info.Addr
+		}
+	}
+	return out, nil
+}
+
+// publish writes this node's NodeInfo (which also keeps it counted live).
+func (n *Node) publish(ctx context.Context) error {
+	info := NodeInfo{Node: n.cfg.Node, Addr: n.cfg.Addr, Updated: time.Now().UTC()}
+	n.mu.Lock()
+	for s := range n.owned {
+		info.Shards = append(info.Shards, s)
+	}
+	n.mu.Unlock()
+	slices.Sort(info.Shards)
+	lag, users, err := n.lag(ctx, info.Shards)
+	if err != nil {
+		return err
+	}
+	for _, s := range info.Shards {
+		info.Lag = append(info.Lag, lag[s])
+		info.Users = append(info.Users, users[s])
+	}
+	b, _ := json.Marshal(info)
+	if _, err := n.nodes.Put(ctx, n.cfg.Node, b); err != nil {
+		return fmt.Errorf("cluster: publish: %w", err)
+	}
+	return nil
+}
+
+// lag sums, per owned shard, the episodes stored and not yet applied.
+func (n *Node) lag(ctx context.Context, owned []int) (map[int]uint64, map[int]int, error) {
+	lag, users := map[int]uint64{}, map[int]int{}
+	if len(owned) == 0 {
+		return lag, users, nil
+	}
+	us, err := n.e.Users(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, u := range us {
+		s := n.Shard(u)
+		if !slices.Contains(owned, s) {
+			continue
+		}
+		f, err := n.e.Freshness(ctx, u)
+		if err != nil {
+			return nil, nil, err
+		}
+		lag[s] += f.Pending
+		users[s]++
+	}
+	return lag, users, nil
+}
+
+func (n *Node) notify() {
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// take records a new lease and catches the shard's users up from the log
+// before serving them.
+func (n *Node) take(le shard.Lease) {
+	ready := make(chan struct{})
+	n.mu.Lock()
+	n.owned[le.Shard] = le
+	n.ready[le.Shard] = ready
+	n.notify()
+	n.mu.Unlock()
+	n.lg.Info("cluster: shard taken", "shard", le.Shard)
+	n.ops.Add(1)
+	go func() {
+		defer n.ops.Done()
+		start := time.Now()
+		users, copied, err := n.catchUpShard(context.Background(), le.Shard)
+		if err != nil {
+			// Not served half caught up: the lease goes, another node (or
+			// this one, next round) tries again.
+			n.lg.Error("cluster: takeover failed", "shard", le.Shard, "err", err)
+			n.mu.Lock()
+			cur, ok := n.owned[le.Shard]
+			n.mu.Unlock()
+			if ok {
+				n.drop(le.Shard)
+				_ = n.leases.Release(context.Background(), cur)
+			}
+			return
+		}
+		n.lg.Info("cluster: shard serving", "shard", le.Shard, "users", users, "episodes", copied, "took", time.Since(start))
+		n.mu.Lock()
+		if n.ready[le.Shard] == ready {
+			close(ready)
+			n.notify()
+		}
+		n.mu.Unlock()
+	}()
+}
+
+// catchUpShard copies every episode the log holds past the store's for
+// every user of shard s.
+func (n *Node) catchUpShard(ctx context.Context, s int) (users, copied int, err error) {
+	return n.follow(ctx, func(shard int) bool { return shard == s })
+}
+
+// follow copies, for the users of the shards mine accepts, the episodes
+// the log holds past the store's: the log's per-subject counts come in
+// one request, and only users whose count is past the store's latest
+// episode are read. It is how an owner consumes its shards' subjects: a
+// takeover runs it, and so does every lease round, which catches the
+// appends of a node that still believed it owned a shard.
+func (n *Node) follow(ctx context.Context, mine func(int) bool) (users, copied int, err error) {
+	counts, err := n.log.JS().Users(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for u, count := range counts {
+		if !mine(n.Shard(u)) {
+			continue
+		}
+		users++
+		f, err := n.e.Freshness(ctx, u)
+		if err != nil {
+			return users, copied, err
+		}
+		if count <= f.Latest {
+			continue
+		}
+		c, err := n.e.CatchUp(ctx, u)
+		if err != nil {
+			return users, copied, fmt.Errorf("catch up: %w", err)
+		}
+		copied += c
+	}
+	return users, copied, nil
+}
+
+// Write runs fn, a write of user on the node's engine, once the node
+// serves user (see Route). When the log refuses the write because
+// another writer appended to the user (a node that still believed it
+// owned the shard), it copies the log's new episodes and runs fn once
+// more.
+func (n *Node) Write(ctx context.Context, user string, fn func(*memor.Engine) error) error {
+	if err := n.Route(ctx, user); err != nil {
+		return err
+	}
+	err := fn(n.e)
+	if !errors.Is(err, jslog.ErrConflict) {
+		return err
+	}
+	if _, cerr := n.e.CatchUp(ctx, user); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	if err := n.Route(ctx, user); err != nil {
+		return err
+	}
+	return fn(n.e)
+}
+
+func (n *Node) drop(s int) {
+	n.mu.Lock()
+	delete(n.owned, s)
+	delete(n.ready, s)
+	n.notify()
+	n.mu.Unlock()
+}
+
+func (n *Node) highestReady() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	best := -1
+	for s, ch := range n.ready {
+		select {
+		case <-ch:
+			best = max(best, s)
+		default:
+		}
+	}
+	return best
+}
+
+// handOver stops serving shard s and releases its lease, so the next
+// owner need not wait for it to expire. Every episode this node
+// acknowledged is in the log already: the next owner copies it.
+func (n *Node) handOver(ctx context.Context, s int) {
+	n.mu.Lock()
+	le, ok := n.owned[s]
+	n.mu.Unlock()
+	if !ok {
+		return
+	}
+	n.drop(s)
+	if err := n.leases.Release(ctx, le); err != nil && !errors.Is(err, shard.ErrLost) {
+		n.lg.Warn("cluster: release failed", "shard", s, "err", err)
+	}
+	n.lg.Info("cluster: shard handed over", "shard", s)
+}
+
+// Route says whether this node serves user now. It waits while the
+// user's shard is being caught up here; for a shard another node owns it
+// returns a *NotOwnerError, and ErrNoOwner for one nobody holds.
+func (n *Node) Route(ctx context.Context, user string) error {
+	s := n.Shard(user)
+	for {
+		n.mu.Lock()
+		if n.stopped {
+			n.mu.Unlock()
+			return ErrStopped
+		}
+		ready, mine := n.ready[s]
+		owner, addr := n.owners[s], n.addrs[n.owners[s]]
+		changed := n.changed
+		n.mu.Unlock()
+		if !mine {
+			if owner == "" || owner == n.cfg.Node {
+				return fmt.Errorf("%w: shard %d", ErrNoOwner, s)
+			}
+			return &NotOwnerError{Shard: s, Node: owner, Addr: addr}
+		}
+		select {
+		case <-ready:
+			return nil
+		default:
+		}
+		select {
+		case <-ready:
+			return nil
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Owned lists the shards this node owns and serves (caught up).
+func (n *Node) Owned() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []int
+	for s, ch := range n.ready {
+		select {
+		case <-ch:
+			out = append(out, s)
+		default:
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Drain hands every shard over and leaves the cluster: the graceful
+// stop (SIGTERM). The engine stays open; the caller closes it.
+func (n *Node) Drain(ctx context.Context) error {
+	n.stopLoop()
+	n.mu.Lock()
+	var held []int
+	for s := range n.owned {
+		held = append(held, s)
+	}
+	n.mu.Unlock()
+	for _, s := range held {
+		n.handOver(ctx, s)
+	}
+	n.mu.Lock()
+	n.stopped = true
+	n.notify()
+	n.mu.Unlock()
+	if err := n.nodes.Delete(ctx, n.cfg.Node); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("cluster: drain: %w", err)
+	}
+	return nil
+}
+
+// Stop stops renewing without handing anything over, as if the process
+// died: the leases expire after LeaseTTL and other nodes take the shards.
+func (n *Node) Stop() {
+	n.stopLoop()
+	n.mu.Lock()
+	n.stopped = true
+	n.notify()
+	n.mu.Unlock()
+}
+
+func (n *Node) stopLoop() {
+	n.cancel()
+	n.wg.Wait()
+	n.ops.Wait()
+}

@@ -1,0 +1,250 @@
+package memor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memor-db/memor"
+)
+
+// memLog is an EpisodeLog in memory, shared by the engines of a test as a
+// cluster's nodes share JetStream.
+type memLog struct {
+	mu     sync.Mutex
+	eps    map[string][][]byte
+	fail   error
+	forgot []string
+}
+
+var errLogDown = errors.New("log down")
+
+func newMemLog() *memLog { return &memLog{eps: map[string][][]byte{}} }
+
+func (l *memLog) Append(_ context.Context, user string, seq uint64, record []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail != nil {
+		return l.fail
+	}
+	if uint64(len(l.eps[user]))+1 != seq {
+		return fmt.Errorf("conflict: user has %d episodes, append of %d", len(l.eps[user]), seq)
+	}
+	l.eps[user] = append(l.eps[user], slices.Clone(record))
+	return nil
+}
+
+func (l *memLog) Episodes(_ context.Context, user string, from uint64) iter.Seq2[memor.LoggedEpisode, error] {
+	l.mu.Lock()
+	eps := slices.Clone(l.eps[user])
+	l.mu.Unlock()
+	return func(yield func(memor.LoggedEpisode, error) bool) {
+		for i, r := range eps {
+			if seq := uint64(i + 1); seq >= from && !yield(memor.LoggedEpisode{Seq: seq, Record: r}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (l *memLog) Forget(_ context.Context, user string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.eps, user)
+	l.forgot = append(l.forgot, user)
+	return nil
+}
+
+func (l *memLog) count(user string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.eps[user])
+}
+
+// sameMemory fails t unless a and b hold the same memory of user: State,
+// AsOf at every valid and known instant either mentions (and between),
+// History of every slot, the episodes.
+func sameMemory(t *testing.T, a, b *memor.Engine, user string) {
+	t.Helper()
+	ctx := context.Background()
+	js := func(v any, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	if x, y := js(a.State(ctx, user)), js(b.State(ctx, user)); x != y {
+		t.Fatalf("State of %s differs:\n%s\n%s", user, x, y)
+	}
+	if x, y := js(a.Episodes(ctx, user)), js(b.Episodes(ctx, user)); x != y {
+		t.Fatalf("Episodes of %s differ:\n%s\n%s", user, x, y)
+	}
+	vs, err := a.Versions(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instants := map[time.Time]bool{}
+	slots := map[[2]string]bool{}
+	for _, f := range vs {
+		for _, at := range []time.Time{f.ValidFrom, f.ValidTo, f.RecordedAt, f.ExpiredAt} {
+			if !at.IsZero() {
+				instants[at] = true
+				instants[at.Add(-time.Nanosecond)] = true
+			}
+		}
+		slots[[2]string{f.Subject, f.Predicate}] = true
+	}
+	for v := range instants {
+		for k := range instants {
+			if x, y := js(a.AsOf(ctx, user, v, k)), js(b.AsOf(ctx, user, v, k)); x != y {
+				t.Fatalf("AsOf(%v, %v) of %s differs:\n%s\n%s", v, k, user, x, y)
+			}
+		}
+	}
+	for s := range slots {
+		if x, y := js(a.History(ctx, user, s[0], s[1])), js(b.History(ctx, user, s[0], s[1])); x != y {
+			t.Fatalf("History(%v) of %s differs:\n%s\n%s", s, user, x, y)
+		}
+	}
+	for _, e := range []*memor.Engine{a, b} {
+		if err := e.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestEpisodeLogAppendsEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	l := newMemLog()
+	e, _ := openTest(t, memor.Options{Log: l})
+	if _, err := e.Add(ctx, "u", "I live in Paris."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Add(ctx, "u", "I play the violin.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "works_at", Object: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.End(ctx, "u", memor.EndInput{Subject: "user", Predicate: "plays_instrument"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	eps, err := e.Episodes(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 4 || l.count("u") != 4 {
+		t.Fatalf("store has %d episodes, log %d; want 4 and 4", len(eps), l.count("u"))
+	}
+	// A second engine fed from the log alone holds the same memory.
+	f, _ := openTest(t, memor.Options{Log: l})
+	n, err := f.CatchUp(ctx, "u")
+	if err != nil || n != 4 {
+		t.Fatalf("CatchUp = %d, %v; want 4", n, err)
+	}
+	if err := f.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	sameMemory(t, e, f, "u")
+	if n, err := f.CatchUp(ctx, "u"); err != nil || n != 0 {
+		t.Fatalf("second CatchUp = %d, %v; want 0", n, err)
+	}
+	// The node that caught up writes on after the other's episodes; the
+	// first, behind now, is refused by the log and stores nothing.
+	if _, err := f.Add(ctx, "u", "I moved to Lyon.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Add(ctx, "u", "I moved to Nice.", memor.Sync()); err == nil {
+		t.Fatal("a write behind the log succeeded")
+	}
+	if fr, err := e.Freshness(ctx, "u"); err != nil || fr.Latest != 4 {
+		t.Fatalf("refused write left Freshness %+v, %v; want latest 4", fr, err)
+	}
+	if n, err := e.CatchUp(ctx, "u"); err != nil || n != 1 {
+		t.Fatalf("CatchUp after the other's write = %d, %v; want 1", n, err)
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	sameMemory(t, e, f, "u")
+}
+
+func TestEpisodeLogFailureStoresNothing(t *testing.T) {
+	ctx := context.Background()
+	l := newMemLog()
+	e, _ := openTest(t, memor.Options{Log: l})
+	l.fail = errLogDown
+	if _, err := e.Add(ctx, "u", "I live in Paris."); !errors.Is(err, errLogDown) {
+		t.Fatalf("Add with the log down: %v; want errLogDown", err)
+	}
+	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "user", Predicate: "works_at", Object: "Acme"}); !errors.Is(err, errLogDown) {
+		t.Fatalf("Assert with the log down: %v; want errLogDown", err)
+	}
+	if eps, err := e.Episodes(ctx, "u"); err != nil || len(eps) != 0 {
+		t.Fatalf("store holds %d episodes, %v; want none", len(eps), err)
+	}
+	l.fail = nil
+	if _, err := e.Add(ctx, "u", "I live in Paris.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	if eps, _ := e.Episodes(ctx, "u"); len(eps) != 1 || eps[0].Seq != 1 {
+		t.Fatalf("after the log is back: %+v; want episode 1", eps)
+	}
+}
+
+func TestEpisodeLogForget(t *testing.T) {
+	ctx := context.Background()
+	l := newMemLog()
+	e, _ := openTest(t, memor.Options{Log: l})
+	if _, err := e.Add(ctx, "u", "I live in Paris.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	// Forget reaches the log even where the store never held the user.
+	if err := e.Forget(ctx, "only-in-log"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Forget(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if l.count("u") != 0 || !slices.Equal(l.forgot, []string{"only-in-log", "u"}) {
+		t.Fatalf("log after Forget: %d episodes, forgot %v", l.count("u"), l.forgot)
+	}
+	if n, err := e.CatchUp(ctx, "u"); err != nil || n != 0 {
+		t.Fatalf("CatchUp after Forget = %d, %v", n, err)
+	}
+}
+
+func TestEpisodeLogImportAppends(t *testing.T) {
+	ctx := context.Background()
+	src, _ := openTest(t, memor.Options{})
+	if _, err := src.Add(ctx, "u", "I live in Paris.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := src.Export(ctx, &buf, "u"); err != nil {
+		t.Fatal(err)
+	}
+	l := newMemLog()
+	e, _ := openTest(t, memor.Options{Log: l})
+	if _, err := e.Import(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if l.count("u") != 1 {
+		t.Fatalf("log holds %d episodes after Import; want 1", l.count("u"))
+	}
+}
