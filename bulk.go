@@ -163,7 +163,8 @@ func (e *Engine) bulkWrite(ctx context.Context, user string, ep *Episode, pre *e
 	l.now = e.tick(m.Txn)
 	l.meta.Seq++
 	ep.User, ep.Seq, ep.RecordedAt = user, l.meta.Seq, fromNanos(l.now)
-	if err := l.tab.Set(seqKey(user, kv.SubEpisode, ep.Seq), episodeBytes(*ep)); err != nil {
+	rec := episodeBytes(*ep)
+	if err := l.tab.Set(seqKey(user, kv.SubEpisode, ep.Seq), rec); err != nil {
 		return nil, err
 	}
 	if err := l.load(); err != nil {
@@ -176,6 +177,13 @@ func (e *Engine) bulkWrite(ctx context.Context, user string, ep *Episode, pre *e
 	l.meta.Txn = max(l.meta.Txn, l.now)
 	if err := l.tab.Set(kv.UserKey(user, kv.SubMeta), mustJSON(l.meta)); err != nil {
 		return nil, err
+	}
+	// As txn.commit does: the episode is in the store only once an
+	// EpisodeLog holds it.
+	if e.opts.Log != nil {
+		if err := e.opts.Log.Append(ctx, user, ep.Seq, rec); err != nil {
+			return nil, fmt.Errorf("memor: episode log: %w", err)
+		}
 	}
 	// Counted before the commit, as txn.commit counts (see queryView).
 	e.commits[stripe(user)].Add(1)

@@ -248,3 +248,52 @@ func TestEpisodeLogImportAppends(t *testing.T) {
 		t.Fatalf("log holds %d episodes after Import; want 1", l.count("u"))
 	}
 }
+
+// TestEpisodeLogBulkLoad: a new user's first large batch, which the bulk
+// loader takes instead of the online transaction, reaches the log too; a
+// store fed from the log alone holds the same memory, and with the log
+// down the load stores nothing.
+func TestEpisodeLogBulkLoad(t *testing.T) {
+	ctx := context.Background()
+	l := newMemLog()
+	e, _ := openTest(t, memor.Options{Log: l, BulkMinFacts: 2})
+	batch := make([]memor.FactInput, 40)
+	for i := range batch {
+		batch[i] = memor.FactInput{Subject: fmt.Sprintf("project %d", i), Predicate: "status", Object: fmt.Sprintf("phase %d", i%3)}
+	}
+	l.fail = errLogDown
+	if _, err := e.AssertBatch(ctx, "u", batch); !errors.Is(err, errLogDown) {
+		t.Fatalf("bulk load with the log down: %v; want errLogDown", err)
+	}
+	if eps, err := e.Episodes(ctx, "u"); err != nil || len(eps) != 0 {
+		t.Fatalf("refused bulk load left %d episodes, %v", len(eps), err)
+	}
+	l.fail = nil
+	before := mustStats(t, e).BulkLoads
+	if _, err := e.AssertBatch(ctx, "u", batch); err != nil {
+		t.Fatal(err)
+	}
+	if mustStats(t, e).BulkLoads != before+1 {
+		t.Fatal("the batch did not go through the bulk loader")
+	}
+	if l.count("u") != 1 {
+		t.Fatalf("log holds %d episodes after the bulk load; want 1", l.count("u"))
+	}
+	f, _ := openTest(t, memor.Options{Log: l})
+	if n, err := f.CatchUp(ctx, "u"); err != nil || n != 1 {
+		t.Fatalf("CatchUp = %d, %v; want 1", n, err)
+	}
+	if err := f.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	sameMemory(t, e, f, "u")
+}
+
+func mustStats(t *testing.T, e *memor.Engine) memor.Stats {
+	t.Helper()
+	s, err := e.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
