@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memor-db/memor/kv"
 )
 
 // TestLoadRebuildsEpisodeMaps: the maps Query decides an episode's
@@ -102,5 +105,44 @@ func TestFactDocs(t *testing.T) {
 		if got := d.intersects(c.b); got != c.want {
 			t.Errorf("intersects %v = %v, want %v", c.b.ToArray(), got, c.want)
 		}
+	}
+}
+
+// TestLoadParts: a load's parts run at once through the store and one
+// after the other through a batch; either way the load fails with the
+// first failing part's error in their order (not whichever finished
+// first), and a part that panics fails it with ErrInternal instead of
+// taking the process down from a goroutine no caller can recover in.
+func TestLoadParts(t *testing.T) {
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	first, second := errors.New("first"), errors.New("second")
+	b := e.db.NewBatch()
+	defer b.Close()
+	for _, r := range []struct {
+		name string
+		r    kv.Reader
+	}{{"store", e.db}, {"batch", b}} {
+		ran := make([]bool, 3)
+		err := e.idx.loadParts(r.r, "u",
+			func() error { ran[0] = true; return nil },
+			func() error { time.Sleep(10 * time.Millisecond); ran[1] = true; return first },
+			func() error { ran[2] = true; return second })
+		if !errors.Is(err, first) {
+			t.Errorf("%s: error %v, want the second part's", r.name, err)
+		}
+		if !ran[0] || !ran[1] {
+			t.Errorf("%s: parts run %v", r.name, ran)
+		}
+		err = e.idx.loadParts(r.r, "u", func() error { return nil }, func() error { panic("boom") })
+		if !errors.Is(err, ErrInternal) {
+			t.Errorf("%s: a panicking part: error %v, want ErrInternal", r.name, err)
+		}
+	}
+	if err := e.idx.loadParts(e.db, "u", func() error { return nil }, func() error { return nil }); err != nil {
+		t.Fatal(err)
 	}
 }
