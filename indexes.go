@@ -359,7 +359,8 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	// so they run at once; the document map needs the temporal index
 	// (which versions are active) and follows it. The first part's error
 	// in this order is the load's, whichever finished first.
-	err = s.loadParts(r, user,
+	_, atOnce := r.(*kv.DB)
+	err = s.loadParts(atOnce && m.Doc >= loadAtOnceDocs, user,
 		func() (err error) {
 			bm, err = bm25.Load(ctx, r, kv.UserKey(user, kv.SubBM25), s.bmO)
 			return err
@@ -393,13 +394,20 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	return ui, nil
 }
 
+// loadAtOnceDocs is the size from which a load's parts run at once: for
+// a larger user that saves milliseconds, while for a small one it saves
+// tens of microseconds and, on a busy machine, makes each part wait for a
+// core: the tail of small users' loads grows.
+const loadAtOnceDocs = 512
+
 // loadParts runs the parts of a load and returns the first error in their
-// order. Through the store, which may be read concurrently, they run at
-// once (the load is most of a first query's time, and its parts are about
-// the same size); through anything else (a write's batch) one after the
-// other. A part that panics fails the load with ErrInternal, as a panic
-// in the caller's goroutine would through its recovered.
-func (s *indexSet) loadParts(r kv.Reader, user string, parts ...func() error) error {
+// order. With atOnce (a load through the store, which may be read
+// concurrently, of a large user) they run at once: the load is most of a
+// first query's time, and its parts are about the same size; otherwise
+// (a write's batch, a small user) one after the other. A part that panics
+// fails the load with ErrInternal, as a panic in the caller's goroutine
+// would through its recovered.
+func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) error {
 	errs := make([]error, len(parts))
 	run := func(i int) {
 		defer func() {
@@ -409,7 +417,7 @@ func (s *indexSet) loadParts(r kv.Reader, user string, parts ...func() error) er
 		}()
 		errs[i] = parts[i]()
 	}
-	if _, ok := r.(*kv.DB); !ok || len(parts) == 1 {
+	if !atOnce || len(parts) == 1 {
 		for i := range parts {
 			if run(i); errs[i] != nil {
 				return errs[i]
