@@ -341,26 +341,45 @@ func (f focus) admitsSubject(subjKey string) bool {
 }
 
 // pathScore is how many of the question's words a graph path explains, per
-// hop. tokens memoises the tokens of labels and entities: the paths of one
-// query share most of them.
-func pathScore(p graph.Path, words map[string]bool, tokens map[string][]string, gloss func(string) string) float64 {
+// hop.
+func pathScore(p graph.Path, words map[string]bool, tokens *pathTokens, gloss func(string) string) float64 {
 	return float64(len(pathWords(p, words, tokens, gloss, nil))) / float64(len(p.Hops))
+}
+
+// pathTokens memoises the tokens of the labels, their glosses and the
+// entities of one query's paths: the paths share most of them, and a gloss
+// costs a catalogue lookup and a few strings each time it is made.
+type pathTokens struct {
+	of      map[string][]string // label or entity → its tokens
+	glossOf map[string][]string // label → its gloss's tokens
+}
+
+func newPathTokens() *pathTokens {
+	return &pathTokens{of: map[string][]string{}, glossOf: map[string][]string{}}
 }
 
 // pathWords appends to matched the question's words a path explains: in
 // its predicates (their names and glosses) and the entities it reaches.
-func pathWords(p graph.Path, words map[string]bool, tokens map[string][]string, gloss func(string) string, matched []string) []string {
+func pathWords(p graph.Path, words map[string]bool, tokens *pathTokens, gloss func(string) string, matched []string) []string {
 	tok := func(s string) []string {
-		ts, ok := tokens[s]
+		ts, ok := tokens.of[s]
 		if !ok {
 			ts = bm25.Tokenize(s)
-			tokens[s] = ts
+			tokens.of[s] = ts
+		}
+		return ts
+	}
+	glossTok := func(label string) []string {
+		ts, ok := tokens.glossOf[label]
+		if !ok {
+			ts = bm25.Tokenize(gloss(label))
+			tokens.glossOf[label] = ts
 		}
 		return ts
 	}
 	for _, h := range p.Hops {
-		for _, part := range [...]string{h.Label, gloss(h.Label), h.To} {
-			for _, t := range tok(part) {
+		for _, ts := range [...][]string{tok(h.Label), glossTok(h.Label), tok(h.To)} {
+			for _, t := range ts {
 				if words[t] && !slices.Contains(matched, t) {
 					matched = append(matched, t)
 				}
@@ -395,7 +414,7 @@ func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate
 	if len(terms) == 0 {
 		return 1
 	}
-	tokens := map[string][]string{}
+	tokens := newPathTokens()
 	best := 0
 	var matched []string
 	for _, c := range cands {

@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -102,5 +103,42 @@ func TestFactDocs(t *testing.T) {
 		if got := d.intersects(c.b); got != c.want {
 			t.Errorf("intersects %v = %v, want %v", c.b.ToArray(), got, c.want)
 		}
+	}
+}
+
+// TestLoadParts: a load's parts run at once (a large user through the
+// store) or one after the other; either way the load fails with the
+// first failing part's error in their order (not whichever finished
+// first), and a part that panics fails it with ErrInternal instead of
+// taking the process down from a goroutine no caller can recover in.
+func TestLoadParts(t *testing.T) {
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	first, second := errors.New("first"), errors.New("second")
+	for _, r := range []struct {
+		name string
+		r    bool
+	}{{"at once", true}, {"in turn", false}} {
+		ran := make([]bool, 3)
+		err := e.idx.loadParts(r.r, "u",
+			func() error { ran[0] = true; return nil },
+			func() error { time.Sleep(10 * time.Millisecond); ran[1] = true; return first },
+			func() error { ran[2] = true; return second })
+		if !errors.Is(err, first) {
+			t.Errorf("%s: error %v, want the second part's", r.name, err)
+		}
+		if !ran[0] || !ran[1] {
+			t.Errorf("%s: parts run %v", r.name, ran)
+		}
+		err = e.idx.loadParts(r.r, "u", func() error { return nil }, func() error { panic("boom") })
+		if !errors.Is(err, ErrInternal) {
+			t.Errorf("%s: a panicking part: error %v, want ErrInternal", r.name, err)
+		}
+	}
+	if err := e.idx.loadParts(true, "u", func() error { return nil }, func() error { return nil }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -85,6 +85,8 @@ type Graph struct {
 	// adjSlab is carved into the one-slot adjacency lists of new entities
 	// (most have one edge), so that each does not cost an allocation.
 	adjSlab []uint32
+	// wordSlab is carved into the entities' words (see entityWords).
+	wordSlab []string
 	// adj is the adjacency walks read (see csr).
 	adj csr
 	// labels and labelID intern the edges' labels: the CSR and walks carry
@@ -114,9 +116,15 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("graph: load: %w", err)
 	}
+	// Sized once: a load knows how many entities and edges it installs,
+	// so the maps and slices are not grown (and rehashed) as they fill.
 	byKey := make(map[uint32]uint32, len(st.ents))
+	g.byNorm = make(map[string]uint32, len(st.ents))
+	g.byDoc = make(map[uint32]uint32, len(st.edges))
+	g.ents = make([]entity, 0, len(st.ents))
+	g.edges = make([]edge, 0, len(st.edges))
 	for _, se := range st.ents {
-		id, err := g.installEntity(se.key, se.display, norm.Key(se.display))
+		id, err := g.installEntity(se.key, se.display, se.norm)
 		if err != nil {
 			return nil, fmt.Errorf("graph: load: %w", err)
 		}
@@ -149,13 +157,20 @@ type stored struct {
 }
 
 type storedEntity struct {
-	key     uint32
-	display string
+	key      uint32
+	display  string
+	norm     string // norm.Key(display)
+	from, to int    // display's bytes in the scan's names
 }
 
 // scan decodes everything stored under the prefix.
 func (g *Graph) scan(ctx context.Context, r kv.Reader) (stored, error) {
 	var st stored
+	// A graph has a few labels and many edges: each label is copied once.
+	labels := map[string]string{}
+	// The entities' names are copied into one string, which their
+	// displays slice: one allocation, not one per entity.
+	var names []byte
 	err := r.Scan(ctx, g.prefix, func(k, v []byte) error {
 		rest := k[len(g.prefix):]
 		if len(rest) != 5 {
@@ -164,23 +179,37 @@ func (g *Graph) scan(ctx context.Context, r kv.Reader) (stored, error) {
 		id := kv.NewDecoder(rest[1:]).Uint32()
 		switch rest[0] {
 		case tagEntity:
-			if norm.Key(string(v)) == "" {
-				return fmt.Errorf("%w: entity %d has an empty name", ErrCorrupt, id)
-			}
-			st.ents = append(st.ents, storedEntity{key: id, display: string(v)})
+			st.ents = append(st.ents, storedEntity{key: id, from: len(names), to: len(names) + len(v)})
+			names = append(names, v...)
 		case tagEdge:
 			d := kv.NewDecoder(v)
 			from, to := d.Uint32(), d.Uint32()
 			if d.Err != nil || len(d.Rest()) == 0 {
 				return fmt.Errorf("%w: edge of doc %d: value %x", ErrCorrupt, id, v)
 			}
-			st.edges = append(st.edges, edge{doc: id, from: from, to: to, label: string(d.Rest()), live: true})
+			label, ok := labels[string(d.Rest())]
+			if !ok {
+				label = string(d.Rest())
+				labels[label] = label
+			}
+			st.edges = append(st.edges, edge{doc: id, from: from, to: to, label: label, live: true})
 		default:
 			return fmt.Errorf("%w: key %x has unknown tag", ErrCorrupt, k)
 		}
 		return nil
 	})
-	return st, err
+	if err != nil {
+		return st, err
+	}
+	all := string(names)
+	for i := range st.ents {
+		se := &st.ents[i]
+		se.display = all[se.from:se.to]
+		if se.norm = norm.Key(se.display); se.norm == "" {
+			return st, fmt.Errorf("%w: entity %d has an empty name", ErrCorrupt, se.key)
+		}
+	}
+	return st, nil
 }
 
 // appendKey appends the key of a record (tagEntity or tagEdge) to dst.
@@ -204,7 +233,11 @@ func (g *Graph) del(w kv.Writer, tag byte, id uint32) error {
 }
 
 // words splits s into lower-cased runs of letters and digits.
-func words(s string) []string {
+func words(s string) []string { return appendWords(nil, s) }
+
+// appendWords appends the words of s (see words) to dst, which it grows
+// at most once.
+func appendWords(dst []string, s string) []string {
 	// Count first: one allocation of the right size, not a growing slice.
 	n, in := 0, false
 	for _, r := range s {
@@ -215,9 +248,9 @@ func words(s string) []string {
 		in = w
 	}
 	if n == 0 {
-		return nil
+		return dst
 	}
-	out := make([]string, 0, n)
+	dst = slices.Grow(dst, n)
 	start := -1
 	for i, r := range s {
 		w := unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
@@ -225,14 +258,31 @@ func words(s string) []string {
 		case w && start < 0:
 			start = i
 		case !w && start >= 0:
-			out = append(out, strings.ToLower(s[start:i]))
+			dst = append(dst, strings.ToLower(s[start:i]))
 			start = -1
 		}
 	}
 	if start >= 0 {
-		out = append(out, strings.ToLower(s[start:]))
+		dst = append(dst, strings.ToLower(s[start:]))
 	}
-	return out
+	return dst
+}
+
+// entityWords returns the words of an entity's name, carved from
+// g.wordSlab (caller owns g or holds the write lock): most names have a
+// word or two, which do not each cost an allocation.
+func (g *Graph) entityWords(display string) []string {
+	// A name of n bytes has at most n words: appending them to the
+	// slab's first n slots never outgrows it.
+	if len(g.wordSlab) < len(display) {
+		g.wordSlab = make([]string, max(256, len(display)))
+	}
+	ws := appendWords(g.wordSlab[:0:len(display)], display)
+	if len(ws) == 0 {
+		return nil
+	}
+	g.wordSlab = g.wordSlab[len(ws):]
+	return ws[:len(ws):len(ws)]
 }
 
 // installEntity adds an entity with the given stored ID, display name and
@@ -251,7 +301,7 @@ func (g *Graph) installEntity(key uint32, display, norm string) (uint32, error) 
 		g.ents = append(g.ents, entity{})
 	}
 	e := &g.ents[id]
-	*e = entity{key: key, display: display, norm: norm, words: words(display)}
+	*e = entity{key: key, display: display, norm: norm, words: g.entityWords(display)}
 	g.byNorm[norm] = id
 	if len(e.words) > 0 {
 		w := e.words[0]
