@@ -527,3 +527,30 @@ func (fs *cryptFS) checkHeaders(dir string, plain bool) error {
 	}
 	return nil
 }
+
+// DecryptFile returns the plaintext of b, the bytes of an encrypted
+// store's file, if it is sealed under kek: what someone holding the file
+// and kek reads. A file not sealed under kek is ErrWrongKEK, one without a
+// header ErrNotEncrypted. For tools and for the tests that prove what an
+// erasure leaves.
+func DecryptFile(b, kek []byte) ([]byte, error) {
+	s, err := newSealer(kek)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < cryptHeaderSize || string(b[:8]) != cryptMagic {
+		return nil, ErrNotEncrypted
+	}
+	fs := &cryptFS{cur: s}
+	secret, _, err := fs.unseal("file", b[:cryptHeaderSize])
+	if err != nil {
+		return nil, err
+	}
+	f, err := newCryptFile(nil, secret)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(b)-cryptHeaderSize)
+	f.xor(out, b[cryptHeaderSize:], 0)
+	return out, nil
+}
