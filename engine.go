@@ -122,10 +122,22 @@ type Options struct {
 	// appended (see EpisodeLog). Nil, the default, keeps the log in the
 	// store alone.
 	Log EpisodeLog
+	// Encryption, if set, encrypts every file of a new store (keys,
+	// values, logs, the MANIFEST), and is needed to open one; nil, the
+	// default, writes plain files. Rotate the KEK after a Forget (open
+	// with the new KEK and PreviousKEK the old one, then destroy the
+	// old): see Encryption and the README, "Encryption and erasure".
+	Encryption *Encryption
 	// fs is the file system the store writes through (nil: the
 	// operating system's); tests inject storage failures with it.
 	fs vfs.FS
 }
+
+// Encryption is the store's encryption (Options.Encryption): KEK, the
+// 32-byte key-encryption key, and, to rotate it at Open, PreviousKEK, the
+// one the store was last opened with. Each file of the store has its own
+// random key, sealed under the KEK in the file's header.
+type Encryption = kv.Encryption
 
 // Predicate declares a predicate: its cardinality, aliases and the words
 // people use for it. Everything but Name and Cardinality is optional; a
@@ -244,7 +256,7 @@ func openTuned(dir string, o Options, tune tuning) (*Engine, error) {
 		lg = slog.New(slog.DiscardHandler)
 	}
 	db, err := kv.Open(dir, kv.Options{NoSync: o.NoSync, CacheSize: o.CacheSize, Logger: o.Logger,
-		IngestMinBytes: o.IngestMinBytes, FS: o.fs})
+		IngestMinBytes: o.IngestMinBytes, FS: o.fs, Encryption: o.Encryption})
 	if err != nil {
 		return nil, fmt.Errorf("memor: open %s: %w", dir, err)
 	}

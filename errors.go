@@ -33,6 +33,15 @@ var (
 	// engine refuses every later write with it until it is reopened (see
 	// the README, "A full disk").
 	ErrStorage = kv.ErrStorage
+	// ErrEncrypted: the store is encrypted and Options.Encryption is nil.
+	ErrEncrypted = kv.ErrEncrypted
+	// ErrNotEncrypted: Options.Encryption is set and the store is plain
+	// (a store is encrypted from its creation or never).
+	ErrNotEncrypted = kv.ErrNotEncrypted
+	// ErrWrongKEK: the store's files are sealed under another KEK than
+	// Options.Encryption's (after a rotation: the old one), or the KEK is
+	// not 32 bytes.
+	ErrWrongKEK = kv.ErrWrongKEK
 	// ErrCheck wraps every finding of Check.
 	ErrCheck = errors.New("memor: check failed")
 	// ErrExtractionFailed: Add with Sync stored the episode, but its

@@ -28,6 +28,19 @@ package memor
 //	xid        1 id:16 for an engine ID (32 hex digits); 0 str for any
 //	           other string (never written by the engine)
 //
+// # Encrypted stores
+//
+// Everything below is the plaintext. A store opened with Options.Encryption
+// (format 8) holds the same keys and records, in files that Pebble writes
+// through kv's encrypting file system (kv/crypt.go): each file is a
+// 128-byte header ("memorenc", version 1, the KEK's ID, a nonce and the
+// file's AES-256 key and CTR IV sealed under the KEK with AES-256-GCM),
+// then Pebble's bytes in AES-256-CTR under the file's key. MEMOR_FORMAT
+// alone is plain, with a second line "encrypted". No key or record
+// differs, so no key component needs a keyed form: erasure is the
+// deletion of the files (and with them their keys) that held a user, and
+// the KEK rotation after it (README, "Encryption and erasure").
+//
 // # Store-wide keys
 //
 //	'M' "format"           → u32:4 format version (kv/db.go; also the

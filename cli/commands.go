@@ -262,6 +262,9 @@ func (a *app) forgetCmd() *cobra.Command {
 				if err := e.Forget(cmd.Context(), a.user); err != nil {
 					return err
 				}
+				if c, err := a.loadConfig(); err == nil && c.get("store.kek_file") != "" {
+					fmt.Fprintln(a.io.Err, "memor: the store is encrypted: run 'memor kek rotate NEW_FILE', then destroy the old KEK, to leave nothing of "+a.user+" readable")
+				}
 				return a.done(map[string]string{"forgotten": a.user}, "forgot everything about "+a.user)
 			})
 		},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,8 @@ var settings = []setting{
 	{key: "store.durability", env: "MEMOR_DURABILITY", flag: "durability", def: "sync", help: "sync (every write durable when acknowledged) | nosync (faster; a crash may lose the last writes)"},
 	{key: "store.index_cache", env: "MEMOR_INDEX_CACHE", flag: "index-cache", def: "1GiB", help: "memory bound of the loaded per-user indexes (-1: none)"},
 	{key: "store.block_cache", env: "MEMOR_BLOCK_CACHE", flag: "block-cache", def: "64MiB", help: "storage block cache"},
+	{key: "store.kek_file", env: "MEMOR_KEK_FILE", flag: "kek-file", help: "file holding the key-encryption key (64 hex digits): the store's files are encrypted (see README, Encryption and erasure); keep it off the store's disks"},
+	{key: "store.previous_kek_file", env: "MEMOR_PREVIOUS_KEK_FILE", flag: "previous-kek-file", help: "the KEK the store was last opened with: opening re-seals the store under kek-file (a rotation); destroy it afterwards"},
 }
 
 // configFile is the config file's shape beside the flat settings: the
@@ -586,7 +589,46 @@ func (a *app) engineOptions(ctx context.Context, o memor.Options) (memor.Options
 	}
 	o.IndexCacheBytes, _ = c.size("store.index_cache")
 	o.CacheSize, _ = c.size("store.block_cache")
+	if err := c.encryption(&o); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// encryption sets o.Encryption from the KEK files, if any.
+func (c *config) encryption(o *memor.Options) error {
+	kf, pf := c.get("store.kek_file"), c.get("store.previous_kek_file")
+	if kf == "" {
+		if pf != "" {
+			return configErr("store.previous_kek_file is set without store.kek_file")
+		}
+		return nil
+	}
+	kek, err := readKEK(kf)
+	if err != nil {
+		return err
+	}
+	o.Encryption = &memor.Encryption{KEK: kek}
+	if pf != "" {
+		if o.Encryption.PreviousKEK, err = readKEK(pf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readKEK reads a key-encryption key: 64 hex digits, surrounding space
+// ignored (memor kek new writes one).
+func readKEK(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, configErr("KEK file: %v", err)
+	}
+	k, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(k) != 32 {
+		return nil, configErr("KEK file %s: want 64 hex digits (32 bytes)", path)
+	}
+	return k, nil
 }
 
 func (a *app) configCmd() *cobra.Command {

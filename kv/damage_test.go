@@ -162,6 +162,7 @@ func TestDamagedManifest(t *testing.T) {
 			}
 		}},
 		{"last record cut off", func(t *testing.T, dir string) {
+			skipEncryptedAll(t, "it reads the MANIFEST's records")
 			m := currentManifest(t, dir)
 			if err := os.Truncate(m, lastRecordOffset(t, m)); err != nil {
 				t.Fatal(err)
@@ -268,6 +269,7 @@ func TestDamagedManifest(t *testing.T) {
 // reaches the recorded sequence number (the flushed log is still there),
 // but the writable open would delete the table the record named.
 func TestManifestCutAtRecordBoundary(t *testing.T) {
+	skipEncryptedAll(t, "it cuts the MANIFEST at Pebble's offsets")
 	t.Parallel()
 	dir := t.TempDir()
 	for u := range 2 {

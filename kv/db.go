@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -42,7 +43,13 @@ import (
 //	7: accept episodes (kind 4, trailer flag 4) and accepted claims (claim
 //	   flag 4), and the decision reason "accepted" (Engine.Accept), which
 //	   an older build reads as corruption. Nothing to migrate.
-const FormatVersion uint32 = 7
+//	8: a store may be encrypted ([Options.Encryption]): then every file
+//	   Pebble writes starts with a header holding its sealed key and is
+//	   ciphertext after it (crypt.go), and MEMOR_FORMAT says "encrypted";
+//	   an older build, which would read the ciphertext as corruption,
+//	   refuses the number instead. Nothing to migrate: a plain store's
+//	   files, keys and records are those of format 7.
+const FormatVersion uint32 = 8
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -85,6 +92,12 @@ type Options struct {
 	// The folder itself (its creation, the format sidecar) is always
 	// handled through the operating system.
 	FS vfs.FS
+	// Encryption, if set, encrypts every file of a new store, and is
+	// needed to open one (see [Encryption]). Nil: the files are plain, as
+	// in every store created without it. A store is encrypted from its
+	// creation or never: ErrEncrypted, ErrNotEncrypted and ErrWrongKEK
+	// refuse a mismatch.
+	Encryption *Encryption
 }
 
 // DB is a Pebble store with memor's format. Safe for concurrent use.
@@ -108,6 +121,8 @@ type DB struct {
 	fail *failure
 	// writers run writes (see DB.write).
 	writers *writers
+	// encrypted: the store's files are (see Encryption).
+	encrypted bool
 }
 
 // Open opens (creating if needed) the store in dir and checks its format.
@@ -124,6 +139,17 @@ func Open(dir string, o Options) (*DB, error) {
 	base := o.FS
 	if base == nil {
 		base = vfs.Default
+	}
+	var crypt *cryptFS
+	if o.Encryption == nil && encryptAll {
+		o.Encryption = &Encryption{KEK: testAllKEK}
+	}
+	if o.Encryption != nil {
+		var err error
+		if crypt, err = newCryptFS(base, o.Encryption); err != nil {
+			return nil, err
+		}
+		base = crypt
 	}
 	po := &pebble.Options{
 		Logger: lg,
@@ -167,13 +193,19 @@ func Open(dir string, o Options) (*DB, error) {
 	po.Cache = c
 	// The format sidecar is read before Pebble touches the folder: a store
 	// from a newer memor is refused with nothing written.
-	if err := checkSidecar(dir); err != nil {
+	fresh, noSidecar, err := checkSidecar(dir, crypt != nil)
+	if err != nil {
 		return nil, err
+	}
+	if crypt != nil {
+		if err := crypt.checkHeaders(dir, noSidecar); err != nil {
+			return nil, err
+		}
 	}
 	po.EnsureDefaults()
 	// A store that existed must read as it was before Pebble may write
 	// or delete a file in it (see checkExisting).
-	existed, err := checkExisting(dir, po.FS, po)
+	existed, err := checkExisting(dir, po.FS, po, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +224,8 @@ func Open(dir string, o Options) (*DB, error) {
 		o.IngestMinBytes = DefaultIngestMinBytes
 	}
 	db := &DB{p: p, po: po, cacheSize: o.CacheSize, noSync: o.NoSync, syncs: counts, dir: dir, fs: po.FS,
-		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes, fail: fail, writers: newWriters()}
+		tableOpts: sstableWriterOptions(po, p), ingestMin: o.IngestMinBytes, fail: fail, writers: newWriters(),
+		encrypted: crypt != nil}
 	if err := db.checkFormat(); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -205,9 +238,17 @@ func Open(dir string, o Options) (*DB, error) {
 		}
 		return nil, err
 	}
-	if err := writeSidecar(dir); err != nil {
+	if err := writeSidecar(dir, db.encrypted); err != nil {
 		_ = db.p.Close() // p itself, unless the rewrite reopened it
 		return nil, err
+	}
+	if crypt != nil && crypt.prev != nil {
+		if err := db.rotate(crypt); err != nil {
+			if db.p != nil {
+				_ = db.p.Close()
+			}
+			return nil, err
+		}
 	}
 	if err := fail.get(); err != nil { // a write of Open's failed
 		_ = db.Close()
@@ -225,26 +266,68 @@ func Open(dir string, o Options) (*DB, error) {
 // format, readable without opening the store.
 const sidecarName = "MEMOR_FORMAT"
 
-func checkSidecar(dir string) error {
+// sidecarEncrypted is the sidecar's second line in an encrypted store.
+const sidecarEncrypted = "encrypted"
+
+// checkSidecar checks the format, and that the store is encrypted if and
+// only if encrypted. A new encrypted store gets its sidecar now, before
+// Pebble writes a file (fresh reports it): a plain Open of it then fails
+// with ErrEncrypted. missing: the store has Pebble's files and no sidecar
+// (a store of format 1, or a damaged one), whose files alone tell whether
+// it is encrypted.
+func checkSidecar(dir string, encrypted bool) (fresh, missing bool, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, sidecarName))
 	if os.IsNotExist(err) {
-		return nil
+		if !encrypted {
+			return false, false, nil
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return false, false, fmt.Errorf("kv: read %s: %w", dir, err)
+		}
+		if slices.ContainsFunc(ents, func(e os.DirEntry) bool { return hasPebbleData(e.Name()) }) {
+			return false, true, nil
+		}
+		return true, false, writeSidecar(dir, true)
 	}
 	if err != nil {
-		return fmt.Errorf("kv: read %s: %w", sidecarName, err)
+		return false, false, fmt.Errorf("kv: read %s: %w", sidecarName, err)
 	}
 	var v uint32
 	if _, err := fmt.Sscanf(string(b), "memor format %d", &v); err != nil {
-		return fmt.Errorf("%w: %s: %q", ErrCorrupt, sidecarName, b)
+		return false, false, fmt.Errorf("%w: %s: %q", ErrCorrupt, sidecarName, b)
 	}
 	if v > FormatVersion {
-		return fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, v, FormatVersion)
+		return false, false, fmt.Errorf("%w: store has format %d, this build reads up to %d", ErrFormatTooNew, v, FormatVersion)
 	}
-	return nil
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	isEnc := len(lines) > 1 && lines[1] == sidecarEncrypted
+	switch {
+	case isEnc && !encrypted:
+		return false, false, fmt.Errorf("%w: %s", ErrEncrypted, dir)
+	case !isEnc && encrypted:
+		return false, false, fmt.Errorf("%w: %s", ErrNotEncrypted, dir)
+	case isEnc:
+		// A first Open that stopped after writing the sidecar: nothing
+		// was stored.
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return false, false, fmt.Errorf("kv: read %s: %w", dir, err)
+		}
+		return !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return hasPebbleData(e.Name()) }), false, nil
+	}
+	return false, false, nil
 }
 
-func writeSidecar(dir string) error {
-	want := fmt.Sprintf("memor format %d\n", FormatVersion)
+func sidecarText(v uint32, encrypted bool) string {
+	if encrypted {
+		return fmt.Sprintf("memor format %d\n%s\n", v, sidecarEncrypted)
+	}
+	return fmt.Sprintf("memor format %d\n", v)
+}
+
+func writeSidecar(dir string, encrypted bool) error {
+	want := sidecarText(FormatVersion, encrypted)
 	if b, err := os.ReadFile(filepath.Join(dir, sidecarName)); err == nil && string(b) == want {
 		return nil
 	}
@@ -385,7 +468,7 @@ func (db *DB) isEmpty() (bool, error) {
 // SetFormatVersionForTest overwrites the stored format version (key and
 // sidecar). Tests use it to fake a store written by a newer build.
 func (db *DB) SetFormatVersionForTest(dir string, v uint32) error {
-	if err := os.WriteFile(filepath.Join(dir, sidecarName), fmt.Appendf(nil, "memor format %d\n", v), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, sidecarName), []byte(sidecarText(v, db.encrypted)), 0o644); err != nil {
 		return err
 	}
 	return db.p.Set(formatKey, binary.BigEndian.AppendUint32(nil, v), pebble.Sync)

@@ -64,6 +64,11 @@
 //     every later write returns it at once, and after a failure of the
 //     log every read too, until the store is reopened (see failure in
 //     fail.go for what Pebble does that makes this necessary).
+//  6. With [Options.Encryption], no file Pebble writes holds a plain byte
+//     of a key or value: each is encrypted under its own key, sealed
+//     under the KEK in its header ([Encryption]); a store opened without
+//     its KEK fails with [ErrEncrypted] or [ErrWrongKEK] before Pebble
+//     reads a file.
 //
 // # Concurrency
 //

@@ -51,8 +51,9 @@ func hasPebbleData(name string) bool {
 // checkExisting verifies, without changing a file, that the store in dir
 // (if there is one) reads as the store it was; see above. po are the
 // options the store will be opened with. existed reports whether there
-// was a store.
-func checkExisting(dir string, fs vfs.FS, po *pebble.Options) (existed bool, err error) {
+// was a store. freshSidecar: the sidecar was written by this Open (a new
+// encrypted store's, see checkSidecar) and says nothing of a store.
+func checkExisting(dir string, fs vfs.FS, po *pebble.Options, freshSidecar bool) (existed bool, err error) {
 	ls, err := fs.List(dir)
 	if err != nil {
 		return false, fmt.Errorf("kv: list %s: %w", dir, err)
@@ -61,7 +62,7 @@ func checkExisting(dir string, fs vfs.FS, po *pebble.Options) (existed bool, err
 	for _, name := range ls {
 		switch {
 		case name == sidecarName:
-			sidecar = true
+			sidecar = !freshSidecar
 		case hasPebbleData(name):
 			pebbleFiles = true
 			if strings.HasSuffix(name, ".sst") {

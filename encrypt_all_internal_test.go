@@ -1,0 +1,6 @@
+//go:build memor_encrypt_all
+
+package memor
+
+// encryptAllBuild: kv encrypts every store (kv/crypt_all.go).
+const encryptAllBuild = true

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package kv
+
+func nlink(any) (uint64, bool) { return 0, false }
