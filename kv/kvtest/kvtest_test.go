@@ -21,11 +21,15 @@ type store interface {
 // openBatch is the store Map stands in for: a kv batch on Pebble in memory.
 func openBatch(tb testing.TB) *kv.Batch {
 	tb.Helper()
+	// kv writes its format sidecar through the operating system whatever
+	// the FS (see kv.Options.FS): a temporary folder keeps it out of the
+	// source tree.
+	dir := tb.TempDir()
 	fs := vfs.NewMem()
-	if err := fs.MkdirAll("db", 0o755); err != nil {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	db, err := kv.Open("db", kv.Options{FS: fs})
+	db, err := kv.Open(dir, kv.Options{FS: fs})
 	if err != nil {
 		tb.Fatal(err)
 	}
