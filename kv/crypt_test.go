@@ -175,7 +175,7 @@ func TestRotateKEK(t *testing.T) {
 	}
 }
 
-// TestEncryptedIngest: a local batch committed as an ingested table is
+// TestEncryptedIngest: a table committed as an ingested table is
 // readable after a reopen and leaves no plaintext.
 func TestEncryptedIngest(t *testing.T) {
 	dir := t.TempDir()
@@ -185,7 +185,7 @@ func TestEncryptedIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := []byte{TagUser, 'q'}
-	b := db.NewLocalBatch(prefix, 0)
+	b := db.NewTable(prefix, 0)
 	for i := range 500 {
 		if err := b.Set(fmt.Appendf(append([]byte(nil), prefix...), "ingested-needle-%04d", i), []byte("ingested-needle value")); err != nil {
 			t.Fatal(err)
