@@ -75,6 +75,9 @@ type traverseCase struct {
 	name                            string
 	edges, entities, hubs, hubEdges int
 	depth                           int
+	// seeds is the number of seed entities an op walks from, one walk
+	// each: fewer for the deep walks, whose CTE takes tens of ms a seed.
+	seeds int
 }
 
 // servedPaths is how many paths the memor engine builds per walk: the
@@ -88,7 +91,13 @@ const servedPaths = 50
 // entities with 10k edges each, 100k edges): memor's graph, loaded from a
 // store as the engine loads it (the CSR adjacency built once), against a
 // recursive CTE in SQLite over an edges table indexed on both ends. Both
-// return the same edges (the benchmark fails if their counts differ).
+// return the same edges (the benchmark fails if their counts differ for
+// any seed).
+//
+// An op is one walk from each of the case's seeds, the same seeds in the
+// same order for every engine, so that ns/op compares the same work: how
+// far a walk reaches varies several-fold between seeds, and an op of one
+// seed would weigh the seeds by how many ops each engine happened to run.
 //
 //   - engine=memor: graph.Reach, every reached edge's doc, and the paths
 //     of the first servedPaths edges (the results served).
@@ -96,19 +105,18 @@ const servedPaths = 50
 //     for every reached edge.
 //   - engine=sqlite-cte: the count of the reached edges.
 //
-// Each reports edges/s (reached edges per second of wall time; the walk
-// is single-threaded, so per core) and cpu-edges/s (per second of the
-// walking thread's CPU time, which a loaded machine disturbs less); the
-// CTE line reports x-memor and x-memor-cpu, memor's edges/s and
-// cpu-edges/s over its own in the same run (per edge, so that runs of a
-// few slow CTE walks from seeds that reach more or fewer edges than
-// memor's average compare fairly).
+// Each reports edges/op, edges/s (reached edges per second of wall time;
+// the walk is single-threaded, so per core) and cpu-edges/s (per second
+// of the walking thread's CPU time, which a loaded machine disturbs
+// less); the CTE line reports x-memor and x-memor-cpu, its time per op
+// over memor's (engine=memor) in the same run, by wall and by CPU time.
+// The spread across -count runs: scripts/bench-spread.sh.
 func BenchmarkTraverse(b *testing.B) {
 	cases := []traverseCase{
-		{name: "uniform", edges: 100_000, entities: 20_000, depth: 2},
-		{name: "uniform", edges: 100_000, entities: 20_000, depth: 3},
-		{name: "uniform", edges: 100_000, entities: 20_000, depth: 4},
-		{name: "hubs", edges: 100_000, entities: 20_000, hubs: 5, hubEdges: 10_000, depth: 2},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 2, seeds: 64},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 3, seeds: 32},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 4, seeds: 16},
+		{name: "hubs", edges: 100_000, entities: 20_000, hubs: 5, hubEdges: 10_000, depth: 2, seeds: 16},
 	}
 	if testing.Short() {
 		for i := range cases {
@@ -123,7 +131,7 @@ func BenchmarkTraverse(b *testing.B) {
 func benchTraverse(b *testing.B, tc traverseCase) {
 	data := traverseData(tc.edges, tc.entities, tc.hubs, tc.hubEdges)
 	r := rand.New(rand.NewPCG(7, 7))
-	seeds := make([]int, 64)
+	seeds := make([]int, tc.seeds)
 	for i := range seeds {
 		seeds[i] = r.IntN(tc.entities)
 	}
@@ -133,7 +141,8 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 
 	// Reference counts from memor, checked against SQLite below.
 	want := make([]int, len(seeds))
-	var memorRate, memorCPURate float64 // memor's edges/s and cpu-edges/s
+	wantTotal := 0
+	var memorOp, memorCPUOp float64 // memor's wall and CPU seconds per op
 
 	var g *graph.Graph
 	allow := roaring.New()
@@ -161,65 +170,80 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 				b.Fatal(err)
 			}
 			want[i] = len(ps)
+			wantTotal += len(ps)
 		}
 	}
 	names := make([]string, len(seeds))
 	for i, s := range seeds {
 		names[i] = entityName(s)
 	}
-	// measure runs walk(i), the walk from seeds[i], over the seeds in turn
-	// and returns its edges/s and cpu-edges/s.
-	measure := func(b *testing.B, walk func(i int) int) (float64, float64) {
+	// measure runs op, the walks from every seed (returning the edges they
+	// reach), checks each op reaches the reference's edges, and returns
+	// the wall and CPU seconds per op.
+	measure := func(b *testing.B, op func() int) (float64, float64) {
 		b.ReportAllocs()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		cpu0 := threadCPU()
-		i, found := 0, 0
+		ops := 0
 		for b.Loop() {
-			found += walk(i % len(seeds))
-			i++
+			if n := op(); n != wantTotal {
+				b.Fatalf("an op reached %d edges, want %d", n, wantTotal)
+			}
+			ops++
 		}
 		cpu := threadCPU() - cpu0
-		b.ReportMetric(float64(found)/float64(i), "edges/op")
-		rate, cpuRate := float64(found)/b.Elapsed().Seconds(), 0.0
-		b.ReportMetric(rate, "edges/s")
+		found := float64(wantTotal) * float64(ops)
+		b.ReportMetric(float64(wantTotal), "edges/op")
+		b.ReportMetric(found/b.Elapsed().Seconds(), "edges/s")
+		wall, cpuOp := b.Elapsed().Seconds()/float64(ops), 0.0
 		if cpu > 0 {
-			cpuRate = float64(found) / cpu.Seconds()
-			b.ReportMetric(cpuRate, "cpu-edges/s")
+			b.ReportMetric(found/cpu.Seconds(), "cpu-edges/s")
+			cpuOp = cpu.Seconds() / float64(ops)
 		}
-		return rate, cpuRate
+		return wall, cpuOp
 	}
 
+	hops := 0 // hops of the served paths, kept so the paths are built
 	b.Run(name+"/engine=memor", func(b *testing.B) {
 		setup(b)
-		memorRate, memorCPURate = measure(b, func(i int) int {
+		memorOp, memorCPUOp = measure(b, func() int {
 			n := 0
-			err := g.Reach(ctx, names[i:i+1], depth, allow, func(x graph.Reached) bool {
-				if n < servedPaths {
-					_ = x.Path()
-				} else {
-					_ = x.Doc()
+			for i := range names {
+				k := 0
+				err := g.Reach(ctx, names[i:i+1], depth, allow, func(x graph.Reached) bool {
+					if k < servedPaths {
+						hops += len(x.Path().Hops)
+					} else {
+						_ = x.Doc()
+					}
+					k++
+					return true
+				})
+				if err != nil {
+					b.Fatal(err)
 				}
-				n++
-				return true
-			})
-			if err != nil {
-				b.Fatal(err)
+				n += k
 			}
 			return n
 		})
 	})
 	b.Run(name+"/engine=memor-all-paths", func(b *testing.B) {
 		setup(b)
-		measure(b, func(i int) int {
-			ps, err := g.BFSLimit(ctx, names[i:i+1], depth, 1<<30, allow)
-			if err != nil {
-				b.Fatal(err)
+		measure(b, func() int {
+			n := 0
+			for i := range names {
+				ps, err := g.BFSLimit(ctx, names[i:i+1], depth, 1<<30, allow)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(ps)
 			}
-			return len(ps)
+			return n
 		})
 	})
 	b.Run(name+"/engine=sqlite-cte", func(b *testing.B) {
+		setup(b) // the reference counts
 		db, err := sql.Open("sqlite", "file::memory:")
 		if err != nil {
 			b.Fatal(err)
@@ -267,16 +291,22 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 			return n
 		}
 		for i, s := range seeds {
-			if got := count(s); want[i] != 0 && got != want[i] {
+			if got := count(s); got != want[i] {
 				b.Fatalf("seed %d: sqlite reaches %d edges, memor %d", s, got, want[i])
 			}
 		}
-		rate, cpuRate := measure(b, func(i int) int { return count(seeds[i]) })
-		if memorRate > 0 && rate > 0 {
-			b.ReportMetric(memorRate/rate, "x-memor")
+		wall, cpuOp := measure(b, func() int {
+			n := 0
+			for _, s := range seeds {
+				n += count(s)
+			}
+			return n
+		})
+		if memorOp > 0 {
+			b.ReportMetric(wall/memorOp, "x-memor")
 		}
-		if memorCPURate > 0 && cpuRate > 0 {
-			b.ReportMetric(memorCPURate/cpuRate, "x-memor-cpu")
+		if memorCPUOp > 0 && cpuOp > 0 {
+			b.ReportMetric(cpuOp/memorCPUOp, "x-memor-cpu")
 		}
 	})
 }
