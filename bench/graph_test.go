@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/graph"
@@ -103,14 +104,20 @@ const servedPaths = 50
 //     of the first servedPaths edges (the results served).
 //   - engine=memor-all-paths: graph.BFSLimit with no limit, a path built
 //     for every reached edge.
-//   - engine=sqlite-cte: the count of the reached edges.
+//   - engine=paired: an op of engine=memor, then the CTE's count of the
+//     edges reached from each seed, timed apart, alternating op by op:
+//     both engines meet the same machine load, where engines run one
+//     after the other met whatever load each second brought (on this
+//     shared machine the walking thread's wall time swung 1–7× its CPU
+//     time between runs).
 //
-// Each reports edges/op, edges/s (reached edges per second of wall time;
-// the walk is single-threaded, so per core) and cpu-edges/s (per second
-// of the walking thread's CPU time, which a loaded machine disturbs
-// less); the CTE line reports x-memor and x-memor-cpu, its time per op
-// over memor's (engine=memor) in the same run, by wall and by CPU time.
-// The spread across -count runs: scripts/bench-spread.sh.
+// engine=memor and memor-all-paths report edges/op, edges/s (reached
+// edges per second of wall time; the walk is single-threaded, so per
+// core) and cpu-edges/s (per second of the walking thread's CPU time,
+// which a loaded machine disturbs less). engine=paired reports the same
+// for each engine (memor-…, cte-…) and x-memor and x-memor-cpu, the CTE's
+// time over memor's, by wall and by CPU time. The spread across -count
+// runs: scripts/bench-spread.sh.
 func BenchmarkTraverse(b *testing.B) {
 	cases := []traverseCase{
 		{name: "uniform", edges: 100_000, entities: 20_000, depth: 2, seeds: 64},
@@ -142,7 +149,6 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 	// Reference counts from memor, checked against SQLite below.
 	want := make([]int, len(seeds))
 	wantTotal := 0
-	var memorOp, memorCPUOp float64 // memor's wall and CPU seconds per op
 
 	var g *graph.Graph
 	allow := roaring.New()
@@ -178,9 +184,8 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 		names[i] = entityName(s)
 	}
 	// measure runs op, the walks from every seed (returning the edges they
-	// reach), checks each op reaches the reference's edges, and returns
-	// the wall and CPU seconds per op.
-	measure := func(b *testing.B, op func() int) (float64, float64) {
+	// reach), and checks each op reaches the reference's edges.
+	measure := func(b *testing.B, op func() int) {
 		b.ReportAllocs()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -196,37 +201,36 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 		found := float64(wantTotal) * float64(ops)
 		b.ReportMetric(float64(wantTotal), "edges/op")
 		b.ReportMetric(found/b.Elapsed().Seconds(), "edges/s")
-		wall, cpuOp := b.Elapsed().Seconds()/float64(ops), 0.0
 		if cpu > 0 {
 			b.ReportMetric(found/cpu.Seconds(), "cpu-edges/s")
-			cpuOp = cpu.Seconds() / float64(ops)
 		}
-		return wall, cpuOp
 	}
 
 	hops := 0 // hops of the served paths, kept so the paths are built
+	// memorOp is an op of engine=memor: Reach from each seed.
+	memorOp := func(b *testing.B) int {
+		n := 0
+		for i := range names {
+			k := 0
+			err := g.Reach(ctx, names[i:i+1], depth, allow, func(x graph.Reached) bool {
+				if k < servedPaths {
+					hops += len(x.Path().Hops)
+				} else {
+					_ = x.Doc()
+				}
+				k++
+				return true
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += k
+		}
+		return n
+	}
 	b.Run(name+"/engine=memor", func(b *testing.B) {
 		setup(b)
-		memorOp, memorCPUOp = measure(b, func() int {
-			n := 0
-			for i := range names {
-				k := 0
-				err := g.Reach(ctx, names[i:i+1], depth, allow, func(x graph.Reached) bool {
-					if k < servedPaths {
-						hops += len(x.Path().Hops)
-					} else {
-						_ = x.Doc()
-					}
-					k++
-					return true
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				n += k
-			}
-			return n
-		})
+		measure(b, func() int { return memorOp(b) })
 	})
 	b.Run(name+"/engine=memor-all-paths", func(b *testing.B) {
 		setup(b)
@@ -242,13 +246,14 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 			return n
 		})
 	})
-	b.Run(name+"/engine=sqlite-cte", func(b *testing.B) {
-		setup(b) // the reference counts
+	// openCTE loads the edges into an in-memory SQLite database and
+	// returns the CTE's count of the edges reached from a seed.
+	openCTE := func(b *testing.B) func(seed int) int {
 		db, err := sql.Open("sqlite", "file::memory:")
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer db.Close()
+		b.Cleanup(func() { db.Close() })
 		db.SetMaxOpenConns(1) // one connection: one in-memory database
 		for _, q := range []string{
 			`CREATE TABLE edges (doc INTEGER PRIMARY KEY, src INTEGER NOT NULL, dst INTEGER NOT NULL, label TEXT NOT NULL, superseded INTEGER NOT NULL)`,
@@ -282,7 +287,7 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer stmt.Close()
+		b.Cleanup(func() { stmt.Close() })
 		count := func(seed int) int {
 			var n int
 			if err := stmt.QueryRow(seed, depth).Scan(&n); err != nil {
@@ -295,18 +300,43 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 				b.Fatalf("seed %d: sqlite reaches %d edges, memor %d", s, got, want[i])
 			}
 		}
-		wall, cpuOp := measure(b, func() int {
+		return count
+	}
+	b.Run(name+"/engine=paired", func(b *testing.B) {
+		setup(b)
+		count := openCTE(b)
+		b.ReportAllocs()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var memorWall, memorCPU, cteWall, cteCPU time.Duration
+		ops := 0
+		for b.Loop() {
+			t0, c0 := time.Now(), threadCPU()
+			if n := memorOp(b); n != wantTotal {
+				b.Fatalf("memor reached %d edges, want %d", n, wantTotal)
+			}
+			t1, c1 := time.Now(), threadCPU()
 			n := 0
 			for _, s := range seeds {
 				n += count(s)
 			}
-			return n
-		})
-		if memorOp > 0 {
-			b.ReportMetric(wall/memorOp, "x-memor")
+			if n != wantTotal {
+				b.Fatalf("the CTE reached %d edges, want %d", n, wantTotal)
+			}
+			t2, c2 := time.Now(), threadCPU()
+			memorWall, memorCPU = memorWall+t1.Sub(t0), memorCPU+(c1-c0)
+			cteWall, cteCPU = cteWall+t2.Sub(t1), cteCPU+(c2-c1)
+			ops++
 		}
-		if memorCPUOp > 0 && cpuOp > 0 {
-			b.ReportMetric(cpuOp/memorCPUOp, "x-memor-cpu")
+		found := float64(wantTotal) * float64(ops)
+		b.ReportMetric(float64(wantTotal), "edges/op")
+		b.ReportMetric(found/memorWall.Seconds(), "memor-edges/s")
+		b.ReportMetric(found/cteWall.Seconds(), "cte-edges/s")
+		b.ReportMetric(float64(cteWall)/float64(memorWall), "x-memor")
+		if memorCPU > 0 && cteCPU > 0 {
+			b.ReportMetric(found/memorCPU.Seconds(), "memor-cpu-edges/s")
+			b.ReportMetric(found/cteCPU.Seconds(), "cte-cpu-edges/s")
+			b.ReportMetric(float64(cteCPU)/float64(memorCPU), "x-memor-cpu")
 		}
 	})
 }
