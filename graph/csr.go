@@ -21,7 +21,7 @@ import "github.com/kelindar/bitmap"
 // fields, costing a write O(edges/entities) amortised, and a graph built
 // by writes from empty O(1) (it doubles between rebuilds).
 type csr struct {
-	n    int      // entities covered: IDs ≥ n are dirty by definition
+	n   int      // entities covered: IDs ≥ n are dirty by definition
 	off []uint32 // len n+1
 	e   []csrEdge
 	// names are the entities' display names by ID (valid for clean IDs):
