@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/graph"
@@ -75,6 +76,9 @@ type traverseCase struct {
 	name                            string
 	edges, entities, hubs, hubEdges int
 	depth                           int
+	// seeds is the number of seed entities an op walks from, one walk
+	// each: fewer for the deep walks, whose CTE takes tens of ms a seed.
+	seeds int
 }
 
 // servedPaths is how many paths the memor engine builds per walk: the
@@ -88,27 +92,38 @@ const servedPaths = 50
 // entities with 10k edges each, 100k edges): memor's graph, loaded from a
 // store as the engine loads it (the CSR adjacency built once), against a
 // recursive CTE in SQLite over an edges table indexed on both ends. Both
-// return the same edges (the benchmark fails if their counts differ).
+// return the same edges (the benchmark fails if their counts differ for
+// any seed).
+//
+// An op is one walk from each of the case's seeds, the same seeds in the
+// same order for every engine, so that ns/op compares the same work: how
+// far a walk reaches varies several-fold between seeds, and an op of one
+// seed would weigh the seeds by how many ops each engine happened to run.
 //
 //   - engine=memor: graph.Reach, every reached edge's doc, and the paths
 //     of the first servedPaths edges (the results served).
 //   - engine=memor-all-paths: graph.BFSLimit with no limit, a path built
 //     for every reached edge.
-//   - engine=sqlite-cte: the count of the reached edges.
+//   - engine=paired: an op of engine=memor, then the CTE's count of the
+//     edges reached from each seed, timed apart, alternating op by op:
+//     both engines meet the same machine load, where engines run one
+//     after the other met whatever load each second brought (on this
+//     shared machine the walking thread's wall time swung 1–7× its CPU
+//     time between runs).
 //
-// Each reports edges/s (reached edges per second of wall time; the walk
-// is single-threaded, so per core) and cpu-edges/s (per second of the
-// walking thread's CPU time, which a loaded machine disturbs less); the
-// CTE line reports x-memor and x-memor-cpu, memor's edges/s and
-// cpu-edges/s over its own in the same run (per edge, so that runs of a
-// few slow CTE walks from seeds that reach more or fewer edges than
-// memor's average compare fairly).
+// engine=memor and memor-all-paths report edges/op, edges/s (reached
+// edges per second of wall time; the walk is single-threaded, so per
+// core) and cpu-edges/s (per second of the walking thread's CPU time,
+// which a loaded machine disturbs less). engine=paired reports the same
+// for each engine (memor-…, cte-…) and x-memor and x-memor-cpu, the CTE's
+// time over memor's, by wall and by CPU time. The spread across -count
+// runs: scripts/bench-spread.sh.
 func BenchmarkTraverse(b *testing.B) {
 	cases := []traverseCase{
-		{name: "uniform", edges: 100_000, entities: 20_000, depth: 2},
-		{name: "uniform", edges: 100_000, entities: 20_000, depth: 3},
-		{name: "uniform", edges: 100_000, entities: 20_000, depth: 4},
-		{name: "hubs", edges: 100_000, entities: 20_000, hubs: 5, hubEdges: 10_000, depth: 2},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 2, seeds: 64},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 3, seeds: 32},
+		{name: "uniform", edges: 100_000, entities: 20_000, depth: 4, seeds: 16},
+		{name: "hubs", edges: 100_000, entities: 20_000, hubs: 5, hubEdges: 10_000, depth: 2, seeds: 16},
 	}
 	if testing.Short() {
 		for i := range cases {
@@ -123,7 +138,7 @@ func BenchmarkTraverse(b *testing.B) {
 func benchTraverse(b *testing.B, tc traverseCase) {
 	data := traverseData(tc.edges, tc.entities, tc.hubs, tc.hubEdges)
 	r := rand.New(rand.NewPCG(7, 7))
-	seeds := make([]int, 64)
+	seeds := make([]int, tc.seeds)
 	for i := range seeds {
 		seeds[i] = r.IntN(tc.entities)
 	}
@@ -133,7 +148,7 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 
 	// Reference counts from memor, checked against SQLite below.
 	want := make([]int, len(seeds))
-	var memorRate, memorCPURate float64 // memor's edges/s and cpu-edges/s
+	wantTotal := 0
 
 	var g *graph.Graph
 	allow := roaring.New()
@@ -161,70 +176,84 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 				b.Fatal(err)
 			}
 			want[i] = len(ps)
+			wantTotal += len(ps)
 		}
 	}
 	names := make([]string, len(seeds))
 	for i, s := range seeds {
 		names[i] = entityName(s)
 	}
-	// measure runs walk(i), the walk from seeds[i], over the seeds in turn
-	// and returns its edges/s and cpu-edges/s.
-	measure := func(b *testing.B, walk func(i int) int) (float64, float64) {
+	// measure runs op, the walks from every seed (returning the edges they
+	// reach), and checks each op reaches the reference's edges.
+	measure := func(b *testing.B, op func() int) {
 		b.ReportAllocs()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		cpu0 := threadCPU()
-		i, found := 0, 0
+		ops := 0
 		for b.Loop() {
-			found += walk(i % len(seeds))
-			i++
+			if n := op(); n != wantTotal {
+				b.Fatalf("an op reached %d edges, want %d", n, wantTotal)
+			}
+			ops++
 		}
 		cpu := threadCPU() - cpu0
-		b.ReportMetric(float64(found)/float64(i), "edges/op")
-		rate, cpuRate := float64(found)/b.Elapsed().Seconds(), 0.0
-		b.ReportMetric(rate, "edges/s")
+		found := float64(wantTotal) * float64(ops)
+		b.ReportMetric(float64(wantTotal), "edges/op")
+		b.ReportMetric(found/b.Elapsed().Seconds(), "edges/s")
 		if cpu > 0 {
-			cpuRate = float64(found) / cpu.Seconds()
-			b.ReportMetric(cpuRate, "cpu-edges/s")
+			b.ReportMetric(found/cpu.Seconds(), "cpu-edges/s")
 		}
-		return rate, cpuRate
 	}
 
-	b.Run(name+"/engine=memor", func(b *testing.B) {
-		setup(b)
-		memorRate, memorCPURate = measure(b, func(i int) int {
-			n := 0
+	hops := 0 // hops of the served paths, kept so the paths are built
+	// memorOp is an op of engine=memor: Reach from each seed.
+	memorOp := func(b *testing.B) int {
+		n := 0
+		for i := range names {
+			k := 0
 			err := g.Reach(ctx, names[i:i+1], depth, allow, func(x graph.Reached) bool {
-				if n < servedPaths {
-					_ = x.Path()
+				if k < servedPaths {
+					hops += len(x.Path().Hops)
 				} else {
 					_ = x.Doc()
 				}
-				n++
+				k++
 				return true
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			return n
-		})
+			n += k
+		}
+		return n
+	}
+	b.Run(name+"/engine=memor", func(b *testing.B) {
+		setup(b)
+		measure(b, func() int { return memorOp(b) })
 	})
 	b.Run(name+"/engine=memor-all-paths", func(b *testing.B) {
 		setup(b)
-		measure(b, func(i int) int {
-			ps, err := g.BFSLimit(ctx, names[i:i+1], depth, 1<<30, allow)
-			if err != nil {
-				b.Fatal(err)
+		measure(b, func() int {
+			n := 0
+			for i := range names {
+				ps, err := g.BFSLimit(ctx, names[i:i+1], depth, 1<<30, allow)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += len(ps)
 			}
-			return len(ps)
+			return n
 		})
 	})
-	b.Run(name+"/engine=sqlite-cte", func(b *testing.B) {
+	// openCTE loads the edges into an in-memory SQLite database and
+	// returns the CTE's count of the edges reached from a seed.
+	openCTE := func(b *testing.B) func(seed int) int {
 		db, err := sql.Open("sqlite", "file::memory:")
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer db.Close()
+		b.Cleanup(func() { db.Close() })
 		db.SetMaxOpenConns(1) // one connection: one in-memory database
 		for _, q := range []string{
 			`CREATE TABLE edges (doc INTEGER PRIMARY KEY, src INTEGER NOT NULL, dst INTEGER NOT NULL, label TEXT NOT NULL, superseded INTEGER NOT NULL)`,
@@ -258,7 +287,7 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer stmt.Close()
+		b.Cleanup(func() { stmt.Close() })
 		count := func(seed int) int {
 			var n int
 			if err := stmt.QueryRow(seed, depth).Scan(&n); err != nil {
@@ -267,16 +296,47 @@ func benchTraverse(b *testing.B, tc traverseCase) {
 			return n
 		}
 		for i, s := range seeds {
-			if got := count(s); want[i] != 0 && got != want[i] {
+			if got := count(s); got != want[i] {
 				b.Fatalf("seed %d: sqlite reaches %d edges, memor %d", s, got, want[i])
 			}
 		}
-		rate, cpuRate := measure(b, func(i int) int { return count(seeds[i]) })
-		if memorRate > 0 && rate > 0 {
-			b.ReportMetric(memorRate/rate, "x-memor")
+		return count
+	}
+	b.Run(name+"/engine=paired", func(b *testing.B) {
+		setup(b)
+		count := openCTE(b)
+		b.ReportAllocs()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var memorWall, memorCPU, cteWall, cteCPU time.Duration
+		ops := 0
+		for b.Loop() {
+			t0, c0 := time.Now(), threadCPU()
+			if n := memorOp(b); n != wantTotal {
+				b.Fatalf("memor reached %d edges, want %d", n, wantTotal)
+			}
+			t1, c1 := time.Now(), threadCPU()
+			n := 0
+			for _, s := range seeds {
+				n += count(s)
+			}
+			if n != wantTotal {
+				b.Fatalf("the CTE reached %d edges, want %d", n, wantTotal)
+			}
+			t2, c2 := time.Now(), threadCPU()
+			memorWall, memorCPU = memorWall+t1.Sub(t0), memorCPU+(c1-c0)
+			cteWall, cteCPU = cteWall+t2.Sub(t1), cteCPU+(c2-c1)
+			ops++
 		}
-		if memorCPURate > 0 && cpuRate > 0 {
-			b.ReportMetric(memorCPURate/cpuRate, "x-memor-cpu")
+		found := float64(wantTotal) * float64(ops)
+		b.ReportMetric(float64(wantTotal), "edges/op")
+		b.ReportMetric(found/memorWall.Seconds(), "memor-edges/s")
+		b.ReportMetric(found/cteWall.Seconds(), "cte-edges/s")
+		b.ReportMetric(float64(cteWall)/float64(memorWall), "x-memor")
+		if memorCPU > 0 && cteCPU > 0 {
+			b.ReportMetric(found/memorCPU.Seconds(), "memor-cpu-edges/s")
+			b.ReportMetric(found/cteCPU.Seconds(), "cte-cpu-edges/s")
+			b.ReportMetric(float64(cteCPU)/float64(memorCPU), "x-memor-cpu")
 		}
 	})
 }

@@ -53,7 +53,10 @@ import (
 // hardly widens it. BenchmarkIVFSearch (ivf_test.go) is the peer that
 // reaches 0.95. dists/query counts coder's distance computations per
 // query (its graph is built with a counting wrapper of its distance; the
-// re-ranking of its ef results is counted too).
+// re-ranking of its ef results is counted too), and memor's: every
+// distance its search computes (hnsw.SearchWithStats), the int8 code
+// distances of the walk and the float32 re-scores of its beam, the latter
+// also alone as exact-dists/query.
 
 const (
 	benchDim     = 384
@@ -285,11 +288,18 @@ var coderEfs = []int{512, 1024}
 func BenchmarkHNSWSearch(b *testing.B) {
 	n := hnswN(b)
 	ctx := context.Background()
-	memorSearch := func(ix *hnsw.Index) func(q []float32) []uint32 {
+	// memorSearch searches ix; dists, if not nil, counts its distance
+	// computations (code distances of the walk and float32 re-scores, see
+	// hnsw.SearchStats) and exacts the float32 ones alone.
+	memorSearch := func(ix *hnsw.Index, dists, exacts *atomic.Int64) func(q []float32) []uint32 {
 		return func(q []float32) []uint32 {
-			hits, err := ix.Search(ctx, q, benchK, nil)
+			hits, st, err := ix.SearchWithStats(ctx, q, benchK, nil)
 			if err != nil {
 				b.Fatal(err)
+			}
+			if dists != nil {
+				dists.Add(int64(st.Dists + st.Exact))
+				exacts.Add(int64(st.Exact))
 			}
 			ids := make([]uint32, len(hits))
 			for i, h := range hits {
@@ -336,14 +346,17 @@ func BenchmarkHNSWSearch(b *testing.B) {
 	}
 	b.Run(fmt.Sprintf("n=%d/engine=exact", n), func(b *testing.B) {
 		d, x := indexes(b, n)
-		run(b, d, memorSearch(x.exact), nil)
+		run(b, d, memorSearch(x.exact, nil, nil), nil)
 	})
 	for _, ef := range append(searchEfs, coderEfs...) {
 		if !slices.Contains(coderEfs, ef) {
 			b.Run(fmt.Sprintf("n=%d/engine=memor/ef=%d", n, ef), func(b *testing.B) {
 				d, x := indexes(b, n)
 				x.memor.SetEfSearch(ef)
-				run(b, d, memorSearch(x.memor), nil)
+				var dists, exacts atomic.Int64
+				run(b, d, memorSearch(x.memor, &dists, &exacts), &dists)
+				// b.N searches in the timed loop, the recall pass's before.
+				b.ReportMetric(float64(exacts.Load())/float64(b.N+len(d.queries)), "exact-dists/query")
 			})
 		}
 		b.Run(fmt.Sprintf("n=%d/engine=coder-hnsw/ef=%d", n, ef), func(b *testing.B) {

@@ -94,6 +94,9 @@ type searcher struct {
 	// marked dirty by back links.
 	found [][]cand
 	dirty []uint64
+	// stats counts the current search's distance computations (an
+	// insert's search counts too, unread).
+	stats SearchStats
 }
 
 func (sc *searcher) reset(n int) {
@@ -166,11 +169,14 @@ func (ix *Index) unvisited(sc *searcher, s uint32, l int) {
 	}
 }
 
-// greedy walks layer l from ep to a local minimum (ef = 1).
-func (ix *Index) greedy(q qvec, ep cand, l int) cand {
+// greedy walks layer l from ep to a local minimum (ef = 1), counting its
+// distances in st.
+func (ix *Index) greedy(st *SearchStats, q qvec, ep cand, l int) cand {
 	for changed := true; changed; {
 		changed = false
-		for _, nb := range ix.links(ep.s, l) {
+		links := ix.links(ep.s, l)
+		st.Dists += len(links)
+		for _, nb := range links {
 			if d := ix.dist(q, nb); d < ep.d {
 				ep, changed = cand{d, nb}, true
 			}
@@ -211,6 +217,7 @@ func (ix *Index) searchLayer(ctx context.Context, sc *searcher, q qvec, eps []ca
 			}
 		}
 		ix.unvisited(sc, c.s, l)
+		sc.stats.Dists += len(sc.batch)
 		for _, nb := range sc.batch {
 			d := ix.dist(q, nb)
 			if len(sc.res) < ef || d < -sc.res[0].d {
@@ -288,7 +295,7 @@ func (ix *Index) descend(sc *searcher, v qvec, level int, found func(l int)) {
 	e := uint32(ix.entry)
 	ep := cand{ix.dist(v, e), e}
 	for l := ix.top; l > level; l-- {
-		ep = ix.greedy(v, ep, l)
+		ep = ix.greedy(&sc.stats, v, ep, l)
 	}
 	sc.eps = append(sc.eps[:0], ep)
 	for l := min(level, ix.top); l >= 0; l-- {
@@ -544,8 +551,9 @@ func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, 
 	qq := qvec{sc.qc, quantize(sc.qc, q)}
 	e := uint32(ix.entry)
 	ep := cand{ix.dist(qq, e), e}
+	sc.stats.Dists++
 	for l := ix.top; l > 0; l-- {
-		ep = ix.greedy(qq, ep, l)
+		ep = ix.greedy(&sc.stats, qq, ep, l)
 	}
 	sc.eps = append(sc.eps[:0], ep)
 	if err := ix.searchLayer(ctx, sc, qq, sc.eps, ef, 0, allow); err != nil {
@@ -557,6 +565,7 @@ func (ix *Index) graphSearch(ctx context.Context, sc *searcher, q []float32, k, 
 		sc.out[i].d = ix.exactDist(q, c.s)
 	}
 	sc.out = ix.searchPending(q, sc.out, allow)
+	sc.stats.Exact += len(sc.out) // the beam and the pending vectors
 	slices.SortFunc(sc.out, byDist)
 	return ix.hits(sc.out, k), nil
 }
@@ -569,7 +578,10 @@ func (ix *Index) exact(ctx context.Context, sc *searcher, q []float32, k int, al
 		return ix.scan8(ctx, sc, q, k, allow)
 	}
 	sc.res = sc.res[:0]
-	err := ix.eachSlot(ctx, allow, func(s uint32) { sc.consider(k, s, ix.exactDist(q, s)) })
+	err := ix.eachSlot(ctx, allow, func(s uint32) {
+		sc.stats.Exact++
+		sc.consider(k, s, ix.exactDist(q, s))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -613,6 +625,7 @@ func (ix *Index) scan8(ctx context.Context, sc *searcher, q []float32, k int, al
 	ups := sc.tmp[:0]        // (upper bound, slot) of vectors still in the running
 	theta := float32(math.Inf(-1))
 	err := ix.eachSlot(ctx, allow, func(s uint32) {
+		sc.stats.Dists++
 		qe := ix.qerr[s]
 		a := float32(dot8(sc.qc, ix.code(s))) * (qs * ix.scales[s])
 		b := qhat*qe.err + qb.err*qe.norm + scanSlack*qhat*qe.norm
@@ -638,6 +651,7 @@ func (ix *Index) scan8(ctx context.Context, sc *searcher, q []float32, k int, al
 	sc.res = lows[:0]
 	for _, c := range ups {
 		if c.d >= theta {
+			sc.stats.Exact++
 			sc.consider(k, c.s, ix.exactDist(q, c.s))
 		}
 	}

@@ -600,34 +600,68 @@ func (ix *Index) Delete(w kv.Writer, id uint32) error {
 // graph walk (never after it), and when the allowed set is small enough an
 // exact scan of it is cheaper and is used instead. allow is only read.
 func (ix *Index) Search(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
+	hits, _, err := ix.SearchWithStats(ctx, q, k, allow)
+	return hits, err
+}
+
+// SearchStats is the work of one search.
+type SearchStats struct {
+	// Dists is the number of distances computed between the query and the
+	// vectors' int8 codes: on every layer of the graph walk (the entry
+	// point, the greedy descent, the beam's neighbours not visited
+	// before), or one per allowed vector in an exact scan.
+	Dists int
+	// Exact is the number of float32 distances computed: the beam's
+	// re-scoring and the vectors not yet linked, or the scan's vectors
+	// whose code distance could not rule them out.
+	Exact int
+}
+
+// SearchWithStats is Search, also returning the distance computations the
+// search made. The counts are kept in the search's own scratch space (an
+// add per expanded node), so Search pays nothing for them.
+func (ix *Index) SearchWithStats(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, SearchStats, error) {
+	hits, sc, err := ix.search(ctx, q, k, allow)
+	if sc == nil {
+		return hits, SearchStats{}, err
+	}
+	st := sc.stats
+	ix.pool.Put(sc)
+	return hits, st, err
+}
+
+// search runs Search, returning its scratch space (nil if the search did
+// not get that far) for the caller to read the stats from and put back in
+// the pool.
+func (ix *Index) search(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, *searcher, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	scale, err := ix.scaleOf(q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if k <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	sc, _ := ix.pool.Get().(*searcher)
 	if sc == nil {
 		sc = &searcher{}
 	}
-	defer ix.pool.Put(sc)
+	sc.stats = SearchStats{}
 	sc.q = slices.Grow(sc.q[:0], len(q))[:len(q)]
 	put(sc.q, q, scale)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := len(ix.slotOf)
 	if n == 0 {
-		return nil, nil
+		return nil, sc, nil
 	}
 	allowed := n
 	if allow != nil {
 		allowed = int(min(allow.GetCardinality(), uint64(n)))
 		if allowed == 0 {
-			return nil, nil
+			return nil, sc, nil
 		}
 	}
 	ef := max(ix.o.EfSearch, k)
@@ -639,10 +673,12 @@ func (ix *Index) Search(ctx context.Context, q []float32, k int, allow *roaring.
 		ef = int(float64(ef) * min(2, 1+0.1/sel))
 	}
 	if ix.useExact(allowed, n, ef) {
-		return ix.exact(ctx, sc, sc.q, k, allow)
+		hits, err := ix.exact(ctx, sc, sc.q, k, allow)
+		return hits, sc, err
 	}
 	sc.reset(len(ix.ids))
-	return ix.graphSearch(ctx, sc, sc.q, k, ef, allow)
+	hits, err := ix.graphSearch(ctx, sc, sc.q, k, ef, allow)
+	return hits, sc, err
 }
 
 // useExact decides between an exact scan of the allowed set and the graph.
