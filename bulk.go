@@ -610,19 +610,9 @@ func (x *bulkIndex) start(l *bulkLoad, all []string) error {
 		}
 		return nil
 	}
-	var vs [][]float32
-	var err error
-	if into, ok := s.emb.(embed.IntoEmbedder); ok && into.Dim() > 0 && len(texts)*into.Dim() <= maxPooledVectors {
-		vs = x.buf.slices(len(texts), into.Dim())
-		err = into.EmbedInto(l.ctx, texts, vs)
-	} else {
-		vs, err = s.emb.Embed(l.ctx, texts)
-	}
+	vs, err := s.embedTexts(l.ctx, texts, x.buf.slices)
 	if err != nil {
-		return fmt.Errorf("memor: embed: %w", err)
-	}
-	if len(vs) != len(texts) {
-		return fmt.Errorf("memor: embed: %d vectors for %d texts", len(vs), len(texts))
+		return err
 	}
 	x.vectors = make(map[string][]float32, len(texts))
 	for i, text := range texts {

@@ -3,16 +3,15 @@ package memor_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/enginetest"
 )
 
 // memLog is an EpisodeLog in memory, shared by the engines of a test as a
@@ -68,63 +67,6 @@ func (l *memLog) count(user string) int {
 	return len(l.eps[user])
 }
 
-// sameMemory fails t unless a and b hold the same memory of user: State,
-// AsOf at every valid and known instant either mentions (and between),
-// History of every slot, the episodes.
-func sameMemory(t *testing.T, a, b *memor.Engine, user string) {
-	t.Helper()
-	ctx := context.Background()
-	js := func(v any, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
-	if x, y := js(a.State(ctx, user)), js(b.State(ctx, user)); x != y {
-		t.Fatalf("State of %s differs:\n%s\n%s", user, x, y)
-	}
-	if x, y := js(a.Episodes(ctx, user)), js(b.Episodes(ctx, user)); x != y {
-		t.Fatalf("Episodes of %s differ:\n%s\n%s", user, x, y)
-	}
-	vs, err := a.Versions(ctx, user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	instants := map[time.Time]bool{}
-	slots := map[[2]string]bool{}
-	for _, f := range vs {
-		for _, at := range []time.Time{f.ValidFrom, f.ValidTo, f.RecordedAt, f.ExpiredAt} {
-			if !at.IsZero() {
-				instants[at] = true
-				instants[at.Add(-time.Nanosecond)] = true
-			}
-		}
-		slots[[2]string{f.Subject, f.Predicate}] = true
-	}
-	for v := range instants {
-		for k := range instants {
-			if x, y := js(a.AsOf(ctx, user, v, k)), js(b.AsOf(ctx, user, v, k)); x != y {
-				t.Fatalf("AsOf(%v, %v) of %s differs:\n%s\n%s", v, k, user, x, y)
-			}
-		}
-	}
-	for s := range slots {
-		if x, y := js(a.History(ctx, user, s[0], s[1])), js(b.History(ctx, user, s[0], s[1])); x != y {
-			t.Fatalf("History(%v) of %s differs:\n%s\n%s", s, user, x, y)
-		}
-	}
-	for _, e := range []*memor.Engine{a, b} {
-		if err := e.Check(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestEpisodeLogAppendsEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	l := newMemLog()
@@ -160,7 +102,7 @@ func TestEpisodeLogAppendsEveryWrite(t *testing.T) {
 	if err := f.Flush(ctx, "u"); err != nil {
 		t.Fatal(err)
 	}
-	sameMemory(t, e, f, "u")
+	enginetest.SameMemory(t, e, f, "u")
 	if n, err := f.CatchUp(ctx, "u"); err != nil || n != 0 {
 		t.Fatalf("second CatchUp = %d, %v; want 0", n, err)
 	}
@@ -181,7 +123,7 @@ func TestEpisodeLogAppendsEveryWrite(t *testing.T) {
 	if err := e.Flush(ctx, "u"); err != nil {
 		t.Fatal(err)
 	}
-	sameMemory(t, e, f, "u")
+	enginetest.SameMemory(t, e, f, "u")
 }
 
 func TestEpisodeLogFailureStoresNothing(t *testing.T) {
@@ -286,7 +228,7 @@ func TestEpisodeLogBulkLoad(t *testing.T) {
 	if err := f.Flush(ctx, "u"); err != nil {
 		t.Fatal(err)
 	}
-	sameMemory(t, e, f, "u")
+	enginetest.SameMemory(t, e, f, "u")
 }
 
 func mustStats(t *testing.T, e *memor.Engine) memor.Stats {

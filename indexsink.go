@@ -140,22 +140,14 @@ func (w *indexWrite) prefetch(all []string) error {
 	if len(texts) < 2 {
 		return nil
 	}
-	var vs [][]float32
-	var err error
-	if into, ok := s.emb.(embed.IntoEmbedder); ok && into.Dim() > 0 && len(texts)*into.Dim() <= maxPooledVectors {
-		// A local embedder writes into a buffer this write returns when
-		// it ends (the indexes copy what they keep).
+	// A local embedder writes into a buffer this write returns when it
+	// ends (the indexes copy what they keep).
+	vs, err := s.embedTexts(w.ctx, texts, func(n, dim int) [][]float32 {
 		w.vecBuf = vectorPool.Get().(*vectorBuf)
-		vs = w.vecBuf.slices(len(texts), into.Dim())
-		err = into.EmbedInto(w.ctx, texts, vs)
-	} else {
-		vs, err = s.emb.Embed(w.ctx, texts)
-	}
+		return w.vecBuf.slices(n, dim)
+	})
 	if err != nil {
-		return fmt.Errorf("memor: embed: %w", err)
-	}
-	if len(vs) != len(texts) {
-		return fmt.Errorf("memor: embed: %d vectors for %d texts", len(vs), len(texts))
+		return err
 	}
 	if w.vectors == nil {
 		w.vectors = make(map[string][]float32, len(texts))
@@ -289,4 +281,26 @@ func (w *indexWrite) putEpisode(ep *Episode, doc uint32, text string, d *episode
 	ui.noteSpeaker(ep)
 	ui.mu.Unlock()
 	return nil
+}
+
+// embedTexts embeds texts in one call. An embedder that writes into memory
+// it is given (embed.IntoEmbedder) gets slices from pooled(len(texts),
+// dim) when they fit a pooled buffer; any other embeds into its own. One
+// vector must come back per text.
+func (s *indexSet) embedTexts(ctx context.Context, texts []string, pooled func(n, dim int) [][]float32) ([][]float32, error) {
+	var vs [][]float32
+	var err error
+	if into, ok := s.emb.(embed.IntoEmbedder); ok && into.Dim() > 0 && len(texts)*into.Dim() <= maxPooledVectors {
+		vs = pooled(len(texts), into.Dim())
+		err = into.EmbedInto(ctx, texts, vs)
+	} else {
+		vs, err = s.emb.Embed(ctx, texts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memor: embed: %w", err)
+	}
+	if len(vs) != len(texts) {
+		return nil, fmt.Errorf("memor: embed: %d vectors for %d texts", len(vs), len(texts))
+	}
+	return vs, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/internal/natstest"
 	"github.com/memor-db/memor/cluster/jslog"
+	"github.com/memor-db/memor/internal/enginetest"
 )
 
 var long = flag.Bool("cluster.long", false, "run the long cluster scenario")
@@ -252,7 +252,7 @@ func TestClusterFailover(t *testing.T) {
 		if _, err := ref.Import(ctx, &buf); err != nil {
 			t.Fatal(err)
 		}
-		sameMemory(t, tn.e, ref, u)
+		enginetest.SameMemory(t, tn.e, ref, u)
 	}
 }
 
@@ -263,44 +263,6 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func sameMemory(t *testing.T, a, b *memor.Engine, user string) {
-	t.Helper()
-	ctx := context.Background()
-	js := func(v any, err error) string {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := json.Marshal(v)
-		return string(out)
-	}
-	if x, y := js(a.State(ctx, user)), js(b.State(ctx, user)); x != y {
-		t.Fatalf("State of %s differs:\n%s\n%s", user, x, y)
-	}
-	vs, err := a.Versions(ctx, user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range vs {
-		for _, at := range []time.Time{f.ValidFrom, f.RecordedAt, f.ExpiredAt} {
-			if at.IsZero() {
-				continue
-			}
-			if x, y := js(a.AsOf(ctx, user, at, at)), js(b.AsOf(ctx, user, at, at)); x != y {
-				t.Fatalf("AsOf(%v) of %s differs:\n%s\n%s", at, user, x, y)
-			}
-		}
-		if x, y := js(a.History(ctx, user, f.Subject, f.Predicate)), js(b.History(ctx, user, f.Subject, f.Predicate)); x != y {
-			t.Fatalf("History of %s differs:\n%s\n%s", user, x, y)
-		}
-	}
-	for _, e := range []*memor.Engine{a, b} {
-		if err := e.Check(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // TestTwoOwnersSecondWriterStopped: a node whose lease expired while it
