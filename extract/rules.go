@@ -356,6 +356,12 @@ func isBoundary(t tok) bool {
 func (st *state) clauses(toks []tok) [][]tok {
 	var out [][]tok
 	start := 0
+	// runEnd and lead memoise two forward scans that would otherwise be
+	// repeated for every k, quadratic in a long run of boundaries (a
+	// document of punctuation or broken bytes): toks[k+1:runEnd] are
+	// boundaries for any k < runEnd already scanned, and lead is the first
+	// token at or after leadFrom that is neither a boundary nor a filler.
+	runEnd, lead, leadFrom := 0, 0, -1
 	for k := 0; k < len(toks); k++ {
 		if toks[k].w == "considering" && k > start && k+1 < len(toks) && (toks[k+1].w == "i" || toks[k+1].w == "we") {
 			// "…, considering I'm 35": a reason, stated as a clause
@@ -366,17 +372,21 @@ func (st *state) clauses(toks []tok) [][]tok {
 		if !isBoundary(toks[k]) || k == start {
 			continue
 		}
-		j := k + 1
+		j := max(k+1, runEnd)
 		for j < len(toks) && isBoundary(toks[j]) {
 			j++
 		}
+		runEnd = j
 		if toks[k].w == "and" && j < len(toks) && isNameTok(toks[k-1]) && isNameTok(toks[j]) {
 			continue // "Tom and Ann"
 		}
-		s := start
-		for s < k && (isBoundary(toks[s]) || fillers[toks[s].w]) {
-			s++
+		if leadFrom < 0 || start > lead || start < leadFrom {
+			lead, leadFrom = start, start
+			for lead < len(toks) && (isBoundary(toks[lead]) || fillers[toks[lead].w]) {
+				lead++
+			}
 		}
+		s := min(lead, k)
 		if _, n := st.contextAt(toks, s); n > 0 && s+n > k {
 			continue // "At work, I use …": the phrase belongs to its clause
 		}
