@@ -582,14 +582,7 @@ func (x *bulkIndex) start(l *bulkLoad, all []string) error {
 	x.bmPrefix, x.tmpPrefix = kv.UserKey(l.user, kv.SubBM25), kv.UserKey(l.user, kv.SubTemporal)
 	x.vec = hnsw.NewWriter(s.emb.Dim(), kv.UserKey(l.user, kv.SubVector), s.hnswO)
 	x.g = graph.NewWriter(kv.UserKey(l.user, kv.SubGraph))
-	var texts []string
-	seen := make(map[string]bool, len(all))
-	for _, text := range all {
-		if !seen[text] {
-			seen[text] = true
-			texts = append(texts, text)
-		}
-	}
+	texts := distinctTexts(all)
 	if len(texts) < 2 {
 		return nil // embedded when indexed
 	}

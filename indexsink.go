@@ -129,14 +129,7 @@ func (w *indexWrite) close() {
 // fact.
 func (w *indexWrite) prefetch(all []string) error {
 	s := w.s
-	var texts []string
-	seen := make(map[string]bool, len(all))
-	for _, text := range all {
-		if !seen[text] {
-			seen[text] = true
-			texts = append(texts, text)
-		}
-	}
+	texts := distinctTexts(all)
 	if len(texts) < 2 {
 		return nil
 	}
@@ -303,4 +296,18 @@ func (s *indexSet) embedTexts(ctx context.Context, texts []string, pooled func(n
 		return nil, fmt.Errorf("memor: embed: %d vectors for %d texts", len(vs), len(texts))
 	}
 	return vs, nil
+}
+
+// distinctTexts returns all without repeats, in first-seen order: the
+// texts of a write to embed, each once.
+func distinctTexts(all []string) []string {
+	var texts []string
+	seen := make(map[string]bool, len(all))
+	for _, text := range all {
+		if !seen[text] {
+			seen[text] = true
+			texts = append(texts, text)
+		}
+	}
+	return texts
 }
