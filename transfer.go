@@ -33,9 +33,18 @@ import (
 //     kind, at (valid time: when it was said), recorded_at (transaction
 //     time: when memor learned it), text, speaker, ops (structured
 //     episodes), correct (corrections).
+//  3. An end line: {"memor_export_end": {"users": …, "episodes": …}}, the
+//     counts of what the lines before it hold. Export writes it only once
+//     everything else is written, so an export that failed midway (a
+//     damaged log, a full disk) or a file cut short (a copy interrupted,
+//     a process killed) has none, and Import refuses it whole
+//     (ErrTruncatedImport) rather than restoring part of a user's history
+//     as if it were all of it.
 //
 // A file without a header (what memor wrote before the format had a
-// version) is read as version 0: the same episode lines.
+// version) is read as version 0, and format 1 (before the end line) as
+// it was written: the same episode lines, with no end line to check, so
+// Import warns that it cannot tell such a file whole from cut short.
 //
 // # Import
 //
@@ -66,7 +75,7 @@ import (
 
 // ExportFormat is the version of the export format Export writes and the
 // newest Import reads.
-const ExportFormat = 1
+const ExportFormat = 2
 
 var (
 	// ErrInvalidImport: an import's input is not an export memor reads
@@ -78,6 +87,12 @@ var (
 	// before what the user already has stored, or a different episode at
 	// an instant the user's log already holds (see Import).
 	ErrHistoryConflict = errors.New("memor: import conflicts with the stored history")
+	// ErrTruncatedImport: an import's input of format 2 or later has no
+	// end line, or one whose counts are not what the file holds: the
+	// export failed midway or the file was cut short. Nothing is
+	// imported. The error is an *ImportError that also matches
+	// ErrInvalidImport.
+	ErrTruncatedImport = errors.New("memor: import input is truncated")
 )
 
 // ImportError is the failure of an import on one line of its input.
@@ -104,6 +119,12 @@ type ExportHeader struct {
 	Format    int          `json:"memor_export"`
 	Extractor string       `json:"extractor"`
 	Embedder  EmbedderInfo `json:"embedder"`
+}
+
+// ExportEnd is an export's last line (format 2 on): the counts of what the
+// file holds, written after everything else.
+type ExportEnd struct {
+	End ExportSummary `json:"memor_export_end"`
 }
 
 // EmbedderInfo names an embedder in an export's header.
@@ -176,7 +197,9 @@ type ImportProgress struct {
 
 // Export writes the episode logs of users (every user if none is given)
 // to w in the export format (see ExportFormat): a header line, then each
-// user's episodes in log order, each user's read from one snapshot.
+// user's episodes in log order, each user's read from one snapshot, then
+// the end line. On an error it returns with what it wrote so far and no
+// end line, which Import refuses.
 func (e *Engine) Export(ctx context.Context, w io.Writer, users ...string) (ExportSummary, error) {
 	var sum ExportSummary
 	if len(users) == 0 {
@@ -206,6 +229,9 @@ func (e *Engine) Export(ctx context.Context, w io.Writer, users ...string) (Expo
 		}
 		sum.Episodes += n
 		sum.Users += min(1, n)
+	}
+	if err := enc.Encode(ExportEnd{End: sum}); err != nil {
+		return sum, err
 	}
 	return sum, bw.Flush()
 }
@@ -310,6 +336,14 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 	var read int64
 	first := true
 	blank := 0
+	// What the lines hold, for the end line to be checked against: episode
+	// lines and the distinct users they name (before ImportAs).
+	var (
+		count ExportSummary
+		named = map[string]bool{}
+		ended int // the end line's line number, once read
+		last  int // the last line read that is not blank
+	)
 	for line := 1; ; line++ {
 		if err := ctx.Err(); err != nil {
 			return sum, nil, nil, err
@@ -325,6 +359,7 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
+		last = line
 		if first {
 			first = false
 			h, ok, err := parseHeader(b, line)
@@ -337,9 +372,32 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 				continue
 			}
 		}
+		if ended > 0 {
+			return sum, nil, nil, &ImportError{Line: line,
+				Err: fmt.Errorf("%w: a line after the end line (line %d)", ErrInvalidImport, ended)}
+		}
+		if end, ok, err := parseEnd(b, line, sum.Format); err != nil {
+			return sum, nil, nil, err
+		} else if ok {
+			if end.End != count {
+				return sum, nil, nil, &ImportError{Line: line, Field: "memor_export_end",
+					Err: fmt.Errorf("%w: the end line counts %d episode(s) of %d user(s), the file holds %d of %d",
+						errTruncated, end.End.Episodes, end.End.Users, count.Episodes, count.Users)}
+			}
+			ended = line
+			if cfg.progress != nil {
+				cfg.progress(ImportProgress{Stage: "read", Done: line, Bytes: read})
+			}
+			continue
+		}
 		ep, err := e.parseEpisode(b, line, sum.Format)
 		if err != nil {
 			return sum, nil, nil, err
+		}
+		count.Episodes++
+		if !named[ep.User] {
+			named[ep.User] = true
+			count.Users++
 		}
 		if ep.Kind == EpisodeText && strings.TrimSpace(ep.Text) == "" {
 			blank++ // an older store accepted blank episodes; Add refuses them
@@ -372,11 +430,48 @@ func (e *Engine) readImport(ctx context.Context, r io.Reader, cfg *importConfig)
 			cfg.progress(ImportProgress{Stage: "read", Done: line, Bytes: read})
 		}
 	}
+	switch {
+	case sum.Format >= 2 && ended == 0:
+		return sum, nil, nil, &ImportError{Line: last + 1, Field: "memor_export_end",
+			Err: fmt.Errorf("%w: the file ends without its end line, after %d episode(s)", errTruncated, count.Episodes)}
+	case sum.Format < 2:
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf(
+			"format %d has no end line: a file cut short cannot be told from a whole one", sum.Format))
+	}
 	if blank > 0 {
 		sum.Skipped += blank
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("skipped %d blank text episode(s), which this memor refuses", blank))
 	}
 	return sum, byUser, order, nil
+}
+
+// errTruncated matches both ErrTruncatedImport and ErrInvalidImport: a
+// truncated file is also one memor does not import.
+var errTruncated = fmt.Errorf("%w (%w)", ErrTruncatedImport, ErrInvalidImport)
+
+// parseEnd reports whether line b is an export's end line, and parses it.
+// Before format 2 no line is: an episode line cannot hold the key
+// unescaped except as its own key, which the episode parser refuses.
+func parseEnd(b []byte, line, format int) (ExportEnd, bool, error) {
+	var end ExportEnd
+	if format < 2 || !bytes.Contains(b, []byte(`"memor_export_end"`)) {
+		return end, false, nil
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) != nil {
+		return end, false, nil
+	}
+	if _, ok := probe["memor_export_end"]; !ok {
+		return end, false, nil
+	}
+	if len(probe) != 1 {
+		return end, true, &ImportError{Line: line, Field: "memor_export_end",
+			Err: fmt.Errorf("%w: the end line holds other fields", ErrInvalidImport)}
+	}
+	if err := json.Unmarshal(b, &end); err != nil {
+		return end, true, lineError(line, err)
+	}
+	return end, true, nil
 }
 
 // parseHeader reports whether line b is an export header, and parses it.

@@ -56,6 +56,10 @@ func FuzzImport(f *testing.F) {
 	f.Add(`{"user":"u","seq":1,"kind":"facts","at":"2026-01-01T00:00:00Z","recorded_at":"2026-01-02T00:00:00Z","text":"x","ops":[{"kind":"assert","subject":"user","predicate":"lives_in","object":"Oslo","quote":""}]}`)
 	f.Add(`{"user":"u","seq":1,"kind":"correct","at":"2026-01-01T00:00:00Z","recorded_at":"2026-01-02T00:00:00Z","text":"x","correct":{"fact_id":"zz","claims":["00"]}}`)
 	f.Add(`{"memor_export":1}` + "\n" + `[1,2]`)
+	f.Add(`{"memor_export":2,"extractor":"x","embedder":{"name":"y","dim":1}}
+{"user":"u","seq":1,"kind":"text","at":"2026-01-01T00:00:00Z","recorded_at":"2026-01-02T00:00:00Z","text":"I live in Oslo."}
+{"memor_export_end":{"users":1,"episodes":1}}
+`)
 	f.Add("\n\n{\"seq\":-1}")
 	f.Fuzz(func(t *testing.T, in string) {
 		ctx := context.Background()

@@ -161,7 +161,7 @@ func TestExportImportKeepsBothClocks(t *testing.T) {
 		t.Fatalf("export summary %+v, want 2 users and 9 episodes", sum)
 	}
 	header, _, _ := strings.Cut(file.String(), "\n")
-	if !strings.Contains(header, `"memor_export":1`) || !strings.Contains(header, `"extractor":`) ||
+	if !strings.Contains(header, `"memor_export":2`) || !strings.Contains(header, `"extractor":`) ||
 		!strings.Contains(header, `"embedder":`) {
 		t.Errorf("header %s: want format version, extractor and embedder", header)
 	}
@@ -176,8 +176,8 @@ func TestExportImportKeepsBothClocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if isum.Format != 1 || isum.Users != 2 || isum.Episodes != 9 || isum.Skipped != 0 || len(isum.Warnings) != 0 {
-		t.Errorf("import summary %+v, want format 1, 2 users, 9 episodes, nothing skipped, no warning", isum)
+	if isum.Format != 2 || isum.Users != 2 || isum.Episodes != 9 || isum.Skipped != 0 || len(isum.Warnings) != 0 {
+		t.Errorf("import summary %+v, want format 2, 2 users, 9 episodes, nothing skipped, no warning", isum)
 	}
 	if got := transferState(t, dst); got != want {
 		t.Errorf("restored store differs from the original:\n%s", firstDiff(want, got))
@@ -224,7 +224,8 @@ func TestImportResumesAPartialCopy(t *testing.T) {
 	lines := strings.SplitAfter(file.String(), "\n")
 	dst, _ := openTest(t, memor.Options{})
 	// The header and alice's first three episodes: an earlier backup.
-	if _, err := dst.Import(ctx, strings.NewReader(strings.Join(lines[:4], ""))); err != nil {
+	earlier := strings.Join(lines[:4], "") + `{"memor_export_end":{"users":1,"episodes":3}}` + "\n"
+	if _, err := dst.Import(ctx, strings.NewReader(earlier)); err != nil {
 		t.Fatal(err)
 	}
 	sum, err := dst.Import(ctx, bytes.NewReader(file.Bytes()))
@@ -288,7 +289,7 @@ func TestImportIsAtomic(t *testing.T) {
 	}
 	t.Run("newer format", func(t *testing.T) {
 		dst, _ := openTest(t, memor.Options{})
-		in := strings.Replace(file.String(), `"memor_export":1`, `"memor_export":2`, 1)
+		in := strings.Replace(file.String(), `"memor_export":2`, `"memor_export":3`, 1)
 		_, err := dst.Import(ctx, strings.NewReader(in))
 		var ie *memor.ImportError
 		if !errors.As(err, &ie) || ie.Line != 1 || ie.Field != "memor_export" || !errors.Is(err, memor.ErrInvalidImport) {
@@ -339,7 +340,9 @@ func TestImportReadsHeaderlessExports(t *testing.T) {
 	if _, err := src.Export(ctx, &file); err != nil {
 		t.Fatal(err)
 	}
+	// What memor wrote before the header: the episode lines alone.
 	_, rest, _ := strings.Cut(file.String(), "\n")
+	rest = rest[:strings.LastIndex(strings.TrimSuffix(rest, "\n"), "\n")+1]
 	dst, _ := openTest(t, memor.Options{})
 	sum, err := dst.Import(ctx, strings.NewReader(rest))
 	if err != nil || sum.Format != 0 || sum.Episodes != 9 {
@@ -366,4 +369,103 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return "(equal)"
+}
+
+// TestImportRefusesTruncated: an export ends with a line counting what it
+// holds, so a file cut short at any line (a copy interrupted, an export
+// that failed midway) imports nothing instead of part of a history, and so
+// does an end line that miscounts or is followed by more.
+func TestImportRefusesTruncated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src, _ := transferSource(t)
+	var file bytes.Buffer
+	if _, err := src.Export(ctx, &file); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(file.String(), "\n"), "\n")
+	if last := lines[len(lines)-1]; last != `{"memor_export_end":{"users":2,"episodes":9}}` {
+		t.Fatalf("last line %s, want the end line counting 2 users and 9 episodes", last)
+	}
+	refused := func(t *testing.T, in string, line int, is error) {
+		t.Helper()
+		dst, _ := openTest(t, memor.Options{})
+		_, err := dst.Import(ctx, strings.NewReader(in))
+		var ie *memor.ImportError
+		if !errors.As(err, &ie) || ie.Line != line || !errors.Is(err, is) || !errors.Is(err, memor.ErrInvalidImport) {
+			t.Fatalf("import: %v, want an *ImportError at line %d matching %v and ErrInvalidImport", err, line, is)
+		}
+		if users, _ := dst.Users(ctx); len(users) != 0 {
+			t.Fatalf("a refused import wrote users %v", users)
+		}
+	}
+	for cut := 1; cut < len(lines); cut++ {
+		refused(t, strings.Join(lines[:cut], ""), cut+1, memor.ErrTruncatedImport)
+	}
+	body := strings.Join(lines[:len(lines)-1], "")
+	refused(t, body+`{"memor_export_end":{"users":2,"episodes":8}}`+"\n", len(lines), memor.ErrTruncatedImport)
+	refused(t, body+`{"memor_export_end":{"users":1,"episodes":9}}`+"\n", len(lines), memor.ErrTruncatedImport)
+	refused(t, file.String()+lines[1], len(lines)+1, memor.ErrInvalidImport)
+	refused(t, body+`{"memor_export_end":{"users":2,"episodes":9},"x":1}`+"\n", len(lines), memor.ErrInvalidImport)
+
+	// A line cut inside is no episode either.
+	dst, _ := openTest(t, memor.Options{})
+	if _, err := dst.Import(ctx, strings.NewReader(body[:len(body)-10])); !errors.Is(err, memor.ErrInvalidImport) {
+		t.Fatalf("a file cut inside a line: %v, want ErrInvalidImport", err)
+	}
+
+	// A whole file imports; a format 1 file (before the end line) imports
+	// as it was written, with a warning that it could not be checked.
+	if sum, err := dst.Import(ctx, strings.NewReader(file.String())); err != nil || sum.Episodes != 9 {
+		t.Fatalf("whole file: %+v, %v", sum, err)
+	}
+	old := strings.Replace(body, `"memor_export":2`, `"memor_export":1`, 1)
+	dst1, _ := openTest(t, memor.Options{})
+	sum, err := dst1.Import(ctx, strings.NewReader(old))
+	if err != nil || sum.Episodes != 9 || !slices.ContainsFunc(sum.Warnings, func(w string) bool { return strings.Contains(w, "no end line") }) {
+		t.Fatalf("format 1 file: %+v, %v; want 9 episodes and a warning", sum, err)
+	}
+}
+
+// failAfter is a writer that fails once n bytes are written.
+type failAfter struct {
+	w bytes.Buffer
+	n int
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.w.Len()+len(p) > f.n {
+		k := f.n - f.w.Len()
+		f.w.Write(p[:k])
+		return k, errors.New("disk full")
+	}
+	return f.w.Write(p)
+}
+
+// TestExportFailingMidwayIsRefused: an export whose writer fails midway
+// returns the error, and what it wrote has no end line, so Import refuses
+// it rather than restoring the users it reached.
+func TestExportFailingMidwayIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src, _ := transferSource(t)
+	var whole bytes.Buffer
+	if _, err := src.Export(ctx, &whole); err != nil {
+		t.Fatal(err)
+	}
+	// Export buffers 64 KiB: a file larger than that fails in Export's
+	// loop, a smaller one in its final flush; both must leave no end line.
+	for _, n := range []int{whole.Len() / 2, whole.Len() - 3} {
+		w := &failAfter{n: n}
+		if _, err := src.Export(ctx, w); err == nil {
+			t.Fatalf("export into a writer failing after %d bytes: no error", n)
+		}
+		dst, _ := openTest(t, memor.Options{})
+		if _, err := dst.Import(ctx, bytes.NewReader(w.w.Bytes())); !errors.Is(err, memor.ErrInvalidImport) {
+			t.Fatalf("import of a failed export (%d bytes): %v, want refused", n, err)
+		}
+		if users, _ := dst.Users(ctx); len(users) != 0 {
+			t.Fatalf("a failed export imported users %v", users)
+		}
+	}
 }

@@ -416,8 +416,8 @@ func TestImportExport(t *testing.T) {
 		t.Fatalf("export: %+v (want quiet stderr off a terminal)", r)
 	}
 	data, _ := os.ReadFile(file)
-	if n := strings.Count(string(data), "\n"); n != 6 {
-		t.Fatalf("export wrote %d lines, want a header and 5 episodes:\n%s", n, data)
+	if n := strings.Count(string(data), "\n"); n != 7 {
+		t.Fatalf("export wrote %d lines, want a header, 5 episodes and the end line:\n%s", n, data)
 	}
 
 	b := newEnv(t)
@@ -901,13 +901,14 @@ func TestImportSkipsBlankEpisode(t *testing.T) {
 	a := newEnv(t)
 	a.ok("add", "I live in Oslo.", "--at", "2026-01-10")
 	dump := a.ok("export")
-	header, line, _ := strings.Cut(strings.TrimSpace(dump), "\n")
+	lines := strings.Split(strings.TrimSpace(dump), "\n") // header, episode, end line
+	header, line := lines[0], lines[1]
 	blank := regexp.MustCompile(`"text":"[^"]*"`).ReplaceAllString(line, `"text":" \n"`)
 	if blank == line {
 		t.Fatalf("no text field in the export line %s", line)
 	}
 	b := newEnv(t)
-	r := b.run(header+"\n"+blank+"\n"+line+"\n", "import")
+	r := b.run(header+"\n"+blank+"\n"+line+"\n"+`{"memor_export_end":{"users":1,"episodes":2}}`+"\n", "import")
 	if r.code != 0 || !strings.Contains(r.stdout, "1 skipped") || !strings.Contains(r.stderr, "skipped 1 blank text episode") {
 		t.Fatalf("import: %+v", r)
 	}

@@ -163,8 +163,9 @@ func testMCPBadLines(t *testing.T, argv []string) {
 		t.Errorf("stderr logs %d refused lines, want %d:\n%s", n, len(bad), p.stderr)
 	}
 	users := map[string]bool{}
-	// Line 1 of an export is its header.
-	for _, line := range strings.Split(strings.TrimSpace(e.ok("export")), "\n")[1:] {
+	// Line 1 of an export is its header, the last its end line.
+	lines := strings.Split(strings.TrimSpace(e.ok("export")), "\n")
+	for _, line := range lines[1 : len(lines)-1] {
 		var ep memor.Episode
 		if err := json.Unmarshal([]byte(line), &ep); err != nil {
 			t.Fatalf("export line %q: %v", line, err)
@@ -196,7 +197,7 @@ func TestUserIDRefusedByCLI(t *testing.T) {
 		}
 	}
 	e.ok("add", "I live in Oslo.")
-	if out := e.ok("export"); strings.Count(out, "\n") != 2 || !strings.Contains(out, `"user":"me"`) {
+	if out := e.ok("export"); strings.Count(out, "\n") != 3 || !strings.Contains(out, `"user":"me"`) {
 		t.Errorf("export after refused IDs: %s", out)
 	}
 }
@@ -214,8 +215,8 @@ func TestImportAllOrNothing(t *testing.T) {
 	src.ok("add", "I have a dog named Rex.", "--at", "2026-03-01", "--user", "carol")
 	// Line 1 of an export is its header.
 	header, episodes, _ := strings.Cut(src.ok("export"), "\n")
-	good := strings.SplitAfter(strings.TrimSpace(episodes), "\n")
-	if len(good) != 4 {
+	good := strings.SplitAfter(strings.TrimSpace(episodes), "\n") // 4 episodes, the end line
+	if len(good) != 5 {
 		t.Fatalf("export: %q", good)
 	}
 	var ep memor.Episode

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -37,11 +38,16 @@ valid and transaction times.`,
 			w := a.io.Out
 			var f *os.File
 			if out != "" && out != "-" {
+				// Written beside out and renamed over it once complete: a
+				// failed export leaves an earlier backup of that name whole.
 				var err error
-				if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
+				if f, err = os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"); err != nil {
 					return err
 				}
-				defer f.Close()
+				defer func() {
+					f.Close()
+					os.Remove(f.Name()) // gone already once renamed
+				}()
 				w = f
 			}
 			var sum memor.ExportSummary
@@ -63,7 +69,7 @@ valid and transaction times.`,
 					total += int(fr.Latest)
 				}
 				p := a.progressIn("export", "episodes")
-				lw := &lineCounter{w: w, f: func(lines int) { p.set("episodes", max(lines-1, 0), total) }}
+				lw := &lineCounter{w: w, f: func(lines int) { p.set("episodes", min(max(lines-1, 0), total), total) }}
 				var err error
 				sum, err = e.Export(ctx, lw, users...)
 				p.finish()
@@ -73,7 +79,7 @@ valid and transaction times.`,
 				return err
 			}
 			if f != nil {
-				if err := f.Close(); err != nil {
+				if err := commitFile(f, out); err != nil {
 					return err
 				}
 				return a.done(map[string]any{"episodes": sum.Episodes, "users": sum.Users, "file": out},
@@ -181,4 +187,25 @@ func (c *lineCounter) Write(b []byte) (int, error) {
 		c.f(c.n)
 	}
 	return n, err
+}
+
+// commitFile makes temporary file f, written in full, the file at path:
+// synced, then renamed over it, then the folder synced, so that after a
+// crash path holds either its old content or all of f.
+func commitFile(f *os.File, path string) error {
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -33,10 +33,11 @@ func TestBackupKeepsBothClocks(t *testing.T) {
 	}
 	dump := a.ok("export", "--all")
 	lines := strings.Split(strings.TrimSpace(dump), "\n")
-	if len(lines) != 4 || !strings.Contains(lines[0], `"memor_export":1`) {
-		t.Fatalf("export --all: want a header and 3 episodes:\n%s", dump)
+	if len(lines) != 5 || !strings.Contains(lines[0], `"memor_export":2`) ||
+		lines[4] != `{"memor_export_end":{"users":2,"episodes":3}}` {
+		t.Fatalf("export --all: want a header, 3 episodes and the end line:\n%s", dump)
 	}
-	for _, l := range lines[1:] {
+	for _, l := range lines[1:4] {
 		var ep struct {
 			Seq        uint64    `json:"seq"`
 			User       string    `json:"user"`
@@ -94,8 +95,8 @@ func TestBackupKeepsBothClocks(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "imported 0 episodes of 0 user(s); 3 skipped") {
 		t.Errorf("second import: %+v", r)
 	}
-	if n := strings.Count(b.ok("export"), "\n"); n != 4 {
-		t.Errorf("after a second import the copy exports %d lines, want 4", n)
+	if n := strings.Count(b.ok("export"), "\n"); n != 5 {
+		t.Errorf("after a second import the copy exports %d lines, want 5", n)
 	}
 
 	// A store whose user has later history refuses the file, naming why.
@@ -130,7 +131,7 @@ func TestBackupOverHTTP(t *testing.T) {
 	}
 	backup, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || strings.Count(string(backup), "\n") != 3 {
+	if resp.StatusCode != 200 || strings.Count(string(backup), "\n") != 4 {
 		t.Fatalf("GET export: %d\n%s", resp.StatusCode, backup)
 	}
 	stopSrc(syscall.SIGTERM)
@@ -159,5 +160,49 @@ func TestBackupOverHTTP(t *testing.T) {
 	stopDst(syscall.SIGTERM)
 	if got := b.ok("history", "lives_in", "--json"); got != want {
 		t.Errorf("history restored over HTTP:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestExportFileIsAtomic: export -o writes beside the file and renames
+// over it only once the export is complete, so a failed export leaves the
+// earlier backup of that name as it was and no temporary file behind, and
+// a file cut short is refused by import as a whole.
+func TestExportFileIsAtomic(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t)
+	a.ok("add", "I live in Oslo.")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "backup.jsonl")
+	a.ok("export", "-o", file)
+	backup, err := os.ReadFile(file)
+	if err != nil || !strings.HasSuffix(string(backup), `{"memor_export_end":{"users":1,"episodes":1}}`+"\n") {
+		t.Fatalf("backup %q, %v: want it to end with the end line", backup, err)
+	}
+	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
+		t.Errorf("backup mode %v, want 0600", fi.Mode().Perm())
+	}
+	// A user ID with a control character: the export fails after the
+	// output was opened.
+	if r := a.run("", "export", "-o", file, "--user", "bad\tid"); r.code == 0 {
+		t.Fatalf("export of an invalid user: %+v, want a failure", r)
+	}
+	if got, _ := os.ReadFile(file); string(got) != string(backup) {
+		t.Errorf("a failed export changed the earlier backup:\n%s", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("files beside the backup after a failed export: %v", ents)
+	}
+	// A copy cut short imports nothing.
+	cut := filepath.Join(dir, "cut.jsonl")
+	whole := strings.TrimSuffix(string(backup), "\n")
+	if err := os.WriteFile(cut, []byte(whole[:strings.LastIndex(whole, "\n")+1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := newEnv(t)
+	if r := b.run("", "import", cut); r.code == 0 || !strings.Contains(r.stderr, "truncated") {
+		t.Errorf("import of a file cut short: %+v, want refused as truncated", r)
+	}
+	if got := b.ok("export"); strings.Count(got, "\n") != 2 {
+		t.Errorf("a refused import wrote episodes:\n%s", got)
 	}
 }

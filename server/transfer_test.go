@@ -49,8 +49,9 @@ func TestExportEndpoint(t *testing.T) {
 		t.Fatalf("export: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], `"memor_export":1`) || strings.Contains(string(body), "Rome") {
-		t.Fatalf("export of alice: want a header and her 2 episodes only:\n%s", body)
+	if len(lines) != 4 || !strings.Contains(lines[0], `"memor_export":2`) || strings.Contains(string(body), "Rome") ||
+		lines[3] != `{"memor_export_end":{"users":1,"episodes":2}}` {
+		t.Fatalf("export of alice: want a header, her 2 episodes only and the end line:\n%s", body)
 	}
 	dst := openEngine(t, memor.Options{})
 	sum, err := dst.Import(ctx, bytes.NewReader(body))
