@@ -1,0 +1,410 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+)
+
+var clusterLong = flag.Bool("cli.cluster-long", false, "run the long version of TestClusterDeployment")
+
+// freePorts returns n free loopback ports.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// startDeployedNATS starts the three NATS servers of docs/deploy/cluster
+// in this process, each from its sample config file as nats-server's own
+// loader reads it, with only the ports and store folders moved to free
+// ones. It returns their client URLs.
+func startDeployedNATS(t *testing.T) []string {
+	t.Helper()
+	ports := freePorts(t, 6) // three client, three route ports
+	var routes []*url.URL
+	for i := range 3 {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", ports[3+i])})
+	}
+	var urls []string
+	var servers []*natsserver.Server
+	for i := range 3 {
+		o, err := natsserver.ProcessConfigFile(filepath.Join("..", "docs", "deploy", "cluster", fmt.Sprintf("nats-%d.conf", i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.JetStream || o.Cluster.Name != "memor" || len(o.Routes) != 3 || o.ServerName != fmt.Sprintf("n%d", i+1) {
+			t.Fatalf("nats-%d.conf: JetStream %v, cluster %q, %d routes, name %q; want JetStream in cluster memor with 3 routes", i+1, o.JetStream, o.Cluster.Name, len(o.Routes), o.ServerName)
+		}
+		o.Port, o.Cluster.Port, o.Routes = ports[i], ports[3+i], routes
+		o.StoreDir = t.TempDir()
+		o.HTTPPort = 0 // no monitoring port
+		o.NoSigs, o.NoLog = true, true
+		s, err := natsserver.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Start()
+		t.Cleanup(s.Shutdown)
+		servers = append(servers, s)
+		urls = append(urls, s.ClientURL())
+	}
+	for _, s := range servers {
+		if !s.ReadyForConnections(20 * time.Second) {
+			t.Fatalf("%s not ready", s.Name())
+		}
+	}
+	return urls
+}
+
+// memorNode is one `memor serve --cluster` process.
+type memorNode struct {
+	id, base string
+	stop     func(syscall.Signal) int
+	dead     bool
+}
+
+type clusterStatus struct {
+	Nodes []struct {
+		Node   string   `json:"node"`
+		Addr   string   `json:"addr"`
+		Shards []int    `json:"shards"`
+		Lag    []uint64 `json:"lag"`
+	} `json:"nodes"`
+	Shards []struct {
+		Shard int    `json:"shard"`
+		Owner string `json:"owner"`
+		Users int    `json:"users"`
+	} `json:"shards"`
+	Log struct {
+		Messages uint64 `json:"messages"`
+	} `json:"log"`
+}
+
+// TestClusterDeployment runs the documented deployment
+// (docs/deploy/cluster, README "Running a cluster") through the built
+// binary: the three sample NATS configs, three `memor serve --cluster`
+// nodes, writes to many users through any node, reads of every user from
+// every node (forwarded to the owner), `memor cluster status`, then kill
+// -9 of one node (its shards move; every acknowledged write is served by
+// the survivors) and SIGTERM of another (it drains: exit 0, its shards
+// move at once, nothing acknowledged is lost).
+func TestClusterDeployment(t *testing.T) {
+	users, rounds := 24, 2
+	if *clusterLong {
+		users, rounds = 200, 6
+	}
+	const shards = 8
+	urls := strings.Join(startDeployedNATS(t), ",")
+	e := newEnv(t)
+	kek := filepath.Join(t.TempDir(), "log.kek")
+	e.ok("kek", "new", kek)
+
+	nodes := map[string]*memorNode{}
+	var order []*memorNode
+	for i := range 3 {
+		id := fmt.Sprintf("m%d", i+1)
+		ne := *e
+		ne.vars = append(append([]string(nil), e.vars...), "MEMOR_DB="+filepath.Join(t.TempDir(), id))
+		base, stop := serve(t, &ne, "--addr", "127.0.0.1:0", "--cluster", urls, "--node-id", id,
+			"--shards", fmt.Sprint(shards), "--lease-ttl", "1s", "--log-kek-file", kek)
+		n := &memorNode{id: id, base: base, stop: stop}
+		nodes[id] = n
+		order = append(order, n)
+	}
+	status := func() clusterStatus {
+		t.Helper()
+		r := e.run("", "cluster", "status", "--cluster", urls, "--json")
+		var st clusterStatus
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+			t.Fatalf("memor cluster status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		return st
+	}
+	// ownedBy reports whether every shard is owned by one of ids.
+	ownedBy := func(st clusterStatus, ids ...string) bool {
+		if len(st.Shards) != shards {
+			return false
+		}
+		for _, s := range st.Shards {
+			if !contains(ids, s.Owner) {
+				return false
+			}
+		}
+		return true
+	}
+	waitUntil(t, "every shard owned, spread over the three nodes", 30*time.Second, func() bool {
+		st := status()
+		if !ownedBy(st, "m1", "m2", "m3") || len(st.Nodes) != 3 {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if len(n.Shards) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	client := &http.Client{Timeout: 20 * time.Second}
+	r := rand.New(rand.NewPCG(1, 2))
+	var mu sync.Mutex
+	live := func() []*memorNode {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []*memorNode
+		for _, n := range order {
+			if !n.dead {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	pick := func() *memorNode {
+		l := live()
+		mu.Lock()
+		defer mu.Unlock()
+		return l[r.IntN(len(l))]
+	}
+	// do sends a request to a random live node, retrying a 503 (a shard
+	// moving) and a refused connection (a node just killed).
+	do := func(method, path, body string) (int, http.Header, []byte) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n := pick()
+			var rd io.Reader
+			if body != "" {
+				rd = strings.NewReader(body)
+			}
+			req, _ := http.NewRequest(method, n.base+path, rd)
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := client.Do(req)
+			if err == nil {
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusServiceUnavailable {
+					return resp.StatusCode, resp.Header, data
+				}
+				if resp.Header.Get("Retry-After") == "" {
+					t.Fatalf("%s %s on %s: 503 without Retry-After: %s", method, path, n.id, data)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s %s: no answer but 503 or a refused connection for 30 s (last %v)", method, path, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	acked := map[string][]string{}
+	userName := func(i int) string { return fmt.Sprintf("user-%03d", i) }
+	writeRound := func(round int) {
+		var wg sync.WaitGroup
+		for i := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u := userName(i)
+				city := cities[(i+round)%len(cities)]
+				st, _, data := do("POST", "/v1/users/"+u+"/episodes?wait=true", fmt.Sprintf(`{"text":"I live in %s."}`, city))
+				if st != http.StatusCreated {
+					t.Errorf("write %s round %d: %d %s", u, round, st, data)
+					return
+				}
+				mu.Lock()
+				acked[u] = append(acked[u], city)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	// check reads every user from every live node: each answer names the
+	// node that served it and holds every acknowledged write.
+	check := func(what string) {
+		t.Helper()
+		for _, n := range live() {
+			for i := range users {
+				u := userName(i)
+				var f struct{ Latest, Pending uint64 }
+				var hd http.Header
+				waitUntil(t, what+": "+u+" caught up on its owner", 20*time.Second, func() bool {
+					resp, err := client.Get(n.base + "/v1/users/" + u + "/freshness")
+					if err != nil {
+						return false
+					}
+					defer resp.Body.Close()
+					hd = resp.Header
+					return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&f) == nil && f.Latest == uint64(len(acked[u])) && f.Pending == 0
+				})
+				if hd.Get("Memor-Node") == "" {
+					t.Fatalf("%s: the answer for %s from %s names no node", what, u, n.id)
+				}
+				resp, err := client.Get(n.base + "/v1/users/" + u + "/state")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var body struct{ Facts []fact }
+				json.NewDecoder(resp.Body).Decode(&body)
+				resp.Body.Close()
+				want := acked[u][len(acked[u])-1]
+				if len(body.Facts) != 1 || body.Facts[0].Object != want || resp.Header.Get("Memor-Latest") != fmt.Sprint(len(acked[u])) {
+					t.Fatalf("%s: %s read from %s (served by %s): %+v, Memor-Latest %s; want lives in %s after %d episodes",
+						what, u, n.id, resp.Header.Get("Memor-Node"), body.Facts, resp.Header.Get("Memor-Latest"), want, len(acked[u]))
+				}
+			}
+		}
+	}
+	for round := range rounds {
+		writeRound(round)
+	}
+	check("three nodes")
+
+	// Forwarding and redirects happened, and show in each node's metrics.
+	forwarded := 0
+	for _, n := range order {
+		_, mb := get(t, n.base+"/metrics", "")
+		m := string(mb)
+		if !strings.Contains(m, "memor_cluster_shards_owned") || !strings.Contains(m, "memor_cluster_lease_renewals_total") {
+			t.Fatalf("%s's /metrics lacks the cluster gauges", n.id)
+		}
+		if strings.Contains(m, `memor_cluster_forwards_total{outcome="ok"}`) {
+			forwarded++
+		}
+	}
+	if forwarded == 0 {
+		t.Fatal("no node counts a forward")
+	}
+	// A user's request to a node that does not own it: Memor-Redirect
+	// gets a 307 to the owner's advertised address; a cross-site page
+	// and a rebound Host are refused there, before any forward.
+	u0 := userName(0)
+	var owner string
+	for _, n := range order {
+		resp, err := client.Get(n.base + "/v1/users/" + u0 + "/freshness")
+		if err == nil {
+			resp.Body.Close()
+			owner = resp.Header.Get("Memor-Node")
+		}
+	}
+	for _, n := range order {
+		if n.id == owner {
+			continue
+		}
+		req, _ := http.NewRequest("GET", n.base+"/v1/users/"+u0+"/state", nil)
+		req.Header.Set("Memor-Redirect", "true")
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != nodes[owner].base+"/v1/users/"+u0+"/state" {
+			t.Fatalf("redirect from %s: %d to %q; want 307 to %s", n.id, resp.StatusCode, resp.Header.Get("Location"), nodes[owner].base)
+		}
+		for h, v := range map[string]string{"Origin": "http://evil.example", "Host": "evil.example"} {
+			req, _ := http.NewRequest("POST", n.base+"/v1/users/"+u0+"/episodes", strings.NewReader(`{"text":"I live in Mordor."}`))
+			req.Header.Set("Content-Type", "application/json")
+			if h == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(h, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("%s %s to %s for %s (owned by %s): %d; want 403", h, v, n.id, u0, owner, resp.StatusCode)
+			}
+		}
+		break
+	}
+
+	// kill -9 one node: its leases expire, the others take its shards and
+	// serve every acknowledged write.
+	victim := order[0]
+	start := time.Now()
+	victim.stop(syscall.SIGKILL)
+	mu.Lock()
+	victim.dead = true
+	mu.Unlock()
+	writeRound(rounds)
+	waitUntil(t, "m1's shards to move to m2 and m3", 30*time.Second, func() bool { return ownedBy(status(), "m2", "m3") })
+	t.Logf("kill -9 %s: its shards served by the others %v after the kill", victim.id, time.Since(start).Round(time.Millisecond))
+	check("after kill -9 of m1")
+
+	// SIGTERM another: it drains (exit 0) and the last node owns every
+	// shard within a bound, with every acknowledged write.
+	leaver := order[1]
+	start = time.Now()
+	if code := leaver.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("%s exited %d after SIGTERM; want 0", leaver.id, code)
+	}
+	mu.Lock()
+	leaver.dead = true
+	mu.Unlock()
+	waitUntil(t, "m2's shards to move to m3", 10*time.Second, func() bool { return ownedBy(status(), "m3") })
+	t.Logf("SIGTERM %s: drained and its shards served by m3 %v after the signal", leaver.id, time.Since(start).Round(time.Millisecond))
+	writeRound(rounds + 1)
+	check("after SIGTERM of m2")
+	st := status()
+	var total uint64
+	for _, a := range acked {
+		total += uint64(len(a))
+	}
+	if len(st.Nodes) != 1 || st.Nodes[0].Node != "m3" || st.Log.Messages != total {
+		t.Fatalf("status at the end: %+v; want m3 alone and %d episodes in the log", st, total)
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func waitUntil(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var cities = []string{"Paris", "Lyon", "Nice", "Oslo", "Rome", "Bern"}
