@@ -125,17 +125,60 @@ func TestClusterDeployment(t *testing.T) {
 	kek := filepath.Join(t.TempDir(), "log.kek")
 	e.ok("kek", "new", kek)
 
+	// The nodes are started as the README's "Running a cluster" starts
+	// them, with free ports, temporary stores and the test's NATS URLs in
+	// place of the README's, and a shorter lease and fewer shards.
+	var serveLines [][]string
+	sawNATS := 0
+	for _, b := range codeBlocks(readmeSection(t, "Running a cluster")) {
+		for _, c := range shellCommands(t, b.body) {
+			switch {
+			case len(c.args) >= 3 && c.args[0] == "nats-server" && c.args[1] == "-c":
+				sawNATS++
+			case len(c.args) > 2 && c.args[0] == "memor" && c.args[1] == "serve":
+				serveLines = append(serveLines, c.args[2:])
+			}
+		}
+	}
+	if len(serveLines) != 3 {
+		t.Fatalf("README Running a cluster starts %d memor nodes; this test runs three", len(serveLines))
+	}
 	nodes := map[string]*memorNode{}
 	var order []*memorNode
-	for i := range 3 {
-		id := fmt.Sprintf("m%d", i+1)
-		ne := *e
-		ne.vars = append(append([]string(nil), e.vars...), "MEMOR_DB="+filepath.Join(t.TempDir(), id))
-		base, stop := serve(t, &ne, "--addr", "127.0.0.1:0", "--cluster", urls, "--node-id", id,
-			"--shards", fmt.Sprint(shards), "--lease-ttl", "1s", "--log-kek-file", kek)
+	for _, argv := range serveLines {
+		args := append([]string(nil), argv...)
+		var id string
+		for i := 0; i+1 < len(args); i++ {
+			switch args[i] {
+			case "--db":
+				args[i+1] = filepath.Join(t.TempDir(), args[i+1])
+			case "--addr":
+				args[i+1] = "127.0.0.1:0"
+			case "--cluster":
+				if args[i+1] != "$NATS" {
+					t.Fatalf("README: memor serve --cluster %s; want $NATS", args[i+1])
+				}
+				args[i+1] = urls
+			case "--log-kek-file":
+				args[i+1] = kek
+			case "--node-id":
+				id = args[i+1]
+			}
+		}
+		args = append(args, "--shards", fmt.Sprint(shards), "--lease-ttl", "1s")
+		base, stop := serve(t, e, args...)
 		n := &memorNode{id: id, base: base, stop: stop}
 		nodes[id] = n
 		order = append(order, n)
+	}
+	// The README's loop below names the nodes m1, m2 and m3.
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if nodes[id] == nil {
+			t.Fatalf("README's nodes are not m1, m2, m3: %v", serveLines)
+		}
+	}
+	if sawNATS != 3 {
+		t.Fatalf("README Running a cluster starts %d nats-server; want the three sample configs", sawNATS)
 	}
 	status := func() clusterStatus {
 		t.Helper()
