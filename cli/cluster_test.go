@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -428,6 +429,12 @@ func TestClusterDeployment(t *testing.T) {
 	if len(st.Nodes) != 1 || st.Nodes[0].Node != "m3" || st.Log.Messages != total {
 		t.Fatalf("status at the end: %+v; want m3 alone and %d episodes in the log", st, total)
 	}
+	out := e.ok("cluster", "status", "--cluster", urls)
+	for _, want := range []string{"NODE", "m3  ", nodes["m3"].base, "SHARD", fmt.Sprintf("log: %d episodes", total)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("memor cluster status lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 func contains(xs []string, s string) bool {
@@ -451,3 +458,49 @@ func waitUntil(t *testing.T, what string, d time.Duration, ok func() bool) {
 }
 
 var cities = []string{"Paris", "Lyon", "Nice", "Oslo", "Rome", "Bern"}
+
+// TestClusterUsage: serve --cluster without what it needs, and cluster
+// status without --cluster, are usage errors (exit 2) that name the
+// missing flag, before any store is created; status against a JetStream
+// no node has joined says so (exit 1).
+func TestClusterUsage(t *testing.T) {
+	e := newEnv(t)
+	kek := filepath.Join(t.TempDir(), "log.kek")
+	e.ok("kek", "new", kek)
+	e.vars = append(e.vars, "MEMOR_TOKEN=0123456789abcdef0123")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1"}, "--node-id"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "a.b"}, "--node-id"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1"}, "--log-kek-file"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "http://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek}, "nats://"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--shards", "0"}, "--shards"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--lease-ttl", "100ms"}, "--lease-ttl"},
+		{[]string{"serve", "--addr", "0.0.0.0:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek}, "--advertise"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--advertise", "http://h:1/path"}, "--advertise"},
+		{[]string{"cluster", "status"}, "--cluster"},
+	} {
+		r := e.run("", c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("memor %s: exit %d, stderr %q; want 2 naming %s", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(e.db); !os.IsNotExist(err) {
+		t.Errorf("a refused serve --cluster created the store: %v", err)
+	}
+	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	t.Cleanup(s.Shutdown)
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	r := e.run("", "cluster", "status", "--cluster", s.ClientURL())
+	if r.code != 1 || !strings.Contains(r.stderr, "no memor cluster") {
+		t.Errorf("cluster status on an empty JetStream: exit %d, %q", r.code, r.stderr)
+	}
+}
