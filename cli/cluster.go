@@ -87,7 +87,7 @@ func (a *app) connectCluster(ctx context.Context, cmd *cobra.Command, f *cluster
 			return nil, usage(cmd, "--addr %s listens on every interface: pass --advertise with the URL other nodes reach this one at (e.g. --advertise http://10.0.0.5:7420)", bound)
 		}
 		addr = "http://" + bound.String()
-	} else if o, err := server.NormalizeOrigin(addr); err != nil || o != strings.TrimSuffix(addr, "/") {
+	} else if o, err := server.NormalizeOrigin(addr); err != nil || !strings.EqualFold(o, strings.TrimSuffix(addr, "/")) {
 		return nil, usage(cmd, "--advertise %q: want http(s)://host:port, e.g. http://10.0.0.5:7420", addr)
 	}
 	kf := f.kekFile
