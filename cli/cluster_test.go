@@ -114,7 +114,8 @@ type clusterStatus struct {
 // every node (forwarded to the owner), `memor cluster status`, then kill
 // -9 of one node (its shards move; every acknowledged write is served by
 // the survivors) and SIGTERM of another (it drains: exit 0, its shards
-// move at once, nothing acknowledged is lost).
+// move at once, nothing acknowledged is lost), then a fourth node joining
+// (it takes half the shards from the last one; every write still served).
 func TestClusterDeployment(t *testing.T) {
 	users, rounds := 24, 2
 	if *clusterLong {
@@ -435,6 +436,53 @@ func TestClusterDeployment(t *testing.T) {
 			t.Errorf("memor cluster status lacks %q:\n%s", want, out)
 		}
 	}
+
+	// A new node joins (as the deployment notes say: its own --db, --addr
+	// and --node-id): it takes its share of the shards from m3, one a
+	// lease round, and every user is still served with every write.
+	args := append([]string(nil), serveLines[0]...)
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--db":
+			args[i+1] = filepath.Join(t.TempDir(), "m4")
+		case "--addr":
+			args[i+1] = "127.0.0.1:0"
+		case "--cluster":
+			args[i+1] = urls
+		case "--log-kek-file":
+			args[i+1] = kek
+		case "--node-id":
+			args[i+1] = "m4"
+		}
+	}
+	base, stop := serve(t, e, append(args, "--shards", fmt.Sprint(shards), "--lease-ttl", "1s")...)
+	joined := &memorNode{id: "m4", base: base, stop: stop}
+	mu.Lock()
+	order = append(order, joined)
+	mu.Unlock()
+	start = time.Now()
+	waitUntil(t, "m4 to take half the shards from m3", 30*time.Second, func() bool {
+		st := status()
+		if !ownedBy(st, "m3", "m4") {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if len(n.Shards) != shards/2 {
+				return false
+			}
+		}
+		return len(st.Nodes) == 2
+	})
+	t.Logf("m4 joined: shards split 4/4 with m3 %v after it announced it was serving", time.Since(start).Round(time.Millisecond))
+	writeRound(rounds + 2)
+	check("after m4 joined")
+	if code := joined.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("m4 exited %d after SIGTERM", code)
+	}
+	mu.Lock()
+	joined.dead = true
+	mu.Unlock()
+
 }
 
 func contains(xs []string, s string) bool {
