@@ -202,8 +202,14 @@ func routeErr(err error) (string, error) {
 }
 
 func (r nodeRouter) Write(ctx context.Context, user string, fn func() error) error {
-	err := r.n.Write(ctx, user, func(*memor.Engine) error { return fn() })
+	return writeErr(r.n.Write(ctx, user, func(*memor.Engine) error { return fn() }))
+}
+
+// writeErr maps a Node's write error to the server's.
+func writeErr(err error) error {
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, jslog.ErrConflict):
 		return fmt.Errorf("%w: %v", server.ErrBehind, err)
 	case errors.Is(err, cluster.ErrNotOwner), errors.Is(err, cluster.ErrNoOwner), errors.Is(err, cluster.ErrStopped):
@@ -213,6 +219,9 @@ func (r nodeRouter) Write(ctx context.Context, user string, fn func() error) err
 			rerr = fmt.Errorf("%w: %v", server.ErrNoOwner, err)
 		}
 		return rerr
+	case errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		return fmt.Errorf("%w: %v", server.ErrLogUnavailable, err)
 	}
 	return err
 }

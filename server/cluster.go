@@ -43,6 +43,10 @@ var (
 	// ErrBehind: a write was refused because another node had appended
 	// to the user's log, and the retry after catching up was refused too.
 	ErrBehind = errors.New("server: another node is writing this user")
+	// ErrLogUnavailable: the cluster's episode log (JetStream) did not
+	// answer a write: the write is not acknowledged, and JetStream may or
+	// may not have stored it (a retry can then store it twice).
+	ErrLogUnavailable = errors.New("server: the episode log did not answer")
 )
 
 // retryAfterSeconds is the Retry-After of the routing 503s: a lease round
@@ -169,7 +173,7 @@ func (h *Handler) write(r *http.Request, fn func() error) error {
 
 // retryable reports the errors answered with 503 and Retry-After.
 func retryable(err error) bool {
-	for _, e := range []error{ErrNoOwner, ErrDraining, ErrForwardLoop, ErrOwnerUnreachable, ErrBehind} {
+	for _, e := range []error{ErrNoOwner, ErrDraining, ErrForwardLoop, ErrOwnerUnreachable, ErrBehind, ErrLogUnavailable} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -70,7 +70,7 @@
 // token and Host again. Answers name the node that served them
 // ([NodeHeader]). A node that cannot answer yet says 503 with Retry-After
 // and a code: no_owner, owner_unreachable, forward_loop, draining,
-// behind.
+// behind, log_unavailable.
 //
 // # Concurrency
 //

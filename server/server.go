@@ -598,6 +598,8 @@ func Status(err error) (int, string) {
 		return http.StatusServiceUnavailable, "owner_unreachable"
 	case errors.Is(err, ErrBehind):
 		return http.StatusServiceUnavailable, "behind"
+	case errors.Is(err, ErrLogUnavailable):
+		return http.StatusServiceUnavailable, "log_unavailable"
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, context.DeadlineExceeded):
