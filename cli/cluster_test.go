@@ -447,6 +447,14 @@ func TestClusterDeployment(t *testing.T) {
 	if len(st.Nodes) != 1 || st.Nodes[0].Node != "m3" || st.Log.Messages < total || (!retried && st.Log.Messages != total) {
 		t.Fatalf("status at the end: %+v; want m3 alone and %d episodes in the log", st, total)
 	}
+	// Each node republishes its users per shard every lease round.
+	waitUntil(t, "status to count every user in m3's shards", 5*time.Second, func() bool {
+		inShards := 0
+		for _, sh := range status().Shards {
+			inShards += sh.Users
+		}
+		return inShards == users
+	})
 	out := e.ok("cluster", "status", "--cluster", urls)
 	for _, want := range []string{"NODE", "m3  ", nodes["m3"].base, "SHARD", fmt.Sprintf("log: %d episodes", st.Log.Messages)} {
 		if !strings.Contains(out, want) {
