@@ -243,7 +243,7 @@ func TestClusterDeployment(t *testing.T) {
 	}
 	// do sends a request to a random live node, retrying a 503 (a shard
 	// moving) and a refused connection (a node just killed).
-	do := func(method, path, body string) (int, http.Header, []byte) {
+	send := func(method, path, ct, body string) (int, http.Header, []byte) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
@@ -253,8 +253,8 @@ func TestClusterDeployment(t *testing.T) {
 				rd = strings.NewReader(body)
 			}
 			req, _ := http.NewRequest(method, n.base+path, rd)
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
+			if ct != "" {
+				req.Header.Set("Content-Type", ct)
 			}
 			resp, err := client.Do(req)
 			if err == nil {
@@ -277,6 +277,14 @@ func TestClusterDeployment(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+	do := func(method, path, body string) (int, http.Header, []byte) {
+		t.Helper()
+		ct := ""
+		if body != "" {
+			ct = "application/json"
+		}
+		return send(method, path, ct, body)
 	}
 	acked := map[string][]string{}
 	userName := func(i int) string { return fmt.Sprintf("user-%03d", i) }
@@ -343,6 +351,33 @@ func TestClusterDeployment(t *testing.T) {
 		writeRound(round)
 	}
 	check("three nodes")
+
+	// A single-node store's user moves into the cluster as the README
+	// says: memor export, then an import through any node (forwarded to
+	// the owner, whose import appends to the log like any write).
+	single := *e
+	single.vars = append(append([]string(nil), e.vars...), "MEMOR_DB="+filepath.Join(t.TempDir(), "single"))
+	single.ok("--user", "moved", "add", "I live in Bern.", "--at", "2026-01-01")
+	single.ok("--user", "moved", "add", "I moved to Rome.", "--at", "2026-03-01")
+	backup := single.ok("--user", "moved", "export")
+	if st, hd, data := send("POST", "/v1/users/moved/import", "application/x-ndjson", backup); st != http.StatusOK || hd.Get("Memor-Node") == "" {
+		t.Fatalf("import of moved through the cluster: %d %s", st, data)
+	}
+	movedIn := func(what string) {
+		t.Helper()
+		for _, n := range live() {
+			var body struct{ Facts []fact }
+			waitUntil(t, what+": moved's import served by "+n.id, 20*time.Second, func() bool {
+				resp, err := client.Get(n.base + "/v1/users/moved/state")
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&body) == nil && len(body.Facts) == 1 && body.Facts[0].Object == "Rome"
+			})
+		}
+	}
+	movedIn("three nodes")
 
 	// Forwarding and redirects happened, and show in each node's metrics.
 	forwarded := 0
@@ -436,11 +471,12 @@ func TestClusterDeployment(t *testing.T) {
 	t.Logf("SIGTERM %s: drained and its shards served by m3 %v after the signal", leaver.id, time.Since(start).Round(time.Millisecond))
 	writeRound(rounds + 1)
 	check("after SIGTERM of m2")
+	movedIn("after SIGTERM of m2")
 	if retried {
 		t.Log("a write was answered 503 log_unavailable and retried while the NATS server was down")
 	}
 	st := status()
-	var total uint64
+	total := uint64(2) // moved's two imported episodes
 	for _, a := range acked {
 		total += uint64(len(a))
 	}
@@ -453,7 +489,7 @@ func TestClusterDeployment(t *testing.T) {
 		for _, sh := range status().Shards {
 			inShards += sh.Users
 		}
-		return inShards == users
+		return inShards == users+1 // and moved
 	})
 	out := e.ok("cluster", "status", "--cluster", urls)
 	for _, want := range []string{"NODE", "m3  ", nodes["m3"].base, "SHARD", fmt.Sprintf("log: %d episodes", st.Log.Messages)} {
