@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Headers of a server that is one node of a cluster (Options.Router).
@@ -150,7 +152,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, addr string) {
 			w.Header().Set(NodeHeader, rt.Node())
 			h.fail(w, r, fmt.Errorf("%w: %v", ErrOwnerUnreachable, err))
 		},
-		Transport: h.o.Transport,
+		Transport: h.fwd,
 	}
 	p.ServeHTTP(w, r)
 	h.o.Metrics.forwarded(!failed)
@@ -179,4 +181,16 @@ func retryable(err error) bool {
 		}
 	}
 	return false
+}
+
+// forwardTransport is http.DefaultTransport's configuration without its
+// proxy: a forward goes straight to another node of the cluster, and an
+// HTTP_PROXY of the environment must not see the requests (and their
+// bearer token) between nodes. Connecting is bounded, so a dead owner is
+// a prompt 503 owner_unreachable.
+func forwardTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return t
 }

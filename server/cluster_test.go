@@ -226,3 +226,13 @@ func TestForwardLoopRedirectNoOwner(t *testing.T) {
 		t.Fatalf("owner down: %d %s %v", st, code, hd)
 	}
 }
+
+// TestForwardTransportNoProxy: forwards go straight to the owner, never
+// through the environment's HTTP proxy.
+func TestForwardTransportNoProxy(t *testing.T) {
+	h := New(openEngine(t, memor.Options{}), Options{Router: &fakeRouter{id: "a"}})
+	tr, ok := h.fwd.(*http.Transport)
+	if !ok || tr.Proxy != nil || tr.DialContext == nil {
+		t.Fatalf("forward transport %T: a proxy or no bounded dial", h.fwd)
+	}
+}

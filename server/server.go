@@ -106,8 +106,8 @@ type Options struct {
 	// sends RedirectHeader), after the same host, origin and token checks
 	// as a local request. Answers carry NodeHeader. See Router.
 	Router Router
-	// Transport carries forwarded requests (default
-	// http.DefaultTransport).
+	// Transport carries forwarded requests (default: http.DefaultTransport's
+	// settings without its proxy, see forwardTransport).
 	Transport http.RoundTripper
 }
 
@@ -122,6 +122,7 @@ type Handler struct {
 	mux     *http.ServeMux
 	origins map[string]bool // Options.AllowOrigins, normalized
 	ref     refusals
+	fwd     http.RoundTripper // Options.Transport or forwardTransport
 }
 
 // New returns the API handler for e. The caller keeps ownership of e.
@@ -134,6 +135,10 @@ func New(e *memor.Engine, o Options) *Handler {
 	}
 	h := &Handler{e: e, o: o, log: o.Logger, mux: http.NewServeMux(), origins: map[string]bool{}}
 	h.ref.seen = map[string]bool{}
+	h.fwd = o.Transport
+	if h.fwd == nil && o.Router != nil {
+		h.fwd = forwardTransport()
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
