@@ -149,26 +149,7 @@ func TestClusterDeployment(t *testing.T) {
 	nodes := map[string]*memorNode{}
 	var order []*memorNode
 	for _, argv := range serveLines {
-		args := append([]string(nil), argv...)
-		var id string
-		for i := 0; i+1 < len(args); i++ {
-			switch args[i] {
-			case "--db":
-				args[i+1] = filepath.Join(t.TempDir(), args[i+1])
-			case "--addr":
-				args[i+1] = "127.0.0.1:0"
-			case "--cluster":
-				if args[i+1] != "$NATS" {
-					t.Fatalf("README: memor serve --cluster %s; want $NATS", args[i+1])
-				}
-				args[i+1] = urls
-			case "--log-kek-file":
-				args[i+1] = kek
-			case "--node-id":
-				id = args[i+1]
-			}
-		}
-		args = append(args, "--shards", fmt.Sprint(shards), "--lease-ttl", "1s")
+		id, args := nodeArgs(t, argv, "", urls, kek, shards)
 		base, stop := serve(t, e, args...)
 		n := &memorNode{id: id, base: base, stop: stop}
 		nodes[id] = n
@@ -454,7 +435,7 @@ func TestClusterDeployment(t *testing.T) {
 	urls = strings.Join(natsURLs[1:], ",")
 	writeRound(rounds)
 	waitUntil(t, "m1's shards to move to m2 and m3", 30*time.Second, func() bool { return ownedBy(status(), "m2", "m3") })
-	t.Logf("kill -9 %s: its shards served by the others %v after the kill", victim.id, time.Since(start).Round(time.Millisecond))
+	t.Logf("kill -9 %s (and NATS n1): all its leases held by the others %v after the kill", victim.id, time.Since(start).Round(time.Millisecond))
 	check("after kill -9 of m1")
 
 	// SIGTERM another: it drains (exit 0) and the last node owns every
@@ -468,7 +449,7 @@ func TestClusterDeployment(t *testing.T) {
 	leaver.dead = true
 	mu.Unlock()
 	waitUntil(t, "m2's shards to move to m3", 10*time.Second, func() bool { return ownedBy(status(), "m3") })
-	t.Logf("SIGTERM %s: drained and its shards served by m3 %v after the signal", leaver.id, time.Since(start).Round(time.Millisecond))
+	t.Logf("SIGTERM %s: drained, all its leases held by m3 %v after the signal", leaver.id, time.Since(start).Round(time.Millisecond))
 	writeRound(rounds + 1)
 	check("after SIGTERM of m2")
 	movedIn("after SIGTERM of m2")
@@ -501,22 +482,8 @@ func TestClusterDeployment(t *testing.T) {
 	// A new node joins (as the deployment notes say: its own --db, --addr
 	// and --node-id): it takes its share of the shards from m3, one a
 	// lease round, and every user is still served with every write.
-	args := append([]string(nil), serveLines[0]...)
-	for i := 0; i+1 < len(args); i++ {
-		switch args[i] {
-		case "--db":
-			args[i+1] = filepath.Join(t.TempDir(), "m4")
-		case "--addr":
-			args[i+1] = "127.0.0.1:0"
-		case "--cluster":
-			args[i+1] = urls
-		case "--log-kek-file":
-			args[i+1] = kek
-		case "--node-id":
-			args[i+1] = "m4"
-		}
-	}
-	base, stop := serve(t, e, append(args, "--shards", fmt.Sprint(shards), "--lease-ttl", "1s")...)
+	_, args := nodeArgs(t, serveLines[0], "m4", urls, kek, shards)
+	base, stop := serve(t, e, args...)
 	joined := &memorNode{id: "m4", base: base, stop: stop}
 	mu.Lock()
 	order = append(order, joined)
@@ -544,6 +511,36 @@ func TestClusterDeployment(t *testing.T) {
 	joined.dead = true
 	mu.Unlock()
 
+}
+
+// nodeArgs turns the flags of one of the README's memor serve lines into
+// a test node's: a free port, a temporary store, the test's NATS URLs
+// for $NATS and its KEK file, a shorter lease and shards; id, if not
+// empty, replaces the node's ID. It returns the node's ID and the flags.
+func nodeArgs(t *testing.T, argv []string, id, urls, kek string, shards int) (string, []string) {
+	t.Helper()
+	args := append([]string(nil), argv...)
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--db":
+			args[i+1] = filepath.Join(t.TempDir(), args[i+1])
+		case "--addr":
+			args[i+1] = "127.0.0.1:0"
+		case "--cluster":
+			if args[i+1] != "$NATS" {
+				t.Fatalf("README: memor serve --cluster %s; want $NATS", args[i+1])
+			}
+			args[i+1] = urls
+		case "--log-kek-file":
+			args[i+1] = kek
+		case "--node-id":
+			if id == "" {
+				id = args[i+1]
+			}
+			args[i+1] = id
+		}
+	}
+	return id, append(args, "--shards", fmt.Sprint(shards), "--lease-ttl", "1s")
 }
 
 func contains(xs []string, s string) bool {
