@@ -204,7 +204,7 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error.`,
 	root.AddCommand(a.addCmd(), a.queryCmd(), a.stateCmd(), a.historyCmd(), a.asOfCmd(), a.conflictsCmd(),
 		a.correctCmd(), a.acceptCmd(), a.forgetCmd(), a.pruneCmd(), a.rebuildCmd(), a.checkCmd(), a.importCmd(), a.exportCmd(),
 		a.serveCmd(), a.mcpCmd(), a.demoCmd(), a.conformanceCmd(), a.evalCmd(), a.usersCmd(),
-		a.configCmd(), a.reembedCmd(), a.studioCmd(), a.kekCmd())
+		a.configCmd(), a.reembedCmd(), a.studioCmd(), a.kekCmd(), a.clusterCmd())
 	return root
 }
 

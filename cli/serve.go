@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +26,7 @@ func (a *app) serveCmd() *cobra.Command {
 	var addr string
 	var origins []string
 	var conformance, exposeMetrics bool
+	var cf clusterFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API and MCP over HTTP (loopback only unless MEMOR_TOKEN is set)",
@@ -50,10 +52,21 @@ episodes, fsyncs, index cache, query latency per signal), behind the same
 token and origin checks; beyond loopback only with --metrics.
 
 On SIGINT or SIGTERM it stops accepting, finishes requests in flight and
-applies every queued episode.`,
+applies every queued episode.
+
+--cluster joins a memor cluster (see the README, Running a cluster): the
+episode log is a NATS JetStream stream, users hash to --shards shards, and
+this node serves the shards whose leases it holds. A request for a user of
+another node's shard is forwarded to that node's advertised address (from
+the cluster's node registry), or answered with a 307 redirect to it when
+the request carries "Memor-Redirect: true"; answers name the node that
+served them (Memor-Node). Every node needs the same --shards,
+--log-kek-file and MEMOR_TOKEN. On SIGINT or SIGTERM a cluster node also
+hands its shards over (drain) before exiting.`,
 		Example: `  memor serve
   memor serve --allow-origin http://localhost:3000
-  MEMOR_TOKEN=$(openssl rand -hex 16) memor serve --addr 0.0.0.0:7420`,
+  MEMOR_TOKEN=$(openssl rand -hex 16) memor serve --addr 0.0.0.0:7420
+  memor serve --db n1 --addr 127.0.0.1:7421 --cluster nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224 --node-id m1 --log-kek-file log.kek`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token := a.io.Getenv("MEMOR_TOKEN")
@@ -85,22 +98,43 @@ applies every queued episode.`,
 			if err != nil {
 				return fmt.Errorf("cannot listen on %s: %w", addr, err)
 			}
+			var cn *clusterNode
+			if cf.urls != "" {
+				if cn, err = a.connectCluster(cmd.Context(), cmd, &cf, ln.Addr()); err != nil {
+					ln.Close()
+					return err
+				}
+				defer cn.close()
+				cn.logger = logger
+				eo.Log = cn.log
+			}
 			e, err := a.open(eo)
 			if err != nil {
 				ln.Close()
 				return err
 			}
-			dir, _ := a.dbPath()
-			serr := server.Serve(cmd.Context(), e, ln, server.ServeOptions{
+			so := server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
 					AllowOrigins: origins, Conformance: conformance, Metrics: metrics,
 					MCP:    mcpserver.NewHTTPHandler(e, mcpserver.Options{Version: version(), Logger: logger}),
 					Studio: studio.New(e, studio.Options{Logger: logger})},
 				ExposeMetrics: exposeMetrics,
-				OnListen: func(ad net.Addr) {
-					fmt.Fprintf(a.io.Err, "memor: serving http://%s (store %s); Ctrl-C to stop\n", ad, dir)
-				},
-			})
+			}
+			dir, _ := a.dbPath()
+			announce := fmt.Sprintf("store %s", dir)
+			if cn != nil {
+				if err := cn.join(cmd.Context(), e); err != nil {
+					ln.Close()
+					return errors.Join(fmt.Errorf("cli: join the cluster: %w", err), closeWithin(e, closeTimeout))
+				}
+				so.Router = nodeRouter{cn.node}
+				so.Leave = cn.node.Drain
+				announce += fmt.Sprintf(", cluster node %s of %s, advertised at %s", cf.node, cf.urls, cn.cfg.Addr)
+			}
+			so.OnListen = func(ad net.Addr) {
+				fmt.Fprintf(a.io.Err, "memor: serving http://%s (%s); Ctrl-C to stop\n", ad, announce)
+			}
+			serr := server.Serve(cmd.Context(), e, ln, so)
 			// The shutdown is bounded (ServeOptions.ShutdownTimeout);
 			// closing must be too, or a write that never returns would
 			// keep the process alive after SIGTERM.
@@ -108,7 +142,11 @@ applies every queued episode.`,
 				serr = cerr
 			}
 			if serr == nil {
-				fmt.Fprintf(a.io.Err, "memor: stopped serving http://%s; every queued episode applied, store %s closed\n", ln.Addr(), dir)
+				drained := ""
+				if cn != nil {
+					drained = ", shards handed over"
+				}
+				fmt.Fprintf(a.io.Err, "memor: stopped serving http://%s; every queued episode applied%s, store %s closed\n", ln.Addr(), drained, dir)
 			}
 			return serr
 		},
@@ -116,6 +154,7 @@ applies every queued episode.`,
 	cmd.Flags().StringVar(&addr, "addr", server.DefaultAddr, "listen address host:port")
 	cmd.Flags().StringArrayVar(&origins, "allow-origin", nil, "let web pages of this origin (scheme://host[:port]) call the API (repeatable)")
 	cmd.Flags().BoolVar(&exposeMetrics, "metrics", false, "serve GET /metrics beyond loopback too (on loopback it is always served)")
+	cf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&conformance, "conformance", false, "also serve memortest's contract under /conformance/ (suite users memortest/... only)")
 	return cmd
 }

@@ -64,7 +64,7 @@ func checkStore(dir string, create bool) error {
 // usesUser reports the commands that read or write one user (--user).
 func usesUser(cmd string) bool {
 	switch cmd {
-	case "serve", "mcp", "memor-server", "conformance", "eval", "demo", "users", "completion", "help", "prune", "check", "import", "export", "config", "reembed":
+	case "serve", "mcp", "memor-server", "conformance", "eval", "demo", "users", "completion", "help", "prune", "check", "import", "export", "config", "reembed", "cluster", "status":
 		return false
 	}
 	return true

@@ -109,6 +109,7 @@ type Node struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	ops    sync.WaitGroup // takeovers running
+	stats  counters       // for Stats (stats.go)
 }
 
 // Join starts node cfg.Node of the cluster whose JetStream is js, serving
@@ -213,6 +214,7 @@ func (n *Node) tick(ctx context.Context) error {
 	slices.SortFunc(held, func(a, b shard.Lease) int { return cmp.Compare(a.Shard, b.Shard) })
 	for _, le := range held {
 		next, err := n.leases.Renew(ctx, le)
+		n.stats.renewed(err)
 		switch {
 		case errors.Is(err, shard.ErrLost):
 			n.lg.Warn("cluster: lease lost", "shard", le.Shard)
@@ -370,6 +372,7 @@ func (n *Node) take(le shard.Lease) {
 	n.notify()
 	n.mu.Unlock()
 	n.lg.Info("cluster: shard taken", "shard", le.Shard)
+	n.stats.taken.Add(1)
 	n.ops.Add(1)
 	go func() {
 		defer n.ops.Done()
@@ -495,6 +498,7 @@ func (n *Node) handOver(ctx context.Context, s int) {
 		n.lg.Warn("cluster: release failed", "shard", s, "err", err)
 	}
 	n.lg.Info("cluster: shard handed over", "shard", s)
+	n.stats.handedOver.Add(1)
 }
 
 // Route says whether this node serves user now. It waits while the

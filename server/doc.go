@@ -58,6 +58,20 @@
 // requests, finishes the ones in flight, then waits for queued episodes
 // to be applied.
 //
+// # Cluster
+//
+// With Options.Router the Handler is one node of a memor cluster: every
+// route of one user ({user}) is served here when this node owns the
+// user's shard, else forwarded to the owner's address from the cluster's
+// node registry (never from the request), marked with [ForwardedHeader]
+// so it is never forwarded twice, or answered 307 to the owner when the
+// client sends [RedirectHeader]: true. The Safety checks run on the node
+// that receives the request, before any forward; the owner checks the
+// token and Host again. Answers name the node that served them
+// ([NodeHeader]). A node that cannot answer yet says 503 with Retry-After
+// and a code: no_owner, owner_unreachable, forward_loop, draining,
+// behind, log_unavailable.
+//
 // # Concurrency
 //
 // A [Handler] is safe for concurrent use, as the engine is.

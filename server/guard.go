@@ -141,12 +141,12 @@ func (h *Handler) guard(w http.ResponseWriter, r *http.Request) bool {
 		hd := w.Header()
 		hd.Set("Access-Control-Allow-Origin", origin)
 		hd.Add("Vary", "Origin")
-		hd.Set("Access-Control-Expose-Headers", "Memor-Applied, Memor-Latest, Memor-Pending, Memor-Failed, Mcp-Session-Id")
+		hd.Set("Access-Control-Expose-Headers", "Memor-Applied, Memor-Latest, Memor-Pending, Memor-Failed, Memor-Node, Memor-Forwarded-By, Mcp-Session-Id")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 			// The Mcp- headers and Last-Event-ID are those an MCP
 			// client sends to MCPPath.
-			hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID")
+			hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Memor-Redirect, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID")
 			hd.Set("Access-Control-Max-Age", "600")
 			if r.Header.Get("Access-Control-Request-Private-Network") == "true" {
 				hd.Set("Access-Control-Allow-Private-Network", "true")

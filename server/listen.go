@@ -43,6 +43,10 @@ type ServeOptions struct {
 	// too. Without it /metrics is served on loopback only: what a store
 	// holds shows in its counts, so exposing them is a choice.
 	ExposeMetrics bool
+	// Leave, if set, runs at shutdown once the server has stopped
+	// accepting, finished the requests in flight and applied every queued
+	// episode: a cluster node hands its shards over there (Node.Drain).
+	Leave func(context.Context) error
 }
 
 // Loopback reports whether addr's host only accepts local connections:
@@ -150,6 +154,11 @@ func Serve(ctx context.Context, e *memor.Engine, ln net.Listener, o ServeOptions
 	}
 	if derr := Drain(sctx, e); derr != nil {
 		err = errors.Join(err, derr)
+	}
+	if o.Leave != nil {
+		if lerr := o.Leave(sctx); lerr != nil {
+			err = errors.Join(err, lerr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("server: shutdown: %w", err)

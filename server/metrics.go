@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -34,6 +35,16 @@ import (
 //	memor_index_cache_evictions_total              users evicted to fit the budget
 //	memor_ingested_tables_total                    bulk first writes ingested as tables
 //
+// A cluster node (Options.Router) adds:
+//
+//	memor_cluster_shards_owned                     shards this node owns and serves
+//	memor_cluster_shard_lag{shard}                 per owned shard: episodes stored, not applied
+//	memor_cluster_lease_renewals_total             lease renewals
+//	memor_cluster_lease_renewal_failures_total     renewals refused (a lease lost, JetStream unreachable)
+//	memor_cluster_shards_taken_total, memor_cluster_shards_handed_over_total
+//	memor_cluster_forwards_total{outcome}          requests forwarded to the owner (ok, error)
+//	memor_cluster_redirects_total                  requests answered with a redirect to the owner
+//
 // The route label is the pattern that served the request ("GET
 // /v1/users/{user}/query"), never the path: user IDs do not become label
 // values. A request answered before routing (refused by the host, origin
@@ -46,8 +57,13 @@ type Metrics struct {
 	queries  [2]prometheus.Observer // ok, error
 	stages   [memor.NumQueryStages]prometheus.Observer
 
+	forwardVec *prometheus.CounterVec
+	forwards   [2]prometheus.Counter // ok, error
+	redirects  prometheus.Counter
+
 	mu      sync.Mutex
 	engines map[*memor.Engine]bool
+	router  bool
 }
 
 // latencyBuckets span 50µs to 13s by factors of 4: a stage of a small
@@ -82,6 +98,16 @@ func NewMetrics() *Metrics {
 	for s := range memor.NumQueryStages {
 		m.stages[s] = stages.WithLabelValues(s.String())
 	}
+	forwards := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memor_cluster_forwards_total",
+		Help: "Requests for a user another node owns, forwarded to it, by outcome (error: the owner did not answer).",
+	}, []string{"outcome"})
+	m.forwardVec = forwards
+	m.forwards[0], m.forwards[1] = forwards.WithLabelValues("ok"), forwards.WithLabelValues("error")
+	m.redirects = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "memor_cluster_redirects_total",
+		Help: "Requests for a user another node owns, answered with a redirect to it (Memor-Redirect: true).",
+	})
 	m.reg.MustRegister(m.requests, m.duration, queries, stages,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -121,6 +147,70 @@ func (m *Metrics) watch(e *memor.Engine) {
 	}
 	m.engines[e] = true
 	m.reg.MustRegister(engineCollector{e})
+}
+
+// watchRouter adds the cluster metrics of rt once.
+func (m *Metrics) watchRouter(rt Router) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.router {
+		return
+	}
+	m.router = true
+	m.reg.MustRegister(m.forwardVec, m.redirects, routerCollector{rt})
+}
+
+func (m *Metrics) forwarded(ok bool) {
+	if m == nil {
+		return
+	}
+	if ok {
+		m.forwards[0].Inc()
+	} else {
+		m.forwards[1].Inc()
+	}
+}
+
+func (m *Metrics) redirected() {
+	if m != nil {
+		m.redirects.Inc()
+	}
+}
+
+// routerCollector reads a cluster node's Stats when scraped.
+type routerCollector struct{ rt Router }
+
+var (
+	descShards     = prometheus.NewDesc("memor_cluster_shards_owned", "Shards this node owns and serves.", nil, nil)
+	descLag        = prometheus.NewDesc("memor_cluster_shard_lag", "Per shard this node owns: episodes stored and not yet applied.", []string{"shard"}, nil)
+	descRenewals   = prometheus.NewDesc("memor_cluster_lease_renewals_total", "Shard lease renewals since the node joined.", nil, nil)
+	descRenewFails = prometheus.NewDesc("memor_cluster_lease_renewal_failures_total", "Shard lease renewals refused (the lease was lost, or JetStream did not answer).", nil, nil)
+	descTaken      = prometheus.NewDesc("memor_cluster_shards_taken_total", "Shards this node took (at start, on failover, on rebalancing).", nil, nil)
+	descHanded     = prometheus.NewDesc("memor_cluster_shards_handed_over_total", "Shards this node handed over (rebalancing, drain).", nil, nil)
+)
+
+func (routerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descShards, descLag, descRenewals, descRenewFails, descTaken, descHanded} {
+		ch <- d
+	}
+}
+
+func (c routerCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := c.rt.Stats(ctx)
+	if err != nil && len(s.Shards) == 0 {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descShards, prometheus.GaugeValue, float64(len(s.Shards)))
+	for i, sh := range s.Shards {
+		if i < len(s.Lag) {
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(s.Lag[i]), strconv.Itoa(sh))
+		}
+	}
+	for d, v := range map[*prometheus.Desc]uint64{descRenewals: s.Renewals, descRenewFails: s.RenewFailures, descTaken: s.Taken, descHanded: s.HandedOver} {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
 }
 
 // handler serves the registry in the text format (or what the scraper

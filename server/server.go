@@ -100,6 +100,15 @@ type Options struct {
 	// Token, a browser carries it in a cookie set by StudioPath+"login"
 	// (see studioSession). Nil: nothing is mounted there.
 	Studio http.Handler
+	// Router, if set, makes the server one node of a memor cluster:
+	// every route of one user is served here when this node owns the
+	// user, else forwarded to the owner (or redirected, when the client
+	// sends RedirectHeader), after the same host, origin and token checks
+	// as a local request. Answers carry NodeHeader. See Router.
+	Router Router
+	// Transport carries forwarded requests (default: http.DefaultTransport's
+	// settings without its proxy, see forwardTransport).
+	Transport http.RoundTripper
 }
 
 // MCPPath is the route of Options.MCP.
@@ -113,6 +122,7 @@ type Handler struct {
 	mux     *http.ServeMux
 	origins map[string]bool // Options.AllowOrigins, normalized
 	ref     refusals
+	fwd     http.RoundTripper // Options.Transport or forwardTransport
 }
 
 // New returns the API handler for e. The caller keeps ownership of e.
@@ -125,6 +135,10 @@ func New(e *memor.Engine, o Options) *Handler {
 	}
 	h := &Handler{e: e, o: o, log: o.Logger, mux: http.NewServeMux(), origins: map[string]bool{}}
 	h.ref.seen = map[string]bool{}
+	h.fwd = o.Transport
+	if h.fwd == nil && o.Router != nil {
+		h.fwd = forwardTransport()
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -136,20 +150,23 @@ func New(e *memor.Engine, o Options) *Handler {
 	m := h.mux
 	m.HandleFunc("GET /v1/health", h.health)
 	m.HandleFunc("GET /v1/users", h.users)
-	m.HandleFunc("POST /v1/users/{user}/episodes", h.addEpisode)
-	m.HandleFunc("GET /v1/users/{user}/state", h.state)
-	m.HandleFunc("GET /v1/users/{user}/history", h.history)
-	m.HandleFunc("GET /v1/users/{user}/query", h.query)
-	m.HandleFunc("GET /v1/users/{user}/asof", h.asOf)
-	m.HandleFunc("GET /v1/users/{user}/conflicts", h.conflicts)
-	m.HandleFunc("GET /v1/users/{user}/freshness", h.freshness)
-	m.HandleFunc("GET /v1/users/{user}/export", h.exportUser)
-	m.HandleFunc("POST /v1/users/{user}/import", h.importUser)
-	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.correct)
-	m.HandleFunc("POST /v1/users/{user}/facts/{id}/accept", h.accept)
-	m.HandleFunc("DELETE /v1/users/{user}", h.forget)
+	m.HandleFunc("POST /v1/users/{user}/episodes", h.routed(h.addEpisode))
+	m.HandleFunc("GET /v1/users/{user}/state", h.routed(h.state))
+	m.HandleFunc("GET /v1/users/{user}/history", h.routed(h.history))
+	m.HandleFunc("GET /v1/users/{user}/query", h.routed(h.query))
+	m.HandleFunc("GET /v1/users/{user}/asof", h.routed(h.asOf))
+	m.HandleFunc("GET /v1/users/{user}/conflicts", h.routed(h.conflicts))
+	m.HandleFunc("GET /v1/users/{user}/freshness", h.routed(h.freshness))
+	m.HandleFunc("GET /v1/users/{user}/export", h.routed(h.exportUser))
+	m.HandleFunc("POST /v1/users/{user}/import", h.routed(h.importUser))
+	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.routed(h.correct))
+	m.HandleFunc("POST /v1/users/{user}/facts/{id}/accept", h.routed(h.accept))
+	m.HandleFunc("DELETE /v1/users/{user}", h.routed(h.forget))
 	if o.Metrics != nil {
 		o.Metrics.watch(e)
+		if o.Router != nil {
+			o.Metrics.watchRouter(o.Router)
+		}
 		m.Handle("GET /metrics", o.Metrics.handler())
 		m.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", "GET")
@@ -316,7 +333,11 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 		// Applied before Add returns, with what it changed.
 		opts = append(opts, memor.Decisions(&ds))
 	}
-	ep, err := h.e.Add(r.Context(), user, req.Text, opts...)
+	var ep memor.Episode
+	err = h.write(r, func() (err error) {
+		ep, err = h.e.Add(r.Context(), user, req.Text, opts...)
+		return err
+	})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -450,7 +471,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) correct(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := h.e.Correct(r.Context(), r.PathValue("user"), id); err != nil {
+	if err := h.write(r, func() error { return h.e.Correct(r.Context(), r.PathValue("user"), id) }); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -459,7 +480,7 @@ func (h *Handler) correct(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) accept(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := h.e.Accept(r.Context(), r.PathValue("user"), id); err != nil {
+	if err := h.write(r, func() error { return h.e.Accept(r.Context(), r.PathValue("user"), id) }); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -468,7 +489,7 @@ func (h *Handler) accept(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) forget(w http.ResponseWriter, r *http.Request) {
 	user := r.PathValue("user")
-	if err := h.e.Forget(r.Context(), user); err != nil {
+	if err := h.write(r, func() error { return h.e.Forget(r.Context(), user) }); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -530,6 +551,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.log.Error("server: storage failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		msg = "storage failed: the store refuses writes until the server is restarted"
 	}
+	if retryable(err) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
 	writeErr(w, status, code, msg)
 }
 
@@ -569,6 +593,18 @@ func Status(err error) (int, string) {
 	case errors.Is(err, memor.ErrExtractionFailed):
 		// The episode is stored; the extractor (a model) failed on it.
 		return http.StatusBadGateway, "extraction_failed"
+	case errors.Is(err, ErrNoOwner):
+		return http.StatusServiceUnavailable, "no_owner"
+	case errors.Is(err, ErrDraining):
+		return http.StatusServiceUnavailable, "draining"
+	case errors.Is(err, ErrForwardLoop):
+		return http.StatusServiceUnavailable, "forward_loop"
+	case errors.Is(err, ErrOwnerUnreachable):
+		return http.StatusServiceUnavailable, "owner_unreachable"
+	case errors.Is(err, ErrBehind):
+		return http.StatusServiceUnavailable, "behind"
+	case errors.Is(err, ErrLogUnavailable):
+		return http.StatusServiceUnavailable, "log_unavailable"
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, context.DeadlineExceeded):

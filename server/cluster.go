@@ -1,0 +1,196 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Headers of a server that is one node of a cluster (Options.Router).
+const (
+	// NodeHeader, on an answer, names the node whose engine answered.
+	NodeHeader = "Memor-Node"
+	// ForwardedHeader, on a request, names the node that forwarded it to
+	// the user's owner; on the answer, the node that forwarded it back. A
+	// request that carries it is never forwarded again.
+	ForwardedHeader = "Memor-Forwarded-By"
+	// RedirectHeader, sent by a client as "Memor-Redirect: true", asks a
+	// node that does not own the user for a 307 redirect to the owner
+	// instead of a forward.
+	RedirectHeader = "Memor-Redirect"
+)
+
+// Errors of a cluster node's routing; each is answered with 503 and
+// Retry-After, since each passes once the cluster settles.
+var (
+	// ErrNoOwner: no node serves the user's shard right now (its owner
+	// died and no node has taken it yet, or the owner is still catching
+	// it up).
+	ErrNoOwner = errors.New("server: the user's shard has no owner right now")
+	// ErrDraining: this node is handing its shards over and leaving.
+	ErrDraining = errors.New("server: this node is draining")
+	// ErrForwardLoop: a request already forwarded by another node reached
+	// a node that does not own the user either (ownership moved while it
+	// was on its way).
+	ErrForwardLoop = errors.New("server: the request was forwarded already and this node does not own the user either")
+	// ErrOwnerUnreachable: the owner's advertised address did not answer.
+	ErrOwnerUnreachable = errors.New("server: the user's owner did not answer")
+	// ErrBehind: a write was refused because another node had appended
+	// to the user's log, and the retry after catching up was refused too.
+	ErrBehind = errors.New("server: another node is writing this user")
+	// ErrLogUnavailable: the cluster's episode log (JetStream) did not
+	// answer a write: the write is not acknowledged, and JetStream may or
+	// may not have stored it (a retry can then store it twice).
+	ErrLogUnavailable = errors.New("server: the episode log did not answer")
+)
+
+// retryAfterSeconds is the Retry-After of the routing 503s: a lease round
+// is a third of the lease TTL, so a second is the order of a move.
+const retryAfterSeconds = 1
+
+// Router is what a Handler needs of the cluster node it serves (the cli
+// adapts cluster.Node to it), so that this package needs no NATS.
+type Router interface {
+	// Node is this node's ID.
+	Node() string
+	// Owner says where user is served: "" when by this node (caught up,
+	// ready), else the owner's advertised base URL as the cluster's node
+	// registry holds it; or an error wrapping ErrNoOwner or ErrDraining.
+	Owner(ctx context.Context, user string) (addr string, err error)
+	// Write runs fn, a write of user on this node's engine; a write the
+	// log refuses because another node appended is retried once after
+	// catching up (an error wrapping ErrBehind if that fails too).
+	Write(ctx context.Context, user string, fn func() error) error
+	// Stats reports the node for /metrics.
+	Stats(ctx context.Context) (ClusterStats, error)
+}
+
+// ClusterStats is a node's report to its metrics.
+type ClusterStats struct {
+	Shards                  []int    // owned and serving, ascending
+	Lag                     []uint64 // per shard of Shards: episodes stored, not applied
+	Renewals, RenewFailures uint64   // lease renewals since the node joined
+	Taken, HandedOver       uint64   // shards taken and handed over since it joined
+}
+
+// routed serves a route of one user ({user} in its pattern) on a cluster
+// node: here when this node owns the user, else forwarded to the owner
+// (or redirected there when the client sends RedirectHeader). It runs
+// after guard: a request refused here by the host, origin or token checks
+// is never forwarded.
+func (h *Handler) routed(fn http.HandlerFunc) http.HandlerFunc {
+	rt := h.o.Router
+	if rt == nil {
+		return fn
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		addr, err := rt.Owner(r.Context(), r.PathValue("user"))
+		if err != nil {
+			w.Header().Set(NodeHeader, rt.Node())
+			h.fail(w, r, err)
+			return
+		}
+		if addr == "" {
+			w.Header().Set(NodeHeader, rt.Node())
+			fn(w, r)
+			return
+		}
+		h.forward(w, r, addr)
+	}
+}
+
+// forward sends r to the owner at addr, an address from the cluster's
+// node registry (never from the request, so a client cannot aim this
+// server at a host of its choosing).
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, addr string) {
+	rt := h.o.Router
+	if by := r.Header.Get(ForwardedHeader); by != "" {
+		w.Header().Set(NodeHeader, rt.Node())
+		h.fail(w, r, fmt.Errorf("%w (forwarded by %s)", ErrForwardLoop, by))
+		return
+	}
+	target, err := url.Parse(addr)
+	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" || target.User != nil {
+		w.Header().Set(NodeHeader, rt.Node())
+		h.fail(w, r, fmt.Errorf("%w: the owner advertises %q, not an http(s) URL", ErrNoOwner, addr))
+		return
+	}
+	if redirectAsked(r) {
+		h.o.Metrics.redirected()
+		loc := target.Scheme + "://" + target.Host + strings.TrimSuffix(target.EscapedPath(), "/") + r.URL.RequestURI()
+		w.Header().Set("Location", loc)
+		w.Header().Set(NodeHeader, rt.Node())
+		writeErr(w, http.StatusTemporaryRedirect, "redirect", "another node owns this user: send the request to "+loc)
+		return
+	}
+	failed := false
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set(ForwardedHeader, rt.Node())
+			// This node judged the page and Host already (guard); the
+			// owner must not judge them again against its own origin,
+			// where a page of this node's would look cross-site. The
+			// bearer token goes on: the owner checks it too.
+			for _, k := range []string{"Origin", "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-Fetch-User", RedirectHeader} {
+				pr.Out.Header.Del(k)
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Set(ForwardedHeader, rt.Node())
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			failed = true
+			w.Header().Set(NodeHeader, rt.Node())
+			h.fail(w, r, fmt.Errorf("%w: %v", ErrOwnerUnreachable, err))
+		},
+		Transport: h.fwd,
+	}
+	p.ServeHTTP(w, r)
+	h.o.Metrics.forwarded(!failed)
+}
+
+// redirectAsked reports whether the client asked for a redirect rather
+// than a forward (RedirectHeader: true).
+func redirectAsked(r *http.Request) bool {
+	b, err := strconv.ParseBool(r.Header.Get(RedirectHeader))
+	return err == nil && b
+}
+
+// write runs fn, a write of r's user, through the cluster node if any.
+func (h *Handler) write(r *http.Request, fn func() error) error {
+	if h.o.Router == nil {
+		return fn()
+	}
+	return h.o.Router.Write(r.Context(), r.PathValue("user"), fn)
+}
+
+// retryable reports the errors answered with 503 and Retry-After.
+func retryable(err error) bool {
+	for _, e := range []error{ErrNoOwner, ErrDraining, ErrForwardLoop, ErrOwnerUnreachable, ErrBehind, ErrLogUnavailable} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardTransport is http.DefaultTransport's configuration without its
+// proxy: a forward goes straight to another node of the cluster, and an
+// HTTP_PROXY of the environment must not see the requests (and their
+// bearer token) between nodes. Connecting is bounded, so a dead owner is
+// a prompt 503 owner_unreachable.
+func forwardTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return t
+}
