@@ -529,14 +529,13 @@ func (n *Node) follow(ctx context.Context, counts map[string]uint64, mine func(i
 		if err != nil {
 			return users, copied, err
 		}
-		if count <= f.Latest {
-			continue
+		if count > f.Latest {
+			c, err := n.e.CatchUp(ctx, u)
+			if err != nil {
+				return users, copied, fmt.Errorf("catch up: %w", err)
+			}
+			copied += c
 		}
-		c, err := n.e.CatchUp(ctx, u)
-		if err != nil {
-			return users, copied, fmt.Errorf("catch up: %w", err)
-		}
-		copied += c
 		if n.cfg.hooks != nil && n.cfg.hooks.caughtUp != nil {
 			n.cfg.hooks.caughtUp(n.Shard(u), u)
 		}
