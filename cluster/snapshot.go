@@ -267,6 +267,13 @@ func (n *Node) restoreSnapshot(ctx context.Context, s int) (users int, episodes 
 			continue
 		}
 		plain, err := n.log.JS().OpenFor(ctx, u, p.sealed, partAD(s, n.cfg.Shards, p.seq, p.stream))
+		if err != nil {
+			// The next snapshot round rewrites the object without the
+			// part: a forgotten user's token and ciphertext do not stay.
+			n.snapMu.Lock()
+			n.snapDirty[s] = true
+			n.snapMu.Unlock()
+		}
 		if errors.Is(err, jslog.ErrForgotten) {
 			continue // forgotten: nothing to restore, by design
 		}
