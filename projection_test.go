@@ -95,6 +95,16 @@ func TestRestoreUserEqualsSource(t *testing.T) {
 	}
 	enginetest.SameMemory(t, dst, ref, "u")
 
+	// Restored over a user the store holds (at another position): the
+	// store's copy is replaced, not merged.
+	if err := dst.RestoreUser(ctx, "u", seqOf(recs)); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.SameMemory(t, dst, src, "u")
+	if f, err := dst.Freshness(ctx, "u"); err != nil || f.Latest != 4 {
+		t.Fatalf("restored over a later copy: %+v, %v", f, err)
+	}
+
 	// Another user's key, or no counters: nothing written.
 	foreign := append(slices.Clone(recs), dump2(t, src, "other")...)
 	if err := dst.RestoreUser(ctx, "u2", seqOf(foreign)); !errors.Is(err, memor.ErrBadProjection) {

@@ -722,6 +722,7 @@ func (n *Node) handOver(ctx context.Context, s int) {
 	if !ok {
 		return
 	}
+	start := time.Now()
 	n.drop(s)
 	if writes != nil {
 		writes.Wait()
@@ -740,7 +741,7 @@ func (n *Node) handOver(ctx context.Context, s int) {
 			n.lg.Warn("cluster: evict after hand-over failed (the next lease round retries)", "shard", s, "err", err)
 		}
 	}
-	n.lg.Info("cluster: shard handed over", "shard", s)
+	n.lg.Info("cluster: shard handed over", "shard", s, "took", time.Since(start))
 }
 
 // Route says whether this node serves user now. It waits while the
