@@ -37,7 +37,9 @@ package cluster
 //
 // # Format
 //
-// "memor-snapshot 1\n", then uvarints: shard, shard count, part count;
+// "memor-snapshot 1\n", then uvarints: the writer's store format
+// (kv.FormatVersion: another is refused, so the log is replayed), shard,
+// shard count, part count;
 // each part: token length, token, episode sequence, stream sequence,
 // sealed length, sealed. The plaintext of a part is records, each a
 // uvarint key length, key, uvarint value length, value. JetStream's
@@ -54,6 +56,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor/cluster/jslog"
+	"github.com/memor-db/memor/kv"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -88,6 +91,7 @@ func partAD(s, shards int, seq, stream uint64) []byte {
 
 func (sn *snapshot) encode() []byte {
 	b := []byte(snapshotMagic)
+	b = binary.AppendUvarint(b, uint64(kv.FormatVersion))
 	b = binary.AppendUvarint(b, uint64(sn.shard))
 	b = binary.AppendUvarint(b, uint64(sn.shards))
 	b = binary.AppendUvarint(b, uint64(len(sn.parts)))
@@ -135,6 +139,9 @@ func decodeSnapshot(b []byte) (*snapshot, error) {
 		return nil, fmt.Errorf("%w: no header", ErrBadSnapshot)
 	}
 	r := &reader{b: rest}
+	if v := r.uvarint(); !r.bad && v != uint64(kv.FormatVersion) {
+		return nil, fmt.Errorf("%w: written by a store of format %d, this one's is %d", ErrBadSnapshot, v, kv.FormatVersion)
+	}
 	sn := &snapshot{shard: int(r.uvarint()), shards: int(r.uvarint())}
 	n := r.uvarint()
 	for i := uint64(0); i < n && !r.bad; i++ {

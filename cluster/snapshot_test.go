@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -367,4 +368,23 @@ func rawSnapshotBytes(t *testing.T, js jetstream.JetStream) []byte {
 		all = append(all, m.Data...)
 	}
 	return all
+}
+
+// TestSnapshotFormat: a snapshot round-trips, and one written by a store
+// of another format, truncated, or with trailing bytes is ErrBadSnapshot.
+func TestSnapshotFormat(t *testing.T) {
+	sn := &snapshot{shard: 3, shards: 8, parts: []snapshotPart{{token: "abc", seq: 7, stream: 42, sealed: []byte("sealed")}}}
+	b := sn.encode()
+	got, err := decodeSnapshot(b)
+	if err != nil || got.shard != 3 || got.shards != 8 || len(got.parts) != 1 || got.parts[0].token != "abc" ||
+		got.parts[0].seq != 7 || got.parts[0].stream != 42 || string(got.parts[0].sealed) != "sealed" {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	other := append([]byte(snapshotMagic), 0x7f) // format 127
+	other = append(other, b[len(snapshotMagic)+1:]...)
+	for name, bad := range map[string][]byte{"other format": other, "truncated": b[:len(b)-2], "trailing": append(slices.Clone(b), 0)} {
+		if _, err := decodeSnapshot(bad); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("%s: %v, want ErrBadSnapshot", name, err)
+		}
+	}
 }
