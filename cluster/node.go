@@ -491,7 +491,17 @@ func (n *Node) restoreShard(ctx context.Context, s int) (Takeover, error) {
 	if err := n.evict(ctx, old); err != nil {
 		return tk, err
 	}
-	tk.RestoredUsers, tk.RestoredEpisodes = n.restoreSnapshot(ctx, s)
+	counts, err := n.log.JS().Users(ctx)
+	if err != nil {
+		return tk, err
+	}
+	var inLog uint64
+	for u, c := range counts {
+		if n.Shard(u) == s {
+			inLog += c
+		}
+	}
+	tk.RestoredUsers, tk.RestoredEpisodes = n.restoreSnapshot(ctx, s, inLog)
 	_, tk.Replayed, err = n.catchUpShard(ctx, s)
 	return tk, err
 }

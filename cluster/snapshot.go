@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -246,10 +247,18 @@ func (n *Node) writeSnapshot(ctx context.Context, s int, handing bool) (users in
 // missing or damaged snapshot, or a part that does not open, restores
 // nothing of it: the catch-up that follows replays those users' whole
 // logs. It returns how many users it restored and their episodes.
-func (n *Node) restoreSnapshot(ctx context.Context, s int) (users int, episodes uint64) {
+//
+// inLog is how many episodes the log holds of the shard's users: a
+// missing snapshot is a warning when it is at least SnapshotEvery (a
+// snapshot should exist), and normal below.
+func (n *Node) restoreSnapshot(ctx context.Context, s int, inLog uint64) (users int, episodes uint64) {
 	b, err := n.snaps.GetBytes(ctx, snapshotName(s))
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		n.lg.Info("cluster: no snapshot of shard: replaying its whole log", "shard", s)
+		lvl := slog.LevelInfo
+		if n.cfg.SnapshotEvery > 0 && inLog >= uint64(n.cfg.SnapshotEvery) {
+			lvl = slog.LevelWarn
+		}
+		n.lg.Log(ctx, lvl, "cluster: no snapshot of shard: replaying its whole log", "shard", s, "episodes", inLog)
 		return 0, 0
 	}
 	if err != nil {

@@ -290,10 +290,11 @@ func TestSnapshotDamagedFallsBack(t *testing.T) {
 	damage(t, r)
 
 	var logs syncBuffer
-	b := r.node("", Config{Node: "b", Shards: shards, SnapshotEvery: -1,
+	b := r.node("", Config{Node: "b", Shards: shards, SnapshotEvery: 4,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	waitFor(t, "b taking every shard", 30*time.Second, func() bool { return covered(shards, b) })
-	for _, want := range []string{"snapshot damaged", "no snapshot of shard", "snapshot part does not open"} {
+	for _, want := range []string{"level=WARN msg=\"cluster: snapshot damaged", "level=WARN msg=\"cluster: no snapshot of shard",
+		"level=WARN msg=\"cluster: snapshot part does not open"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no %q in the log:\n%s", want, logs.String())
 		}
