@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,4 +120,44 @@ func TestJoinMidLoad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDrainHandsOverSnapshotted: a draining node snapshots each shard as
+// it hands it over, so the node taking them restores everything and
+// replays nothing, and the drained store holds no user.
+func TestDrainHandsOverSnapshotted(t *testing.T) {
+	ctx := context.Background()
+	const shards = 4
+	users := userNames(12)
+	r := newRig(t, 1)
+	a := r.node("", Config{Node: "a", Shards: shards, SnapshotEvery: -1, SnapshotInterval: time.Hour})
+	b := r.node("", Config{Node: "b", Shards: shards, SnapshotEvery: -1, SnapshotInterval: time.Hour})
+	waitFor(t, "a and b sharing the shards", 20*time.Second, func() bool {
+		return covered(shards, a, b) && len(a.n.Owned()) == 2 && len(b.n.Owned()) == 2
+	})
+	cl := &client{nodes: map[string]*testNode{"a": a, "b": b}, r: mrand.New(mrand.NewPCG(5, 6))}
+	acked := map[string][]string{}
+	for round := range 3 {
+		for _, u := range users {
+			text := fmt.Sprintf("I live in %s. Round %d.", cities[(round+len(u))%len(cities)], round)
+			if err := cl.write(ctx, u, func(e *memor.Engine) error { _, err := e.Add(ctx, u, text); return err }); err != nil {
+				t.Fatal(err)
+			}
+			acked[u] = append(acked[u], text)
+		}
+	}
+	gave := a.n.Owned()
+	if err := a.n.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if us, err := a.e.Users(ctx); err != nil || len(us) != 0 {
+		t.Fatalf("the drained store holds %v (%v)", us, err)
+	}
+	waitFor(t, "b taking every shard", 20*time.Second, func() bool { return covered(shards, b) })
+	for _, tk := range b.n.Takeovers() {
+		if slices.Contains(gave, tk.Shard) && (tk.Replayed != 0 || tk.RestoredUsers == 0) {
+			t.Errorf("shard %d handed over by the drain: %+v; want all restored, none replayed", tk.Shard, tk)
+		}
+	}
+	sameAsReference(t, b, acked, users)
 }
