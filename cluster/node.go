@@ -148,7 +148,6 @@ type Node struct {
 	snapAt    map[int]time.Time // per shard: when
 	snapDirty map[int]bool      // per shard: a user was forgotten since
 	takeovers []Takeover
-	snapshots int // written
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -377,7 +377,6 @@ func (n *Node) snapshotRound(ctx context.Context) error {
 		}
 		n.snapMu.Lock()
 		n.snapMark[s], n.snapAt[s] = eps, time.Now()
-		n.snapshots++
 		n.snapMu.Unlock()
 		n.lg.Info("cluster: shard snapshotted", "shard", s, "users", users, "episodes", eps)
 	}
