@@ -47,46 +47,57 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 			return fmt.Errorf("memor: forget: episode log: %w", err)
 		}
 	}
+	ranges, markers, err := e.deleteStored(ctx, user)
+	if err != nil || markers == nil {
+		return err
+	}
+	return e.finishForget(ctx, ranges, markers)
+}
+
+// deleteStored is Forget's deletion from the store (user's lock held): it
+// commits the deletion and returns what finishForget must compact and
+// the markers it then drops (nil: nothing was stored).
+func (e *Engine) deleteStored(ctx context.Context, user string) (ranges [][2][]byte, markers [][]byte, err error) {
 	root := kv.UserRoot(user)
 	b := e.db.NewBatch()
 	defer b.Close()
 	stored, err := hasKey(ctx, b, root)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	pending, err := pendingForgets(ctx, b)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	reg := registryKey(user)
 	_, err = b.Get(reg)
 	registered := err == nil
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
-		return err
+		return nil, nil, err
 	}
 	if !stored && !registered && len(pending) == 0 {
 		// Nothing of the user is stored, and no earlier Forget was cut
 		// short (its deleted bytes could still be on disk): there is
 		// nothing to delete or scrub.
-		return nil
+		return nil, nil, nil
 	}
 	// The store's clock floor keeps the forgotten user's last transaction
 	// time: current reads after a restart never precede it.
 	m, err := loadMeta(b, user)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := raiseTxnFloor(b, m.Txn); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := b.DeleteRange(root, kv.PrefixEnd(root)); err != nil {
-		return err
+		return nil, nil, err
 	}
 	// Stores of formats 1–2 also name the user in the registry; later
 	// ones have no key there to delete and compact away.
 	if registered {
 		if err := b.Delete(reg); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	// The marker commits with the deletion: if the compaction or scrub
@@ -94,26 +105,26 @@ func (e *Engine) Forget(ctx context.Context, user string) error {
 	// the next Forget) finishes the job.
 	marker := forgetMarker()
 	if err := b.Set(marker, nil); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := b.Commit(); err != nil {
-		return err
+		return nil, nil, err
 	}
 	e.idx.dropUser(user)
 	e.ing.forget(user)
 	if e.hookForgetCommitted != nil {
 		if err := e.hookForgetCommitted(); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	ranges := [][2][]byte{{root, kv.PrefixEnd(root)}}
+	ranges = [][2][]byte{{root, kv.PrefixEnd(root)}}
 	if registered {
 		ranges = append(ranges, [2][]byte{reg, kv.PrefixEnd(reg)})
 	}
 	if len(pending) > 0 {
 		ranges = forgottenRanges // an earlier Forget's user is unknown
 	}
-	return e.finishForget(ctx, ranges, append(pending, marker))
+	return ranges, append(pending, marker), nil
 }
 
 // Forget markers: one per Forget whose compaction and scrub have not

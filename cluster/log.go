@@ -123,3 +123,25 @@ func (l *Log) Forget(ctx context.Context, user string) error {
 }
 
 var _ memor.EpisodeLog = (*Log)(nil)
+
+// streamOf is the stream sequence of user's episode seq, if it is the
+// last one this log appended or read for user (0 otherwise): what a
+// snapshot records so that a restore reads the log on from there.
+func (l *Log) streamOf(user string, seq uint64) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p, ok := l.last[user]; ok && p.seq == seq {
+		return p.stream
+	}
+	return 0
+}
+
+// resume makes the next read of user's episodes start after stream
+// sequence stream, where episode seq is (a restored snapshot's position).
+func (l *Log) resume(user string, seq, stream uint64) {
+	if stream == 0 {
+		l.drop(user)
+		return
+	}
+	l.remember(user, position{seq: seq, stream: stream})
+}

@@ -23,6 +23,8 @@ const (
 	DefaultShards     = 16
 	DefaultLeaseTTL   = 10 * time.Second
 	DefaultNodeBucket = "MEMOR_NODES"
+	// DefaultSnapshotEvery is Config.SnapshotEvery's default.
+	DefaultSnapshotEvery = 1000
 )
 
 // Errors returned by this package; match them with errors.Is.
@@ -74,6 +76,39 @@ type Config struct {
 	Replicas int
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
+	// SnapshotEvery: the owner of a shard snapshots it (snapshot.go) once
+	// the log holds this many episodes of the shard's users past its last
+	// snapshot (default 1000; negative: never by count).
+	SnapshotEvery int
+	// SnapshotInterval: and at least this often while the shard changes
+	// (0: by count only). A shard is also snapshotted when handed over,
+	// and after one of its users is forgotten.
+	SnapshotInterval time.Duration
+	// MovesPerRound bounds the shards a node above its fair share hands
+	// over in one lease round (default 1), so that a node joining moves
+	// few shards at a time and the cluster stays served.
+	MovesPerRound int
+
+	hooks *hooks // tests only
+}
+
+// hooks let this package's tests act at chosen points of a takeover.
+type hooks struct {
+	// caughtUp is called during a takeover after each user of the shard
+	// is caught up.
+	caughtUp func(shard int, user string)
+}
+
+// Takeover is what a node did to serve a shard it took.
+type Takeover struct {
+	Shard int
+	// RestoredUsers and RestoredEpisodes came from the shard's snapshot.
+	RestoredUsers    int
+	RestoredEpisodes uint64
+	// Replayed episodes were copied from the log (the tail past the
+	// snapshot, or everything without one).
+	Replayed int
+	Took     time.Duration
 }
 
 // NodeInfo is what a node publishes about itself in the node bucket,
@@ -96,6 +131,7 @@ type Node struct {
 	log    *Log
 	leases *shard.Leases
 	nodes  jetstream.KeyValue
+	snaps  jetstream.ObjectStore
 	lg     *slog.Logger
 
 	mu      sync.Mutex
@@ -105,6 +141,13 @@ type Node struct {
 	addrs   map[string]string     // node → address, as last listed
 	changed chan struct{}         // closed and replaced whenever ownership changes
 	stopped bool
+	writes  map[int]*sync.WaitGroup // per owned shard: writes running (Write)
+
+	snapMu    sync.Mutex
+	snapMark  map[int]uint64    // per shard: episodes its last snapshot (or restore) held
+	snapAt    map[int]time.Time // per shard: when
+	snapDirty map[int]bool      // per shard: a user was forgotten since
+	takeovers []Takeover
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -128,6 +171,12 @@ func Join(ctx context.Context, js jetstream.JetStream, e *memor.Engine, l *Log, 
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
 	}
+	if cfg.SnapshotEvery == 0 {
+		cfg.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if cfg.MovesPerRound <= 0 {
+		cfg.MovesPerRound = 1
+	}
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -140,16 +189,22 @@ func Join(ctx context.Context, js jetstream.JetStream, e *memor.Engine, l *Log, 
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, e: e, log: l, leases: leases, nodes: nodes, lg: lg.With("node", cfg.Node),
-		owned: map[int]shard.Lease{}, ready: map[int]chan struct{}{}, changed: make(chan struct{})}
+	snaps, err := openSnapshots(ctx, js, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, e: e, log: l, leases: leases, nodes: nodes, snaps: snaps, lg: lg.With("node", cfg.Node),
+		owned: map[int]shard.Lease{}, ready: map[int]chan struct{}{}, changed: make(chan struct{}),
+		writes: map[int]*sync.WaitGroup{}, snapMark: map[int]uint64{}, snapAt: map[int]time.Time{}, snapDirty: map[int]bool{}}
 	loop, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	if err := n.tick(ctx); err != nil {
 		cancel()
 		return nil, err
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.run(loop)
+	go n.snapshotLoop(loop)
 	return n, nil
 }
 
@@ -238,12 +293,15 @@ func (n *Node) tick(ctx context.Context) error {
 	mine := len(n.owned)
 	n.mu.Unlock()
 	// Above the fair share (a node joined): hand the highest shards over,
-	// one a round, so that moves stay few and the cluster stays served.
-	if mine > target {
-		if s := n.highestReady(); s >= 0 {
-			n.handOver(ctx, s)
-			mine--
+	// at most MovesPerRound a round, so that moves stay few and the
+	// cluster stays served.
+	for moves := 0; mine > target && moves < n.cfg.MovesPerRound; moves++ {
+		s := n.highestReady()
+		if s < 0 {
+			break
 		}
+		n.handOver(ctx, s)
+		mine--
 	}
 	// Free shards, up to the fair share, starting from a place of this
 	// node's own so that nodes starting together do not contend for the
@@ -267,14 +325,28 @@ func (n *Node) tick(ctx context.Context) error {
 		mine++
 		n.take(le)
 	}
+	// The store's users are listed before the log's: a user in the store
+	// is in the log unless forgotten (an episode is appended before it
+	// commits), so one missing from the later listing was forgotten.
+	local, err := n.e.Users(ctx)
+	if err != nil {
+		return err
+	}
+	counts, err := n.log.JS().Users(ctx)
+	if err != nil {
+		return err
+	}
 	serving := map[int]bool{}
 	for _, s := range n.Owned() {
 		serving[s] = true
 	}
 	if len(serving) > 0 {
-		if _, _, err := n.follow(ctx, func(s int) bool { return serving[s] }); err != nil {
+		if _, _, err := n.follow(ctx, counts, func(s int) bool { return serving[s] }); err != nil {
 			return err
 		}
+	}
+	if err := n.sweep(ctx, local, counts); err != nil {
+		return err
 	}
 	return n.publish(ctx)
 }
@@ -369,6 +441,7 @@ func (n *Node) take(le shard.Lease) {
 	n.mu.Lock()
 	n.owned[le.Shard] = le
 	n.ready[le.Shard] = ready
+	n.writes[le.Shard] = new(sync.WaitGroup)
 	n.notify()
 	n.mu.Unlock()
 	n.lg.Info("cluster: shard taken", "shard", le.Shard)
@@ -377,7 +450,7 @@ func (n *Node) take(le shard.Lease) {
 	go func() {
 		defer n.ops.Done()
 		start := time.Now()
-		users, copied, err := n.catchUpShard(context.Background(), le.Shard)
+		tk, err := n.restoreShard(context.Background(), le.Shard)
 		if err != nil {
 			// Not served half caught up: the lease goes, another node (or
 			// this one, next round) tries again.
@@ -391,7 +464,13 @@ func (n *Node) take(le shard.Lease) {
 			}
 			return
 		}
-		n.lg.Info("cluster: shard serving", "shard", le.Shard, "users", users, "episodes", copied, "took", time.Since(start))
+		tk.Took = time.Since(start)
+		n.lg.Info("cluster: shard serving", "shard", le.Shard, "restored_users", tk.RestoredUsers,
+			"restored_episodes", tk.RestoredEpisodes, "replayed", tk.Replayed, "took", tk.Took)
+		n.snapMu.Lock()
+		n.takeovers = append(n.takeovers, tk)
+		n.snapMark[le.Shard], n.snapAt[le.Shard] = tk.RestoredEpisodes, time.Now()
+		n.snapMu.Unlock()
 		n.mu.Lock()
 		if n.ready[le.Shard] == ready {
 			close(ready)
@@ -401,10 +480,49 @@ func (n *Node) take(le shard.Lease) {
 	}()
 }
 
+// restoreShard makes the store hold shard s as the log does: it evicts
+// what the store held of s from an earlier ownership (possibly stale:
+// a user forgotten and written again since), restores the shard's latest
+// snapshot, and copies the log's tail.
+func (n *Node) restoreShard(ctx context.Context, s int) (Takeover, error) {
+	tk := Takeover{Shard: s}
+	old, err := n.shardUsers(ctx, s)
+	if err != nil {
+		return tk, err
+	}
+	if err := n.evict(ctx, old); err != nil {
+		return tk, err
+	}
+	counts, err := n.log.JS().Users(ctx)
+	if err != nil {
+		return tk, err
+	}
+	var inLog uint64
+	for u, c := range counts {
+		if n.Shard(u) == s {
+			inLog += c
+		}
+	}
+	tk.RestoredUsers, tk.RestoredEpisodes = n.restoreSnapshot(ctx, s, inLog)
+	_, tk.Replayed, err = n.catchUpShard(ctx, s)
+	return tk, err
+}
+
+// Takeovers lists the shards this node took and how (oldest first).
+func (n *Node) Takeovers() []Takeover {
+	n.snapMu.Lock()
+	defer n.snapMu.Unlock()
+	return slices.Clone(n.takeovers)
+}
+
 // catchUpShard copies every episode the log holds past the store's for
 // every user of shard s.
 func (n *Node) catchUpShard(ctx context.Context, s int) (users, copied int, err error) {
-	return n.follow(ctx, func(shard int) bool { return shard == s })
+	counts, err := n.log.JS().Users(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return n.follow(ctx, counts, func(shard int) bool { return shard == s })
 }
 
 // follow copies, for the users of the shards mine accepts, the episodes
@@ -413,11 +531,7 @@ func (n *Node) catchUpShard(ctx context.Context, s int) (users, copied int, err 
 // episode are read. It is how an owner consumes its shards' subjects: a
 // takeover runs it, and so does every lease round, which catches the
 // appends of a node that still believed it owned a shard.
-func (n *Node) follow(ctx context.Context, mine func(int) bool) (users, copied int, err error) {
-	counts, err := n.log.JS().Users(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
+func (n *Node) follow(ctx context.Context, counts map[string]uint64, mine func(int) bool) (users, copied int, err error) {
 	for u, count := range counts {
 		if !mine(n.Shard(u)) {
 			continue
@@ -427,16 +541,103 @@ func (n *Node) follow(ctx context.Context, mine func(int) bool) (users, copied i
 		if err != nil {
 			return users, copied, err
 		}
-		if count <= f.Latest {
-			continue
+		if count > f.Latest {
+			c, err := n.e.CatchUp(ctx, u)
+			if err != nil {
+				return users, copied, fmt.Errorf("catch up: %w", err)
+			}
+			copied += c
 		}
-		c, err := n.e.CatchUp(ctx, u)
-		if err != nil {
-			return users, copied, fmt.Errorf("catch up: %w", err)
+		if n.cfg.hooks != nil && n.cfg.hooks.caughtUp != nil {
+			n.cfg.hooks.caughtUp(n.Shard(u), u)
 		}
-		copied += c
 	}
 	return users, copied, nil
+}
+
+// sweep evicts from the store the users listed in local (the store's,
+// listed before counts, the log's) that the node must not hold: those
+// the log no longer has (forgotten, through any node), and those of
+// shards the node does not own (a shard it lost, or held before a
+// restart). A node's store holds only the shards it owns: the log and
+// the snapshots are the truth, and a projection left behind would keep a
+// forgotten user's data on a disk nobody erases.
+func (n *Node) sweep(ctx context.Context, local []string, counts map[string]uint64) error {
+	n.mu.Lock()
+	owned := map[int]bool{}
+	for s := range n.owned {
+		owned[s] = true
+	}
+	n.mu.Unlock()
+	var gone []string
+	for _, u := range local {
+		s := n.Shard(u)
+		if _, ok := counts[u]; !ok {
+			gone = append(gone, u)
+			if owned[s] {
+				n.snapMu.Lock()
+				n.snapDirty[s] = true // rewrite the shard's snapshot without the user
+				n.snapMu.Unlock()
+			}
+			continue
+		}
+		if !owned[s] {
+			gone = append(gone, u)
+		}
+	}
+	return n.evict(ctx, gone)
+}
+
+func (n *Node) evict(ctx context.Context, users []string) error {
+	if len(users) == 0 {
+		return nil
+	}
+	if err := n.e.Evict(ctx, users...); err != nil {
+		return fmt.Errorf("cluster: evict: %w", err)
+	}
+	for _, u := range users {
+		n.log.drop(u)
+	}
+	n.lg.Info("cluster: evicted users", "users", len(users))
+	return nil
+}
+
+// shardUsers lists the store's users of shard s.
+func (n *Node) shardUsers(ctx context.Context, s int) ([]string, error) {
+	us, err := n.e.Users(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, u := range us {
+		if n.Shard(u) == s {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// Forget erases user from the cluster, from any node: the log's subject
+// and data key (so every snapshot part of the user stops opening), and
+// this node's copy. The owner, wherever it is, evicts its copy at its
+// next lease round (sweep: the log no longer has the user) and rewrites
+// the shard's snapshot without the user; so does any node still holding
+// a stale copy, when it next runs.
+func (n *Node) Forget(ctx context.Context, user string) error {
+	if err := n.e.Forget(ctx, user); err != nil {
+		return err
+	}
+	n.log.drop(user)
+	s := n.Shard(user)
+	n.mu.Lock()
+	_, mine := n.owned[s]
+	n.mu.Unlock()
+	if mine {
+		n.snapMu.Lock()
+		n.snapDirty[s] = true
+		n.snapMu.Unlock()
+	}
+	return nil
 }
 
 // Write runs fn, a write of user on the node's engine, once the node
@@ -445,26 +646,61 @@ func (n *Node) follow(ctx context.Context, mine func(int) bool) (users, copied i
 // owned the shard), it copies the log's new episodes and runs fn once
 // more.
 func (n *Node) Write(ctx context.Context, user string, fn func(*memor.Engine) error) error {
-	if err := n.Route(ctx, user); err != nil {
+	done, err := n.enterWrite(ctx, user)
+	if err != nil {
 		return err
 	}
-	err := fn(n.e)
+	err = fn(n.e)
+	done()
 	if !errors.Is(err, jslog.ErrConflict) {
 		return err
 	}
 	if _, cerr := n.e.CatchUp(ctx, user); cerr != nil {
 		return errors.Join(err, cerr)
 	}
-	if err := n.Route(ctx, user); err != nil {
+	if done, err = n.enterWrite(ctx, user); err != nil {
 		return err
 	}
+	defer done()
 	return fn(n.e)
+}
+
+// enterWrite waits until the node serves user (Route) and counts a write
+// of the user's shard running until done is called: a hand-over waits for
+// them, so that every write it acknowledged is in the log before it
+// releases the lease.
+func (n *Node) enterWrite(ctx context.Context, user string) (done func(), err error) {
+	s := n.Shard(user)
+	for {
+		if err := n.Route(ctx, user); err != nil {
+			return nil, err
+		}
+		n.mu.Lock()
+		ready, ok := n.ready[s]
+		if ok && isClosed(ready) {
+			wg := n.writes[s]
+			wg.Add(1)
+			n.mu.Unlock()
+			return wg.Done, nil
+		}
+		n.mu.Unlock()
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func (n *Node) drop(s int) {
 	n.mu.Lock()
 	delete(n.owned, s)
 	delete(n.ready, s)
+	delete(n.writes, s)
 	n.notify()
 	n.mu.Unlock()
 }
@@ -483,21 +719,41 @@ func (n *Node) highestReady() int {
 	return best
 }
 
-// handOver stops serving shard s and releases its lease, so the next
-// owner need not wait for it to expire. Every episode this node
-// acknowledged is in the log already: the next owner copies it.
+// handOver drains shard s and gives it up: it stops taking writes of
+// the shard (Route answers with the next owner, or ErrNoOwner meanwhile),
+// waits for the writes running to finish (each appends to the log before
+// it is acknowledged, so then every acknowledged episode of the shard is
+// in the log), snapshots the shard (the next owner restores it and
+// replays next to nothing), releases the lease so the next owner need not
+// wait for it to expire, and evicts the shard's users from the store.
 func (n *Node) handOver(ctx context.Context, s int) {
 	n.mu.Lock()
 	le, ok := n.owned[s]
+	writes := n.writes[s]
 	n.mu.Unlock()
 	if !ok {
 		return
 	}
+	start := time.Now()
 	n.drop(s)
+	if writes != nil {
+		writes.Wait()
+	}
+	if n.cfg.SnapshotEvery > 0 || n.cfg.SnapshotInterval > 0 {
+		if _, _, err := n.writeSnapshot(ctx, s, true); err != nil {
+			n.lg.Warn("cluster: snapshot at hand-over failed", "shard", s, "err", err)
+		}
+	}
 	if err := n.leases.Release(ctx, le); err != nil && !errors.Is(err, shard.ErrLost) {
 		n.lg.Warn("cluster: release failed", "shard", s, "err", err)
 	}
-	n.lg.Info("cluster: shard handed over", "shard", s)
+	if us, err := n.shardUsers(ctx, s); err == nil {
+		err = n.evict(ctx, us)
+		if err != nil {
+			n.lg.Warn("cluster: evict after hand-over failed (the next lease round retries)", "shard", s, "err", err)
+		}
+	}
+	n.lg.Info("cluster: shard handed over", "shard", s, "took", time.Since(start))
 	n.stats.handedOver.Add(1)
 }
 

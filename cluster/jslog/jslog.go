@@ -534,3 +534,61 @@ func (l *Log) Size(ctx context.Context) (Size, error) {
 	}
 	return Size{Msgs: info.State.Msgs, Bytes: info.State.Bytes, LastSeq: info.State.LastSeq}, nil
 }
+
+// sealedDomain prefixes the additional data of SealFor, so that nothing
+// it seals opens as a log message or the other way round.
+const sealedDomain = "memor jslog sealed\x00"
+
+// SealFor seals plain with user's data key (AES-256-GCM, a random nonce,
+// ad as additional data): for what is kept outside the log but must
+// become unreadable when the user is forgotten (a cluster's snapshots).
+// A user without a data key (never written, or forgotten) is
+// ErrForgotten.
+func (l *Log) SealFor(ctx context.Context, user string, plain, ad []byte) ([]byte, error) {
+	key, err := l.dataKey(ctx, user, false)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return aead.Seal(nonce, nonce, plain, append([]byte(sealedDomain+Token(user)+"\x00"), ad...)), nil
+}
+
+// OpenFor opens what SealFor sealed for user with ad: ErrForgotten when
+// the user's data key is gone, ErrCorrupt when sealed does not
+// authenticate (damaged, another user's, or sealed under a data key the
+// user had before being forgotten and written again).
+func (l *Log) OpenFor(ctx context.Context, user string, sealed, ad []byte) ([]byte, error) {
+	key, err := l.dataKey(ctx, user, false)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	n := aead.NonceSize()
+	if len(sealed) < n {
+		return nil, fmt.Errorf("%w: sealed data is short", ErrCorrupt)
+	}
+	plain, err := aead.Open(nil, sealed[:n], sealed[n:], append([]byte(sealedDomain+Token(user)+"\x00"), ad...))
+	if err != nil {
+		return nil, fmt.Errorf("%w: sealed data of %s", ErrCorrupt, Token(user))
+	}
+	return plain, nil
+}
+
+// UserOf is the user whose subject token is token (Token's inverse).
+func UserOf(token string) (string, error) {
+	u, err := tokenEncoding.DecodeString(strings.ToUpper(token))
+	if err != nil || len(u) == 0 {
+		return "", fmt.Errorf("%w: subject token %q", ErrInvalidUser, token)
+	}
+	return string(u), nil
+}
