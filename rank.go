@@ -6,7 +6,9 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/embed"
@@ -263,13 +265,31 @@ func lengthNormalise(ix *bm25.Index, cands map[uint32]*candidate, s float64) {
 // on 11–20.
 const sameMatterShare = 0.5
 
+// sameValueShare is the share two served turns of one speaker need when
+// both state a value (a figure: see statesValue). A value restated as an
+// update is phrased anew around its figure ("the number of mentees I
+// work with has increased to 7" after "mentoring those 5 women"), so the
+// two share less of the question's wording than two mentions of one
+// matter without figures. Measured on all 20 BEAM-100K conversations (it
+// moves no result in or out of the list, so recall is unchanged): 0.25
+// put one more update above its original (32 → 33 of 37) and none below.
+const sameValueShare = 0.25
+
+// statesValue reports whether a text states a value: it holds a figure
+// (a digit, in any script). Written figures ("five") are not read: the
+// test must hold without a language's number words.
+func statesValue(text string) bool {
+	return strings.IndexFunc(text, unicode.IsDigit) >= 0
+}
+
 // newestFirst reorders the served list so that, of the turns one speaker
 // said about the same matter, the latest comes first: "I have now
 // uploaded 30 documents" is served above "I have uploaded 25 documents"
 // whether or not a fact was extracted from either. Two episodes are about
 // the same matter, as far as the question is concerned, when they share
 // most of the question's weight (sameMatterShare of the IDF of the
-// question terms either holds); related turns form a group, and the
+// question terms either holds, sameValueShare when both state a value);
+// related turns form a group, and the
 // group's members are dealt back into the positions the group held,
 // newest first. It is a permutation of the list Query serves: the set of
 // k results is unchanged, so it costs no recall at the list's own k (a
@@ -285,10 +305,12 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 	}
 	idf := termIDF(ix, text)
 	has := make([]map[string]bool, len(list))
+	values := make([]bool, len(list))
 	for i, c := range list {
 		if c.episode == nil {
 			continue
 		}
+		values[i] = statesValue(c.episode.Text)
 		has[i] = map[string]bool{}
 		for _, te := range ix.Explain(text, c.doc).Terms {
 			if te.TF > 0 {
@@ -312,7 +334,11 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 			if has[i] == nil || has[j] == nil || list[i].episode.voice() != list[j].episode.voice() {
 				continue
 			}
-			if sameMatter(idf, has[i], has[j]) >= sameMatterShare {
+			share := sameMatterShare
+			if values[i] && values[j] {
+				share = sameValueShare
+			}
+			if sameMatter(idf, has[i], has[j]) >= share {
 				group[root(j)] = root(i)
 			}
 		}

@@ -396,3 +396,44 @@ func TestCompleteSignals(t *testing.T) {
 		t.Errorf("vector filled in below the noise floor: %g", chat.rawVector)
 	}
 }
+
+// TestNewestFirstValues: two turns of one speaker that each state a
+// figure are the same matter at a lower share of the question's wording
+// (sameValueShare), since an update is phrased anew around its new
+// figure; the same pair without figures keeps its order.
+func TestNewestFirstValues(t *testing.T) {
+	day := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	q := "How many volunteers have I listed on the charity run poster for the spring fundraiser?"
+	for _, c := range []struct {
+		name          string
+		older, update string
+		swap          bool
+	}{
+		{"figures", "I'm glad the 12 volunteers are listed on the charity run poster for the spring fundraiser.",
+			"The volunteer count on the poster has gone up to 15 now.", true},
+		{"no figures", "I'm glad the volunteers are listed on the charity run poster for the spring fundraiser.",
+			"The volunteer count on the poster has gone up again now.", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ix := bm25.New([]byte("t"), bm25.Options{})
+			for i, text := range []string{c.older, c.update} {
+				if err := ix.Add(nopWriter{}, uint32(i), text); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 30 {
+				if err := ix.Add(nopWriter{}, uint32(100+i), fmt.Sprintf("What did you think of the weather today? (%d)", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			list := []*candidate{
+				{doc: 0, score: 1, episode: &Episode{Seq: 1, User: "u", Text: c.older, At: day}},
+				{doc: 1, score: 0.9, episode: &Episode{Seq: 2, User: "u", Text: c.update, At: day.AddDate(0, 0, 7)}},
+			}
+			newestFirst(ix, q, list)
+			if swapped := list[0].doc == 1; swapped != c.swap {
+				t.Errorf("update first: %v, want %v", swapped, c.swap)
+			}
+		})
+	}
+}
