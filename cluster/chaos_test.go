@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	mrand "math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/cluster/internal/natstest"
+	"github.com/memor-db/memor/cluster/jslog"
+	"github.com/memor-db/memor/internal/enginetest"
+)
+
+// TestNATSServerKilledAndRestarted: writes spread over many users on a
+// 3-server R3 cluster and two memor nodes; one NATS server (the stream's
+// leader, or a follower) is killed while writes go on and restarted from
+// its store. Writes that fail meanwhile are retried as a client would;
+// every acknowledged episode is in the log and in its owner's store,
+// exactly once, and each user's memory equals a single-node store fed the
+// same episodes.
+func TestNATSServerKilledAndRestarted(t *testing.T) {
+	for _, victim := range []string{"leader", "follower"} {
+		t.Run(victim, func(t *testing.T) { natsServerKilled(t, victim == "leader") })
+	}
+}
+
+func natsServerKilled(t *testing.T, leader bool) {
+	ctx := context.Background()
+	users, rounds := 16, 6
+	if *long {
+		users, rounds = 120, 20
+	}
+	const shards = 4
+	rc := natstest.RestartableCluster(t, 3)
+	kek := make([]byte, 32)
+	rand.Read(kek)
+	c := &client{nodes: map[string]*testNode{}, r: mrand.New(mrand.NewPCG(3, 4))}
+	var all []*testNode
+	for i := range 2 {
+		tn := startNode(t, rc.URLs(), kek, fmt.Sprintf("m%d", i+1), shards)
+		c.nodes[tn.n.ID()] = tn
+		all = append(all, tn)
+	}
+	waitFor(t, "every shard served", 30*time.Second, func() bool { return covered(shards, all...) })
+
+	acked := map[string][]string{}
+	var mu sync.Mutex
+	restarted := make(chan struct{})
+	userName := func(i int) string { return fmt.Sprintf("user-%03d", i) }
+	for round := range rounds {
+		if round == rounds/3 {
+			victim := -1
+			for i, s := range rc.Servers {
+				if s.JetStreamIsStreamLeader("$G", jslog.DefaultStream) == leader {
+					victim = i
+					break
+				}
+			}
+			t.Logf("killing %s", rc.Servers[victim].Name())
+			rc.Kill(victim)
+			go func(i int) { // the supervisor restarts it from its store
+				defer close(restarted)
+				time.Sleep(1500 * time.Millisecond)
+				rc.Start(i)
+			}(victim)
+		}
+		var wg sync.WaitGroup
+		for i := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u := userName(i)
+				text := fmt.Sprintf("I live in %s. Round %d.", cities[(round+i)%len(cities)], round)
+				err := c.write(ctx, u, func(e *memor.Engine) error {
+					_, err := e.Add(ctx, u, text)
+					return err
+				})
+				if err != nil {
+					t.Errorf("write %s round %d: %v", u, round, err)
+					return
+				}
+				mu.Lock()
+				acked[u] = append(acked[u], text)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	<-restarted
+	if t.Failed() {
+		t.FailNow()
+	}
+	waitFor(t, "every shard served", 30*time.Second, func() bool { return covered(shards, all...) })
+	ref, err := memor.Open(t.TempDir(), memor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	for i := range users {
+		u := userName(i)
+		var tn *testNode
+		for _, n := range all {
+			if n.n.Route(ctx, u) == nil {
+				tn = n
+			}
+		}
+		if tn == nil {
+			t.Fatalf("no node serves %s", u)
+		}
+		// The log holds exactly the acknowledged episodes.
+		var logged []uint64
+		for e, err := range tn.l.JS().Read(ctx, u, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			logged = append(logged, e.Seq)
+		}
+		if len(logged) != len(acked[u]) {
+			t.Fatalf("%s: the log holds %d episodes, %d were acknowledged", u, len(logged), len(acked[u]))
+		}
+		waitFor(t, "episodes of "+u, 20*time.Second, func() bool {
+			f, err := tn.e.Freshness(ctx, u)
+			return err == nil && f.Latest == uint64(len(acked[u])) && f.Pending == 0
+		})
+		eps, err := tn.e.Episodes(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, ep := range eps {
+			if !contains(acked[u], ep.Text) || seen[ep.Text] {
+				t.Fatalf("%s episode %d %q: not acknowledged, or twice", u, ep.Seq, ep.Text)
+			}
+			seen[ep.Text] = true
+		}
+		var buf bytes.Buffer
+		if _, err := tn.e.Export(ctx, &buf, u); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.Import(ctx, &buf); err != nil {
+			t.Fatal(err)
+		}
+		enginetest.SameMemory(t, tn.e, ref, u)
+	}
+}
