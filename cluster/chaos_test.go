@@ -113,13 +113,7 @@ func natsServerKilled(t *testing.T, leader bool) {
 			t.Fatalf("no node serves %s", u)
 		}
 		// The log holds exactly the acknowledged episodes.
-		var logged []uint64
-		for e, err := range tn.l.JS().Read(ctx, u, 0) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			logged = append(logged, e.Seq)
-		}
+		logged := readLog(t, tn.l.JS(), u)
 		if len(logged) != len(acked[u]) {
 			t.Fatalf("%s: the log holds %d episodes, %d were acknowledged", u, len(logged), len(acked[u]))
 		}
@@ -146,5 +140,76 @@ func natsServerKilled(t *testing.T, leader bool) {
 			t.Fatal(err)
 		}
 		enginetest.SameMemory(t, tn.e, ref, u)
+	}
+}
+
+// TestLostAckRetriedOnce: the connection to JetStream is cut right after
+// an append is published, so its acknowledgement never arrives; the
+// write retried (by the log under Add, or by the client after an error)
+// leaves exactly one episode in the log and in the store.
+func TestLostAckRetriedOnce(t *testing.T) {
+	ctx := context.Background()
+	s := natstest.Server(t, "")
+	p := natstest.NewProxy(t, s.Addr().String())
+	kek := make([]byte, 32)
+	rand.Read(kek)
+	tn := startNodeR(t, "nats://"+p.Addr(), kek, "m1", 1, 1)
+	waitFor(t, "m1 serving", 10*time.Second, func() bool { return len(tn.n.Owned()) == 1 })
+	c := &client{nodes: map[string]*testNode{"m1": tn}, r: mrand.New(mrand.NewPCG(5, 6))}
+	add := func(text string) {
+		t.Helper()
+		if err := c.write(ctx, "u", func(e *memor.Engine) error {
+			_, err := e.Add(ctx, "u", text, memor.Sync())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("I live in Paris.")
+	p.CutAfter([]byte("PUB " + tn.l.JS().Subject("u")))
+	add("I moved to Lyon.")
+	if p.Cuts() != 1 {
+		t.Fatalf("the connection was cut %d times; want once", p.Cuts())
+	}
+	add("I work at the hospital.")
+	if n := len(readLog(t, tn.l.JS(), "u")); n != 3 {
+		t.Fatalf("the log holds %d episodes; want 3 (one per write)", n)
+	}
+	eps, err := tn.e.Episodes(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ep := range eps {
+		got = append(got, ep.Text)
+	}
+	if len(got) != 3 || got[1] != "I moved to Lyon." {
+		t.Fatalf("the store holds %q; want each write once", got)
+	}
+}
+
+// readLog reads user's entries, retrying while the stream meets a leader
+// change (a read, like an append, may fail then).
+func readLog(t *testing.T, jl *jslog.Log, user string) []jslog.Entry {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got []jslog.Entry
+		var err error
+		attempt, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		for e, rerr := range jl.Read(attempt, user, 0) {
+			if err = rerr; err != nil {
+				break
+			}
+			got = append(got, e)
+		}
+		stop()
+		if err == nil {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read %s: %v", user, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
