@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"sync"
@@ -103,15 +104,7 @@ func natsServerKilled(t *testing.T, leader bool) {
 	defer ref.Close()
 	for i := range users {
 		u := userName(i)
-		var tn *testNode
-		for _, n := range all {
-			if n.n.Route(ctx, u) == nil {
-				tn = n
-			}
-		}
-		if tn == nil {
-			t.Fatalf("no node serves %s", u)
-		}
+		tn := servingNode(t, u, all...)
 		// The log holds exactly the acknowledged episodes.
 		logged := readLog(t, tn.l.JS(), u)
 		if len(logged) != len(acked[u]) {
@@ -212,4 +205,144 @@ func readLog(t *testing.T, jl *jslog.Log, user string) []jslog.Entry {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestPartitionedServer: one of three NATS servers is cut off from the
+// other two (its route connections severed through proxies). A memor
+// node connected only to it stops acknowledging writes (a typed error)
+// and its leases lapse; the node on the majority takes its shards and
+// goes on. After healing both nodes serve again, every acknowledged
+// episode is in the log once, and every user equals a single-node
+// reference.
+func TestPartitionedServer(t *testing.T) {
+	ctx := context.Background()
+	users := 12
+	if *long {
+		users = 80
+	}
+	const shards = 4
+	pc := natstest.PartitionableCluster(t, 3)
+	kek := make([]byte, 32)
+	rand.Read(kek)
+	minority := startNode(t, pc.Servers[2].ClientURL(), kek, "m1", shards)
+	majority := startNode(t, pc.Servers[0].ClientURL()+","+pc.Servers[1].ClientURL(), kek, "m2", shards)
+	c := &client{nodes: map[string]*testNode{"m1": minority, "m2": majority}, r: mrand.New(mrand.NewPCG(7, 8))}
+	both := []*testNode{minority, majority}
+	waitFor(t, "every shard served by both", 30*time.Second, func() bool {
+		return covered(shards, both...) && len(minority.n.Owned()) > 0 && len(majority.n.Owned()) > 0
+	})
+	acked := map[string][]string{}
+	unknown := map[string][]string{}
+	var mu sync.Mutex
+	userName := func(i int) string { return fmt.Sprintf("user-%03d", i) }
+	round := func(r int) {
+		var wg sync.WaitGroup
+		for i := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				u := userName(i)
+				text := fmt.Sprintf("I live in %s. Round %d.", cities[(r+i)%len(cities)], r)
+				if err := c.write(ctx, u, func(e *memor.Engine) error { _, err := e.Add(ctx, u, text); return err }); err != nil {
+					t.Errorf("write %s round %d: %v", u, r, err)
+					return
+				}
+				mu.Lock()
+				acked[u] = append(acked[u], text)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	round(0)
+	pc.Isolate(2)
+	// The minority node's own users: its appends get no quorum.
+	var probe string
+	for i := range users {
+		if minority.n.Route(ctx, userName(i)) == nil {
+			probe = userName(i)
+			break
+		}
+	}
+	if probe == "" {
+		t.Fatal("the minority node serves no user")
+	}
+	attempt, stop := context.WithTimeout(ctx, 3*time.Second)
+	_, err := minority.e.Add(attempt, probe, "I live in Minority.")
+	stop()
+	if !errors.Is(err, ErrLogUnavailable) {
+		t.Fatalf("an append on the minority side: %v; want ErrLogUnavailable", err)
+	}
+	unknown[probe] = append(unknown[probe], "I live in Minority.")
+	waitFor(t, "the majority node serving every shard", 30*time.Second, func() bool { return covered(shards, majority) })
+	c.mu.Lock()
+	minority.dead = true // clients reach only the majority's node
+	c.mu.Unlock()
+	round(1)
+	pc.Heal()
+	waitFor(t, "both nodes serving again", 60*time.Second, func() bool {
+		return covered(shards, both...) && len(minority.n.Owned()) > 0
+	})
+	c.mu.Lock()
+	minority.dead = false
+	c.mu.Unlock()
+	round(2)
+	if t.Failed() {
+		t.FailNow()
+	}
+	ref, err := memor.Open(t.TempDir(), memor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	for i := range users {
+		u := userName(i)
+		tn := servingNode(t, u, both...)
+		logged := readLog(t, tn.l.JS(), u)
+		waitFor(t, "episodes of "+u, 20*time.Second, func() bool {
+			f, err := tn.e.Freshness(ctx, u)
+			return err == nil && f.Latest == uint64(len(logged)) && f.Pending == 0
+		})
+		eps, err := tn.e.Episodes(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, ep := range eps {
+			if seen[ep.Text] || !contains(acked[u], ep.Text) && !contains(unknown[u], ep.Text) {
+				t.Fatalf("%s episode %d %q: not written, or twice", u, ep.Seq, ep.Text)
+			}
+			seen[ep.Text] = true
+		}
+		for _, text := range acked[u] {
+			if !seen[text] {
+				t.Fatalf("%s: acknowledged %q is lost", u, text)
+			}
+		}
+		var buf bytes.Buffer
+		if _, err := tn.e.Export(ctx, &buf, u); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.Import(ctx, &buf); err != nil {
+			t.Fatal(err)
+		}
+		enginetest.SameMemory(t, tn.e, ref, u)
+	}
+}
+
+// servingNode waits for a node that serves user (a shard may be between
+// two owners while the nodes rebalance).
+func servingNode(t *testing.T, user string, nodes ...*testNode) *testNode {
+	t.Helper()
+	var tn *testNode
+	waitFor(t, "a node serving "+user, 20*time.Second, func() bool {
+		for _, n := range nodes {
+			if n.n.Route(context.Background(), user) == nil {
+				tn = n
+				return true
+			}
+		}
+		return false
+	})
+	return tn
 }

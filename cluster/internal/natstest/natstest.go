@@ -118,14 +118,7 @@ type Restartable struct {
 // fixed loopback ports (client and route) picked first.
 func RestartableCluster(t testing.TB, n int) *Restartable {
 	t.Helper()
-	free := func() int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().(*net.TCPAddr).Port
-	}
+	free := func() int { return freePort(t) }
 	var routes []*url.URL
 	var rports []int
 	for range n {
@@ -175,4 +168,13 @@ func (r *Restartable) URLs() string {
 		us = append(us, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
 	}
 	return strings.Join(us, ",")
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
