@@ -160,3 +160,95 @@ func benchLog(b *testing.B, mode string) {
 	}
 	b.ReportMetric(float64(replayed)/time.Since(t0).Seconds(), "rebuild-episodes/s")
 }
+
+// BenchmarkClusterFailover: two memor nodes, one shard, 1 s lease, on
+// one server (R1) and three (R3); the owner (with 64 users' episodes)
+// stops as if killed. It reports the time from the kill to the other node
+// serving the shard, and from that node taking the expired lease to
+// serving (the catch-up).
+func BenchmarkClusterFailover(b *testing.B) {
+	for _, replicas := range []int{1, 3} {
+		b.Run(fmt.Sprintf("js-R%d", replicas), func(b *testing.B) {
+			urls := ""
+			if replicas == 3 {
+				var us []string
+				for _, s := range natstest.Cluster(b, 3) {
+					us = append(us, s.ClientURL())
+				}
+				urls = strings.Join(us, ",")
+			} else {
+				urls = natstest.Server(b, "").ClientURL()
+			}
+			kek := make([]byte, 32)
+			rand.Read(kek)
+			var total, takeover []time.Duration
+			for i := 0; b.Loop(); i++ {
+				a := benchNode(b, urls, kek, fmt.Sprintf("a%d", i), replicas)
+				for !slices.Equal(a.n.Owned(), []int{0}) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				ctx := context.Background()
+				for u := range 64 {
+					if _, err := a.e.Add(ctx, fmt.Sprintf("user-%02d", u), "I live in Paris."); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c := benchNode(b, urls, kek, fmt.Sprintf("c%d", i), replicas)
+				t0 := time.Now()
+				a.n.Stop()
+				var taken time.Time
+				for len(c.n.Owned()) == 0 {
+					c.n.mu.Lock()
+					_, has := c.n.owned[0]
+					c.n.mu.Unlock()
+					if has && taken.IsZero() {
+						taken = time.Now()
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+				now := time.Now()
+				if taken.IsZero() {
+					taken = now
+				}
+				total = append(total, now.Sub(t0))
+				takeover = append(takeover, now.Sub(taken))
+				c.n.Stop()
+			}
+			slices.Sort(total)
+			slices.Sort(takeover)
+			b.ReportMetric(float64(total[len(total)/2].Milliseconds()), "kill-to-serving-ms")
+			b.ReportMetric(float64(takeover[len(takeover)/2].Microseconds())/1000, "lease-to-serving-ms")
+		})
+	}
+}
+
+func benchNode(b *testing.B, urls string, kek []byte, id string, replicas int) *testNode {
+	ctx := context.Background()
+	js := natstest.Connect(b, urls)
+	var jl *jslog.Log
+	for try := 0; ; try++ {
+		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
+		var err error
+		jl, err = jslog.Open(attempt, js, jslog.Config{KEK: kek, Replicas: replicas})
+		stop()
+		if err == nil {
+			break
+		}
+		if try == 30 {
+			b.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	l := NewLog(jl)
+	e, err := memor.Open(b.TempDir(), memor.Options{Log: l})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	n, err := Join(ctx, js, e, l, Config{Node: id, Shards: 1, LeaseTTL: time.Second, Replicas: replicas})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(n.Stop)
+	return &testNode{n: n, e: e, l: l}
+}
