@@ -93,6 +93,12 @@ func (p *Proxy) accept() {
 			continue
 		}
 		p.mu.Lock()
+		if p.severed { // severed while dialling: no connection survives Sever
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			continue
+		}
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
 		go p.pipe(up, c, true)
