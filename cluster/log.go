@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"time"
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/jslog"
@@ -21,6 +22,12 @@ import (
 // (another node wrote them): nothing was appended; CatchUp and write
 // again. It wraps jslog.ErrConflict.
 var ErrBehind = fmt.Errorf("cluster: node is behind the user's log: %w", jslog.ErrConflict)
+
+// ErrLogUnavailable: the log did not acknowledge an append, repeated
+// for a while (no JetStream quorum reachable): nothing was committed to
+// the store, but the episode may be in the log, and the node's next
+// catch-up copies it if so.
+var ErrLogUnavailable = errors.New("cluster: the episode log did not acknowledge the append")
 
 // Log is a memor.EpisodeLog on a jslog.Log. It remembers, per user, the
 // stream sequence of the last entry it appended or read, which is what
@@ -79,13 +86,58 @@ func (l *Log) Append(ctx context.Context, user string, seq uint64, record []byte
 		l.drop(user)
 		return fmt.Errorf("%w (log at episode %d, append of %d)", ErrBehind, p.seq, seq)
 	}
-	e, err := l.jl.Append(ctx, user, seq, record, p.stream)
+	e, err := l.appendRetried(ctx, user, seq, record, p.stream)
 	if err != nil {
 		l.drop(user)
 		return err
 	}
 	l.remember(user, position{seq: seq, stream: e.StreamSeq})
 	return nil
+}
+
+// Retries of an append whose outcome is unknown.
+const (
+	appendAttempt = 2 * time.Second
+	appendGiveUp  = 30 * time.Second
+)
+
+// appendRetried appends, and repeats the same append (same record, same
+// Nats-Msg-Id, same expected sequence) while the outcome is unknown: a
+// timeout, a cut connection, a stream without a leader during an
+// election. The append may have been stored with its acknowledgement
+// lost; JetStream's deduplication (or jslog's check of the user's last
+// entry) makes the repeat return that entry, so one write is one episode.
+// Without the repeat the engine would fail the write, the client would
+// write it again at the next sequence, and the log would hold it twice.
+func (l *Log) appendRetried(ctx context.Context, user string, seq uint64, record []byte, expect uint64) (jslog.Entry, error) {
+	deadline := time.Now().Add(appendGiveUp)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		attempt, cancel := context.WithTimeout(ctx, appendAttempt)
+		e, err := l.jl.Append(attempt, user, seq, record, expect)
+		cancel()
+		if err == nil || definite(err) {
+			return e, err
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return jslog.Entry{}, fmt.Errorf("%w: %w", ErrLogUnavailable, err)
+		}
+		select {
+		case <-ctx.Done():
+			return jslog.Entry{}, fmt.Errorf("%w: %w", ErrLogUnavailable, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// definite says whether an append error is an answer (nothing was
+// appended, or never will be) rather than an unknown outcome.
+func definite(err error) bool {
+	for _, target := range []error{jslog.ErrConflict, jslog.ErrForgotten, jslog.ErrInvalidUser, jslog.ErrCorrupt, jslog.ErrConfig} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // Episodes implements memor.EpisodeLog.

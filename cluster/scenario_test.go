@@ -30,13 +30,19 @@ type testNode struct {
 
 func startNode(t *testing.T, urls string, kek []byte, id string, shards int) *testNode {
 	t.Helper()
+	return startNodeR(t, urls, kek, id, shards, 3)
+}
+
+// startNodeR starts a node on a stream and buckets of replicas replicas.
+func startNodeR(t *testing.T, urls string, kek []byte, id string, shards, replicas int) *testNode {
+	t.Helper()
 	ctx := context.Background()
 	js := natstest.Connect(t, urls)
 	var jl *jslog.Log
 	var err error
 	for try := 0; ; try++ { // the meta leader is elected a moment after the mesh forms
 		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
-		jl, err = jslog.Open(attempt, js, jslog.Config{KEK: kek, Replicas: 3})
+		jl, err = jslog.Open(attempt, js, jslog.Config{KEK: kek, Replicas: replicas})
 		stop()
 		if err == nil {
 			break
@@ -52,7 +58,7 @@ func startNode(t *testing.T, urls string, kek []byte, id string, shards int) *te
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	n, err := Join(ctx, js, e, l, Config{Node: id, Shards: shards, LeaseTTL: time.Second, Replicas: 3})
+	n, err := Join(ctx, js, e, l, Config{Node: id, Shards: shards, LeaseTTL: time.Second, Replicas: replicas})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +103,78 @@ func Connect(t testing.TB, urls string) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	return js
+}
+
+// Restartable is a JetStream cluster whose servers can be shut down and
+// started again on the same ports and store directories, as a crashed
+// server is restarted by its supervisor.
+type Restartable struct {
+	t       testing.TB
+	Opts    []*server.Options
+	Servers []*server.Server
+}
+
+// RestartableCluster runs n JetStream servers routed to each other, on
+// fixed loopback ports (client and route) picked first.
+func RestartableCluster(t testing.TB, n int) *Restartable {
+	t.Helper()
+	free := func() int { return freePort(t) }
+	var routes []*url.URL
+	var rports []int
+	for range n {
+		p := free()
+		rports = append(rports, p)
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", p)})
+	}
+	r := &Restartable{t: t}
+	for i := range n {
+		r.Opts = append(r.Opts, &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: free(),
+			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: quiet(),
+			Cluster: server.ClusterOpts{Name: "memor", Host: "127.0.0.1", Port: rports[i]},
+			Routes:  routes,
+		})
+		r.Servers = append(r.Servers, nil)
+		r.Start(i)
+	}
+	return r
+}
+
+// Start starts server i (again) from its options and store.
+func (r *Restartable) Start(i int) {
+	r.t.Helper()
+	o := *r.Opts[i]
+	s, err := server.NewServer(&o)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	start(r.t, s)
+	if !s.ReadyForConnections(20 * time.Second) {
+		r.t.Fatalf("%s not ready", s.Name())
+	}
+	r.Servers[i] = s
+}
+
+// Kill shuts server i down and waits until it is gone.
+func (r *Restartable) Kill(i int) {
+	r.Servers[i].Shutdown()
+	r.Servers[i].WaitForShutdown()
+}
+
+// URLs is the comma-separated client URLs of every server.
+func (r *Restartable) URLs() string {
+	var us []string
+	for _, o := range r.Opts {
+		us = append(us, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
+	}
+	return strings.Join(us, ",")
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
