@@ -55,7 +55,9 @@ func serveLogged(t *testing.T, e *env, args ...string) *served {
 		}
 	})
 	found := make(chan string, 1)
+	read := make(chan struct{}) // closed once the pipe is read to its end
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(pipe)
 		urlRE := regexp.MustCompile(`serving http://(\S+):(\d+) `)
 		for sc.Scan() {
@@ -79,6 +81,9 @@ func serveLogged(t *testing.T, e *env, args ...string) *served {
 	}
 	s.stop = func(sig syscall.Signal) int {
 		cmd.Process.Signal(sig)
+		// Wait closes the pipe once the process exits, dropping what the
+		// scanner has not read yet (the shutdown line): read it out first.
+		<-read
 		err := cmd.Wait()
 		exited = true
 		if ee, ok := err.(*exec.ExitError); ok {
