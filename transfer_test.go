@@ -217,10 +217,7 @@ func TestImportResumesAPartialCopy(t *testing.T) {
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	want := transferState(t, src)
-	var file bytes.Buffer
-	if _, err := src.Export(ctx, &file); err != nil {
-		t.Fatal(err)
-	}
+	file := exportOf(t, src)
 	lines := strings.SplitAfter(file.String(), "\n")
 	dst, _ := openTest(t, memor.Options{})
 	// The header and alice's first three episodes: an earlier backup.
@@ -244,10 +241,7 @@ func TestImportIsAtomic(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
-	var file bytes.Buffer
-	if _, err := src.Export(ctx, &file); err != nil {
-		t.Fatal(err)
-	}
+	file := exportOf(t, src)
 	lines := strings.SplitAfter(file.String(), "\n")
 	for _, c := range []struct {
 		name, line, field string
@@ -302,10 +296,7 @@ func TestImportRefusesEarlierHistory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
-	var file bytes.Buffer
-	if _, err := src.Export(ctx, &file); err != nil {
-		t.Fatal(err)
-	}
+	file := exportOf(t, src)
 	// bob already has something recorded after the file's episodes of him.
 	clock := newClock()
 	clock.Set(day(2000))
@@ -336,10 +327,7 @@ func TestImportReadsHeaderlessExports(t *testing.T) {
 	ctx := context.Background()
 	src, _ := transferSource(t)
 	want := transferState(t, src)
-	var file bytes.Buffer
-	if _, err := src.Export(ctx, &file); err != nil {
-		t.Fatal(err)
-	}
+	file := exportOf(t, src)
 	// What memor wrote before the header: the episode lines alone.
 	_, rest, _ := strings.Cut(file.String(), "\n")
 	rest = rest[:strings.LastIndex(strings.TrimSuffix(rest, "\n"), "\n")+1]
@@ -379,10 +367,7 @@ func TestImportRefusesTruncated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
-	var file bytes.Buffer
-	if _, err := src.Export(ctx, &file); err != nil {
-		t.Fatal(err)
-	}
+	file := exportOf(t, src)
 	lines := strings.SplitAfter(strings.TrimSuffix(file.String(), "\n"), "\n")
 	if last := lines[len(lines)-1]; last != `{"memor_export_end":{"users":2,"episodes":9}}` {
 		t.Fatalf("last line %s, want the end line counting 2 users and 9 episodes", last)
@@ -449,10 +434,7 @@ func TestExportFailingMidwayIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src, _ := transferSource(t)
-	var whole bytes.Buffer
-	if _, err := src.Export(ctx, &whole); err != nil {
-		t.Fatal(err)
-	}
+	whole := exportOf(t, src)
 	// Export buffers 64 KiB: a file larger than that fails in Export's
 	// loop, a smaller one in its final flush; both must leave no end line.
 	for _, n := range []int{whole.Len() / 2, whole.Len() - 3} {
@@ -468,4 +450,14 @@ func TestExportFailingMidwayIsRefused(t *testing.T) {
 			t.Fatalf("a failed export imported users %v", users)
 		}
 	}
+}
+
+// exportOf is e's whole export.
+func exportOf(t *testing.T, e *memor.Engine) *bytes.Buffer {
+	t.Helper()
+	var file bytes.Buffer
+	if _, err := e.Export(context.Background(), &file); err != nil {
+		t.Fatal(err)
+	}
+	return &file
 }
