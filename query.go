@@ -341,6 +341,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 
 	newestFirst(ui.bm, text, list[:min(p.k, len(list))])
+	if err := supersedersFirst(ctx, qv, user, list[:min(p.k, len(list))]); err != nil {
+		return nil, err
+	}
 	out := make([]Result, 0, min(p.k, len(list)))
 	for _, c := range list[:min(p.k, len(list))] {
 		out = append(out, c.result())

@@ -13,6 +13,8 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/internal/norm"
+	"github.com/memor-db/memor/kv"
 )
 
 // This file holds the parts of Query's scoring that are not fusion itself:
@@ -373,6 +375,68 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 			c.score = scores[p]
 		}
 	}
+}
+
+// supersedersFirst serves a fact above the served episodes that stated
+// the value it replaced: "my grocery budget was increased to $550" made
+// user amount_grocery_budget $550 supersede the $500 an earlier turn
+// gave, so that fact is the newer word on the matter wherever the turn
+// that said $500 ranks (newestFirst reorders turns by the question's
+// words; this uses what the resolver decided). A served fact of a
+// single-valued slot whose version superseded another is moved to the
+// place of the highest-ranked episode that supports an earlier value of
+// the same slot and context, every result between moving down one place;
+// it takes that place's score (Signals.Newer is what it gained). Like
+// newestFirst it is a permutation of the served list.
+func supersedersFirst(ctx context.Context, qv *qview, user string, list []*candidate) error {
+	pos := map[uint64]int{}
+	index := func() {
+		clear(pos)
+		for i, c := range list {
+			if c.episode != nil {
+				if _, ok := pos[c.episode.Seq]; !ok {
+					pos[c.episode.Seq] = i
+				}
+			}
+		}
+	}
+	index()
+	for j := 1; j < len(list); j++ {
+		f := list[j].fact
+		if f == nil || f.Rule != RuleSupersede {
+			continue
+		}
+		top := j
+		prefix := kv.AppendString(kv.AppendString(nil, norm.Key(f.Subject)), f.Predicate)
+		err := historyGroups(ctx, qv.snap, user, prefix, func(group []Fact) error {
+			for _, v := range group {
+				if v.Context != f.Context || v.Object == f.Object || !v.ValidFrom.Before(f.ValidFrom) {
+					continue
+				}
+				for _, seq := range v.Episodes {
+					if i, ok := pos[seq]; ok && i < top {
+						top = i
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if top == j {
+			continue
+		}
+		c := list[j]
+		copy(list[top+1:j+1], list[top:j])
+		list[top] = c
+		if s := list[top+1].score; s > c.score {
+			c.signals.Newer += s - c.score
+			c.score = s
+		}
+		index()
+	}
+	return nil
 }
 
 // sameMatter is the weighted Jaccard similarity of the question terms two

@@ -437,3 +437,78 @@ func TestNewestFirstValues(t *testing.T) {
 		})
 	}
 }
+
+// TestSupersedersFirst: a served fact that superseded the value an
+// earlier served turn stated is moved above that turn; a fact that
+// superseded nothing, or another slot's, keeps its place.
+func TestSupersedersFirst(t *testing.T) {
+	ctx := context.Background()
+	e := openRankTest(t)
+	day := time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)
+	add := func(text string, at time.Time) Episode {
+		t.Helper()
+		ep, err := e.Add(ctx, "u", text, At(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	older := add("Our budget for groceries is $400 a month, and the market on Elm Street is the cheapest.", day)
+	other := add("My phone plan is $35 a month.", day.AddDate(0, 0, 1))
+	chatter(t, e, "u", day.AddDate(0, 0, 2), 10)
+	update := add("Prices went up, so I've raised our grocery budget to $450 a month.", day.AddDate(0, 1, 0))
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	state, err := e.State(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grocery, phone *Fact
+	for i, f := range state {
+		switch f.Predicate {
+		case "amount_grocery_budget":
+			grocery = &state[i]
+		case "amount_phone_plan":
+			phone = &state[i]
+		}
+	}
+	if grocery == nil || grocery.Object != "$450 monthly" || grocery.Rule != RuleSupersede || grocery.Episode != update.Seq {
+		t.Fatalf("grocery budget in force: %+v, want $450 monthly from the update, superseding", grocery)
+	}
+	if phone == nil || phone.Rule == RuleSupersede {
+		t.Fatalf("phone plan in force: %+v, want a first value", phone)
+	}
+	qv, err := e.queryView(ctx, "u", time.Time{}, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qv.snap.Close()
+	list := []*candidate{
+		{score: 1, episode: &older},
+		{score: 0.9, episode: &other},
+		{score: 0.5, fact: phone},
+		{score: 0.4, fact: grocery},
+	}
+	if err := supersedersFirst(ctx, qv, "u", list); err != nil {
+		t.Fatal(err)
+	}
+	if list[0].fact != grocery || list[1].episode != &older || list[2].episode != &other || list[3].fact != phone {
+		t.Fatalf("order %v, want the $450 fact, the $400 turn, the phone turn, the phone fact", describe(list))
+	}
+	if list[0].score != 1 || list[0].signals.Newer != 0.6 {
+		t.Errorf("moved fact: score %v, newer %v; want 1 and 0.6", list[0].score, list[0].signals.Newer)
+	}
+}
+
+func describe(list []*candidate) []string {
+	var out []string
+	for _, c := range list {
+		if c.fact != nil {
+			out = append(out, c.fact.String())
+		} else {
+			out = append(out, c.episode.Text)
+		}
+	}
+	return out
+}
