@@ -295,10 +295,15 @@ func statesValue(text string) bool {
 // group's members are dealt back into the positions the group held,
 // newest first. It is a permutation of the list Query serves: the set of
 // k results is unchanged, so it costs no recall at the list's own k (a
-// boost did, by pulling later turns in from below). Facts keep their
-// places (a fact stands before its episode already), and so do turns of
-// different speakers: an assistant's echo of the update is not the
-// user's update. A result dealt into a higher position takes that
+// boost did, by pulling later turns in from below). Turns of different
+// speakers keep their places: an assistant's echo of the update is not
+// the user's update. Facts are grouped the same way with the facts of
+// their subject (never with turns: a fact stands before its episode
+// already), newest valid-from first: two facts the resolver keeps apart,
+// such as "user amount_budget $35 monthly" and a later "user
+// amount_book_budget $50", are one matter when the question's words make
+// them so ("my monthly budget for books"). A result dealt into a higher
+// position takes that
 // position's score (Signals.Newer is what it gained); one dealt lower,
 // likewise (Signals.Stale is the factor), so scores stay in order.
 func newestFirst(ix *bm25.Index, text string, list []*candidate) {
@@ -308,11 +313,20 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 	idf := termIDF(ix, text)
 	has := make([]map[string]bool, len(list))
 	values := make([]bool, len(list))
+	who := make([]string, len(list))
 	for i, c := range list {
-		if c.episode == nil {
+		switch {
+		case c.episode != nil:
+			values[i] = statesValue(c.episode.Text)
+			who[i] = c.episode.voice()
+		case c.fact != nil:
+			// A fact groups with its subject's other facts only (the
+			// prefix keeps it apart from that subject's turns).
+			values[i] = statesValue(c.fact.Object)
+			who[i] = "fact\x00" + norm.Key(c.fact.Subject)
+		default:
 			continue
 		}
-		values[i] = statesValue(c.episode.Text)
 		has[i] = map[string]bool{}
 		for _, te := range ix.Explain(text, c.doc).Terms {
 			if te.TF > 0 {
@@ -333,7 +347,7 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 	}
 	for i := range list {
 		for j := i + 1; j < len(list); j++ {
-			if has[i] == nil || has[j] == nil || list[i].episode.voice() != list[j].episode.voice() {
+			if has[i] == nil || has[j] == nil || who[i] != who[j] {
 				continue
 			}
 			share := sameMatterShare

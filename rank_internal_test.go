@@ -512,3 +512,46 @@ func describe(list []*candidate) []string {
 	}
 	return out
 }
+
+// TestNewestFirstFacts: two facts of one subject that the question's words
+// make one matter are served newest first, though the resolver keeps them
+// apart (different predicates); a fact never trades places with a turn,
+// nor with another subject's fact.
+func TestNewestFirstFacts(t *testing.T) {
+	day := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	q := "What is my monthly sheet music budget?"
+	docs := []string{
+		"user amount music budget $40 monthly",
+		"user amount sheet music budget $55",
+		"Dana amount sheet music budget $70",
+		"I keep my sheet music in a folder by the piano.",
+	}
+	ix := bm25.New([]byte("t"), bm25.Options{})
+	for i, text := range docs {
+		if err := ix.Add(nopWriter{}, uint32(i), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 30 {
+		if err := ix.Add(nopWriter{}, uint32(100+i), fmt.Sprintf("What did you think of the weather today? (%d)", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older := &Fact{Subject: "user", Predicate: "amount_music_budget", Object: "$40 monthly", ValidFrom: day}
+	newer := &Fact{Subject: "user", Predicate: "amount_sheet_music_budget", Object: "$55", ValidFrom: day.AddDate(0, 1, 0)}
+	dana := &Fact{Subject: "Dana", Predicate: "amount_sheet_music_budget", Object: "$70", ValidFrom: day.AddDate(0, 2, 0)}
+	turn := &Episode{Seq: 9, User: "u", Text: docs[3], At: day.AddDate(0, 3, 0)}
+	list := []*candidate{
+		{doc: 0, score: 1, fact: older},
+		{doc: 1, score: 0.9, fact: newer},
+		{doc: 2, score: 0.8, fact: dana},
+		{doc: 3, score: 0.7, episode: turn},
+	}
+	newestFirst(ix, q, list)
+	if list[0].fact != newer || list[1].fact != older || list[2].fact != dana || list[3].episode != turn {
+		t.Fatalf("order %v, want the $55 fact, the $40 fact, Dana's, the turn", describe(list))
+	}
+	if list[0].signals.Newer <= 0 || list[1].signals.Stale <= 0 || list[1].signals.Stale >= 1 {
+		t.Errorf("signals: newer %v, stale %v", list[0].signals.Newer, list[1].signals.Stale)
+	}
+}

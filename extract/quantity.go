@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/lang/en"
 )
 
@@ -19,23 +20,7 @@ const quantityFamily = "amount_"
 
 // quantityPredicate is the predicate of matter ("grocery budget" →
 // amount_grocery_budget).
-func quantityPredicate(matter string) string {
-	var b strings.Builder
-	b.WriteString(quantityFamily)
-	us := false
-	for _, r := range matter {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if us && b.Len() > len(quantityFamily) {
-				b.WriteByte('_')
-			}
-			us = false
-			b.WriteRune(unicode.ToLower(r))
-			continue
-		}
-		us = true
-	}
-	return b.String()
-}
+func quantityPredicate(matter string) string { return quantityFamily + norm.Predicate(matter) }
 
 // The words a noun phrase of a stated figure cannot hold: they end it.
 var npStops = set("a", "an", "the", "my", "our", "your", "his", "her", "their", "its", "this",
