@@ -87,20 +87,24 @@ func (st *state) figureAt(toks []tok, i int) (figure, bool) {
 	if j < len(toks) && (toks[j].w == ":" || toks[j].w == "am" || toks[j].w == "pm") {
 		return figure{}, false // a time of day
 	}
+	if j+1 < len(toks) && toks[j].w == "/" && isNumberTok(toks[j+1]) &&
+		st.gap(toks[j-1], toks[j]) == "" && st.gap(toks[j], toks[j+1]) == "" {
+		j += 2 // "120/80"
+	}
 	if j < len(toks) && toks[j].w == "%" {
 		f.ownUnit = true
 		j++
 	}
 	w := words(toks)
-	// A unit: the noun phrase after a count, up to its head ("12 books",
-	// "5-7 months", "5 simultaneous streams").
-	for u := j; !f.ownUnit && u < len(toks) && u < j+3 && nounTok(toks[u]) && !en.PeriodWord(toks[u].w) &&
-		!strings.HasSuffix(toks[u].w, "ing") && !strings.HasSuffix(toks[u].w, "ly"); u++ {
+	// A unit: the noun phrase after a count, up to its head, which is
+	// plural ("12 books", "5-7 months", "5 simultaneous loans", "1 cup").
+	for u := j; !f.ownUnit && u < len(toks) && u < j+3 && unitTok(toks[u]); u++ {
 		if r, _ := en.RateAt(w, u); r != "" {
 			break
 		}
-		if u+1 == len(toks) || !nounTok(toks[u+1]) || u+1 == j+3 {
+		if u+1 == len(toks) || !unitTok(toks[u+1]) || u+1 == j+3 || en.Singular(toks[u].w) != toks[u].w {
 			j = u + 1
+			break
 		}
 	}
 	f.toks = toks[i:j]
@@ -109,6 +113,33 @@ func (st *state) figureAt(toks []tok, i int) (figure, bool) {
 		f.rate, f.n = r, f.n+n
 	}
 	return f, true
+}
+
+// valueAt reads a figure given as a phrase's value at toks[i] (after
+// "of", "is", "to"): one that ends there. A figure that measures what
+// follows it ("my score was 3 points higher", "my kids were 5 minutes
+// late") or one of several ("my kids are 4 and 6") is none.
+func (st *state) valueAt(toks []tok, i int) (figure, bool) {
+	f, ok := st.figureAt(toks, i)
+	if !ok {
+		return f, false
+	}
+	if k := i + f.n; k < len(toks) {
+		next := toks[k]
+		switch {
+		case nounTok(next) && !en.PeriodWord(next.w) && !strings.HasSuffix(next.w, "ing"):
+			return figure{}, false
+		case (next.w == "and" || next.w == "or" || next.w == ",") && k+1 < len(toks) && isNumberTok(toks[k+1]):
+			return figure{}, false
+		}
+	}
+	return f, true
+}
+
+// unitTok reports whether t may be a word of a count's unit: a lower-case
+// noun-like word, not a period, a gerund or an adverb.
+func unitTok(t tok) bool {
+	return nounTok(t) && !t.cap && !en.PeriodWord(t.w) && !strings.HasSuffix(t.w, "ing") && !strings.HasSuffix(t.w, "ly")
 }
 
 // isLetters reports whether w is made of letters, with hyphens or
@@ -292,7 +323,7 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
 	case hasPre:
 		fig = pre
 	case j+1 < len(toks) && toks[j].w == "of":
-		f, ok := st.figureAt(toks, j+1)
+		f, ok := st.valueAt(toks, j+1)
 		if !ok {
 			return false
 		}
@@ -311,7 +342,7 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
 		default:
 			return false
 		}
-		f, ok := st.figureAt(toks, k)
+		f, ok := st.valueAt(toks, k)
 		if !ok {
 			return false
 		}
@@ -477,6 +508,9 @@ func (st *state) matter(np []tok, toks []tok, after int) (matter, period string,
 		return "", "", end // a name ("my dog Max is 3") is no matter
 	}
 	head := mods[len(mods)-1]
+	if en.IdentifierNoun(head) {
+		return "", "", end // "my order number is 55123" names, not counts
+	}
 	topic := ""
 	if len(mods) > 1 {
 		topic = mods[len(mods)-2]

@@ -48,6 +48,17 @@ func TestQuantities(t *testing.T) {
 		{"She told me a $50,000 offer is on the table.", nil},
 		{"The museum ticket is $25.", nil},
 		{"My flight leaves at 10:30.", nil},
+		{"My blood pressure was 120/80 this morning.", []q{{"amount_blood_pressure", "120/80", ""}}},
+		{"I've reduced my caffeine to 2 cups a day.", []q{{"amount_caffeine", "2 cups daily", ""}}},
+		// A figure that names, measures what follows, or is one of several.
+		{"My order number is 55123.", nil},
+		{"My phone number is 555-1234.", nil},
+		{"My address is 221 Baker Street.", nil},
+		{"My score was 3 points higher than last time.", nil},
+		{"My kids were 5 minutes late.", nil},
+		{"Our kids are 4 and 6.", nil},
+		{"Our meeting was moved to 3 pm.", nil},
+		{"My birthday is March 3.", nil},
 	}
 	r := NewRuleExtractor()
 	for _, c := range cases {

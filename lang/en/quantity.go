@@ -42,6 +42,16 @@ func RateAt(w []string, i int) (string, int) {
 	return "", 0
 }
 
+// identifierNouns head phrases whose figure names something rather than
+// counts it ("my order number is 55123", "my room is 101").
+var identifierNouns = set("number", "id", "code", "pin", "password", "version", "address",
+	"zip", "zipcode", "postcode", "extension", "room", "seat", "gate", "platform", "flight",
+	"ticket", "account", "plate", "model", "serial", "name", "username", "handle")
+
+// IdentifierNoun reports whether a noun (singular, lower case) names
+// things by a figure rather than counts them.
+func IdentifierNoun(w string) bool { return identifierNouns[w] }
+
 // seasons name a period of the year.
 var seasons = set("spring", "summer", "autumn", "fall", "winter")
 
