@@ -211,8 +211,9 @@ func asks(w, next string) bool {
 var questionSubjects = set("you", "i", "we", "it", "they", "he", "she", "this", "that", "there", "my", "our")
 
 // quantities proposes the figures a statement gives for matters of the
-// speaker's own: a noun phrase opened by "my" or "our" (or "a" in a
-// clause whose subject is "I" or "we") and a figure bound to it —
+// speaker's own: a noun phrase opened by "my" or "our" (or by "the" or
+// "a" that a verb of "I" or "we" governs, see governed) and a figure bound
+// to it —
 //
 //   - before its head: "my $35 monthly budget" (money or a percentage
 //     only: "my 3 kids love pizza" has no head to tell);
@@ -289,12 +290,12 @@ func unstated(toks []tok, i int) bool {
 
 // quantityAt reads one noun phrase opened at toks[i] and emits the figure
 // bound to it, if any.
-func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
+func (st *state) quantityAt(toks []tok, i int, conf float64) {
 	j := i + 1
 	pre, hasPre := st.figureAt(toks, j)
 	if hasPre {
 		if !pre.ownUnit {
-			return false
+			return
 		}
 		j += pre.n
 	}
@@ -307,7 +308,7 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
 	}
 	np := toks[start:j]
 	if len(np) == 0 || (j < len(toks) && objectStarts[toks[j].w]) {
-		return false
+		return
 	}
 	// "our budget for groceries is $320": the phrase after the noun
 	// phrase says what it is for; the figure comes after it.
@@ -325,7 +326,7 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
 	case j+1 < len(toks) && toks[j].w == "of":
 		f, ok := st.valueAt(toks, j+1)
 		if !ok {
-			return false
+			return
 		}
 		fig, end = f, j+1+f.n
 	default:
@@ -336,15 +337,15 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
 			v, gov := governingVerb(toks, i)
 			t, to := st.targetAt(toks, k)
 			if !gov || !to || unstated(toks, v) {
-				return false
+				return
 			}
 			k = t // "I've increased my budget to $550", "cut my hours from 50 to 42"
 		default:
-			return false
+			return
 		}
 		f, ok := st.valueAt(toks, k)
 		if !ok {
-			return false
+			return
 		}
 		fig, end = f, k+f.n
 	}
@@ -355,7 +356,7 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
 	matter, period, qend := st.matter(np, toks, at)
 	qend = max(qend, end)
 	if matter == "" {
-		return false
+		return
 	}
 	obj := st.objText(fig.toks)
 	rate := fig.rate
@@ -367,7 +368,6 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) bool {
 	}
 	f := &frame{subj: User, kind: Assert, conf: conf, quote: st.spanText(toks[i:qend]), context: period}
 	st.emit(f, quantityPredicate(matter), obj)
-	return true
 }
 
 // predicateTo reads, after a noun phrase ending at toks[j], a predicate
