@@ -11,6 +11,11 @@ func Predicate(s string) string {
 	if plainPredicate(s) {
 		return s // the common case, without a copy
 	}
+	return predicate(s)
+}
+
+// predicate is Predicate's general path.
+func predicate(s string) string {
 	var b strings.Builder
 	us := false
 	for _, r := range strings.TrimSpace(s) {
