@@ -119,6 +119,12 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		return f, err
 	}
 	if f.about != nil {
+		if withFirstPerson(ws) {
+			// "the budget Alexis and I agreed on": the owner is asked
+			// about beside whom the question names.
+			f.about["user"] = true
+			f.seeds = append(f.seeds, "user")
+		}
 		return f, nil
 	}
 	for _, w := range ws {
@@ -135,6 +141,23 @@ func (e *Engine) queryFocus(ctx context.Context, ui *userIndex, text string, fac
 		f.seeds = []string{"user"}
 	}
 	return f, nil
+}
+
+// withFirstPerson reports whether the words ws join a first-person
+// pronoun to someone with "and" ("Alexis and I", "me and Alex"): the
+// question is about them together, the owner included. A pronoun that
+// is not joined ("Have I worked with Michael?") leaves the question about
+// whom it names.
+func withFirstPerson(ws []string) bool {
+	for i, w := range ws {
+		if w != "i" && w != "me" {
+			continue
+		}
+		if (i > 0 && ws[i-1] == "and") || (i+1 < len(ws) && ws[i+1] == "and") {
+			return true
+		}
+	}
+	return false
 }
 
 // resolve returns the question with the phrase that names the people in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memor-db/memor"
 )
@@ -308,5 +309,51 @@ func TestFocusNamedPersonRelation(t *testing.T) {
 	}
 	if len(rs) != 0 {
 		t.Fatalf("Caroline's sister, whom nothing names, was answered:\n%s", texts(rs))
+	}
+}
+
+// TestFocusWithFirstPerson: a question that joins the owner to someone
+// ("Priya and I") is about both: the owner's stated figure is served, and
+// the latest figure for the matter ranks above the turn that gave the
+// earlier one.
+func TestFocusWithFirstPerson(t *testing.T) {
+	t.Parallel()
+	e, _ := openTest(t, memor.Options{})
+	ctx := context.Background()
+	day := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	for i, text := range []string{
+		"My partner Priya works at the city library.",
+		"Priya and I agreed on a plan: our budget for groceries is $400 a month.",
+		"The heater in the hallway is making a clicking noise again.",
+		"Priya found a recipe for lentil soup that we both liked.",
+		"I've raised our grocery budget to $460 a month because prices went up.",
+	} {
+		if _, err := e.Add(ctx, "u", text, memor.At(day.AddDate(0, 0, 7*i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	// Priya is someone memor holds facts about, so the question names
+	// someone in focus.
+	if _, err := e.Assert(ctx, "u", memor.FactInput{Subject: "Priya", Predicate: "works_at", Object: "city library"}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := e.Query(ctx, "u", "What monthly grocery budget did Priya and I agree on?", memor.QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, older := -1, -1
+	for i, r := range rs {
+		switch {
+		case r.Fact != nil && r.Fact.Object == "$460 monthly" && newer < 0:
+			newer = i
+		case r.Episode != nil && strings.Contains(r.Episode.Text, "$400") && older < 0:
+			older = i
+		}
+	}
+	if newer < 0 || (older >= 0 && older < newer) {
+		t.Fatalf("the $460 figure at %d, the $400 turn at %d; want the figure first:\n%s", newer, older, texts(rs))
 	}
 }

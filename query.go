@@ -81,9 +81,11 @@ type Signals struct {
 	// Source is the score a fact gained from the episode it came from,
 	// ranked with it (see factsOverSources).
 	Source float64 `json:"source,omitempty"`
-	// Newer is the score a turn gained by being served above an earlier
-	// turn of its speaker on the same matter; Stale the factor the
-	// earlier one's score was multiplied by (see newestFirst).
+	// Newer is the score a result gained by being served above an
+	// earlier statement of the same matter (a turn of its speaker, a fact
+	// of its subject, or the turn that stated the value a fact
+	// superseded); Stale the factor the earlier one's score was
+	// multiplied by (see newestFirst and supersedersFirst).
 	Newer float64 `json:"newer,omitempty"`
 	Stale float64 `json:"stale,omitempty"`
 	// Voice is the factor a turn gained for being said by whom the
@@ -341,6 +343,9 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 
 	newestFirst(ui.bm, text, list[:min(p.k, len(list))])
+	if err := supersedersFirst(ctx, qv, user, list[:min(p.k, len(list))]); err != nil {
+		return nil, err
+	}
 	out := make([]Result, 0, min(p.k, len(list)))
 	for _, c := range list[:min(p.k, len(list))] {
 		out = append(out, c.result())

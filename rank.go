@@ -13,6 +13,8 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/internal/norm"
+	"github.com/memor-db/memor/kv"
 )
 
 // This file holds the parts of Query's scoring that are not fusion itself:
@@ -293,10 +295,15 @@ func statesValue(text string) bool {
 // group's members are dealt back into the positions the group held,
 // newest first. It is a permutation of the list Query serves: the set of
 // k results is unchanged, so it costs no recall at the list's own k (a
-// boost did, by pulling later turns in from below). Facts keep their
-// places (a fact stands before its episode already), and so do turns of
-// different speakers: an assistant's echo of the update is not the
-// user's update. A result dealt into a higher position takes that
+// boost did, by pulling later turns in from below). Turns of different
+// speakers keep their places: an assistant's echo of the update is not
+// the user's update. Facts are grouped the same way with the facts of
+// their subject (never with turns: a fact stands before its episode
+// already), newest valid-from first: two facts the resolver keeps apart,
+// such as "user amount_budget $35 monthly" and a later "user
+// amount_book_budget $50", are one matter when the question's words make
+// them so ("my monthly budget for books"). A result dealt into a higher
+// position takes that
 // position's score (Signals.Newer is what it gained); one dealt lower,
 // likewise (Signals.Stale is the factor), so scores stay in order.
 func newestFirst(ix *bm25.Index, text string, list []*candidate) {
@@ -306,11 +313,20 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 	idf := termIDF(ix, text)
 	has := make([]map[string]bool, len(list))
 	values := make([]bool, len(list))
+	who := make([]string, len(list))
 	for i, c := range list {
-		if c.episode == nil {
+		switch {
+		case c.episode != nil:
+			values[i] = statesValue(c.episode.Text)
+			who[i] = c.episode.voice()
+		case c.fact != nil:
+			// A fact groups with its subject's other facts only (the
+			// prefix keeps it apart from that subject's turns).
+			values[i] = statesValue(c.fact.Object)
+			who[i] = "fact\x00" + norm.Key(c.fact.Subject)
+		default:
 			continue
 		}
-		values[i] = statesValue(c.episode.Text)
 		has[i] = map[string]bool{}
 		for _, te := range ix.Explain(text, c.doc).Terms {
 			if te.TF > 0 {
@@ -331,7 +347,7 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 	}
 	for i := range list {
 		for j := i + 1; j < len(list); j++ {
-			if has[i] == nil || has[j] == nil || list[i].episode.voice() != list[j].episode.voice() {
+			if has[i] == nil || has[j] == nil || who[i] != who[j] {
 				continue
 			}
 			share := sameMatterShare
@@ -373,6 +389,68 @@ func newestFirst(ix *bm25.Index, text string, list []*candidate) {
 			c.score = scores[p]
 		}
 	}
+}
+
+// supersedersFirst serves a fact above the served episodes that stated
+// the value it replaced: "my grocery budget was increased to $550" made
+// user amount_grocery_budget $550 supersede the $500 an earlier turn
+// gave, so that fact is the newer word on the matter wherever the turn
+// that said $500 ranks (newestFirst reorders turns by the question's
+// words; this uses what the resolver decided). A served fact of a
+// single-valued slot whose version superseded another is moved to the
+// place of the highest-ranked episode that supports an earlier value of
+// the same slot and context, every result between moving down one place;
+// it takes that place's score (Signals.Newer is what it gained). Like
+// newestFirst it is a permutation of the served list.
+func supersedersFirst(ctx context.Context, qv *qview, user string, list []*candidate) error {
+	pos := map[uint64]int{}
+	index := func() {
+		clear(pos)
+		for i, c := range list {
+			if c.episode != nil {
+				if _, ok := pos[c.episode.Seq]; !ok {
+					pos[c.episode.Seq] = i
+				}
+			}
+		}
+	}
+	index()
+	for j := 1; j < len(list); j++ {
+		f := list[j].fact
+		if f == nil || f.Rule != RuleSupersede {
+			continue
+		}
+		top := j
+		prefix := kv.AppendString(kv.AppendString(nil, norm.Key(f.Subject)), f.Predicate)
+		err := historyGroups(ctx, qv.snap, user, prefix, func(group []Fact) error {
+			for _, v := range group {
+				if v.Context != f.Context || v.Object == f.Object || !v.ValidFrom.Before(f.ValidFrom) {
+					continue
+				}
+				for _, seq := range v.Episodes {
+					if i, ok := pos[seq]; ok && i < top {
+						top = i
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if top == j {
+			continue
+		}
+		c := list[j]
+		copy(list[top+1:j+1], list[top:j])
+		list[top] = c
+		if s := list[top+1].score; s > c.score {
+			c.signals.Newer += s - c.score
+			c.score = s
+		}
+		index()
+	}
+	return nil
 }
 
 // sameMatter is the weighted Jaccard similarity of the question terms two

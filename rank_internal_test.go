@@ -437,3 +437,121 @@ func TestNewestFirstValues(t *testing.T) {
 		})
 	}
 }
+
+// TestSupersedersFirst: a served fact that superseded the value an
+// earlier served turn stated is moved above that turn; a fact that
+// superseded nothing, or another slot's, keeps its place.
+func TestSupersedersFirst(t *testing.T) {
+	ctx := context.Background()
+	e := openRankTest(t)
+	day := time.Date(2026, 2, 1, 9, 0, 0, 0, time.UTC)
+	add := func(text string, at time.Time) Episode {
+		t.Helper()
+		ep, err := e.Add(ctx, "u", text, At(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	older := add("Our budget for groceries is $400 a month, and the market on Elm Street is the cheapest.", day)
+	other := add("My phone plan is $35 a month.", day.AddDate(0, 0, 1))
+	chatter(t, e, "u", day.AddDate(0, 0, 2), 10)
+	update := add("Prices went up, so I've raised our grocery budget to $450 a month.", day.AddDate(0, 1, 0))
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	state, err := e.State(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grocery, phone *Fact
+	for i, f := range state {
+		switch f.Predicate {
+		case "amount_grocery_budget":
+			grocery = &state[i]
+		case "amount_phone_plan":
+			phone = &state[i]
+		}
+	}
+	if grocery == nil || grocery.Object != "$450 monthly" || grocery.Rule != RuleSupersede || grocery.Episode != update.Seq {
+		t.Fatalf("grocery budget in force: %+v, want $450 monthly from the update, superseding", grocery)
+	}
+	if phone == nil || phone.Rule == RuleSupersede {
+		t.Fatalf("phone plan in force: %+v, want a first value", phone)
+	}
+	qv, err := e.queryView(ctx, "u", time.Time{}, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qv.snap.Close()
+	list := []*candidate{
+		{score: 1, episode: &older},
+		{score: 0.9, episode: &other},
+		{score: 0.5, fact: phone},
+		{score: 0.4, fact: grocery},
+	}
+	if err := supersedersFirst(ctx, qv, "u", list); err != nil {
+		t.Fatal(err)
+	}
+	if list[0].fact != grocery || list[1].episode != &older || list[2].episode != &other || list[3].fact != phone {
+		t.Fatalf("order %v, want the $450 fact, the $400 turn, the phone turn, the phone fact", describe(list))
+	}
+	if list[0].score != 1 || list[0].signals.Newer != 0.6 {
+		t.Errorf("moved fact: score %v, newer %v; want 1 and 0.6", list[0].score, list[0].signals.Newer)
+	}
+}
+
+func describe(list []*candidate) []string {
+	var out []string
+	for _, c := range list {
+		if c.fact != nil {
+			out = append(out, c.fact.String())
+		} else {
+			out = append(out, c.episode.Text)
+		}
+	}
+	return out
+}
+
+// TestNewestFirstFacts: two facts of one subject that the question's words
+// make one matter are served newest first, though the resolver keeps them
+// apart (different predicates); a fact never trades places with a turn,
+// nor with another subject's fact.
+func TestNewestFirstFacts(t *testing.T) {
+	day := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	q := "What is my monthly sheet music budget?"
+	docs := []string{
+		"user amount music budget $40 monthly",
+		"user amount sheet music budget $55",
+		"Dana amount sheet music budget $70",
+		"I keep my sheet music in a folder by the piano.",
+	}
+	ix := bm25.New([]byte("t"), bm25.Options{})
+	for i, text := range docs {
+		if err := ix.Add(nopWriter{}, uint32(i), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 30 {
+		if err := ix.Add(nopWriter{}, uint32(100+i), fmt.Sprintf("What did you think of the weather today? (%d)", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older := &Fact{Subject: "user", Predicate: "amount_music_budget", Object: "$40 monthly", ValidFrom: day}
+	newer := &Fact{Subject: "user", Predicate: "amount_sheet_music_budget", Object: "$55", ValidFrom: day.AddDate(0, 1, 0)}
+	dana := &Fact{Subject: "Dana", Predicate: "amount_sheet_music_budget", Object: "$70", ValidFrom: day.AddDate(0, 2, 0)}
+	turn := &Episode{Seq: 9, User: "u", Text: docs[3], At: day.AddDate(0, 3, 0)}
+	list := []*candidate{
+		{doc: 0, score: 1, fact: older},
+		{doc: 1, score: 0.9, fact: newer},
+		{doc: 2, score: 0.8, fact: dana},
+		{doc: 3, score: 0.7, episode: turn},
+	}
+	newestFirst(ix, q, list)
+	if list[0].fact != newer || list[1].fact != older || list[2].fact != dana || list[3].episode != turn {
+		t.Fatalf("order %v, want the $55 fact, the $40 fact, Dana's, the turn", describe(list))
+	}
+	if list[0].signals.Newer <= 0 || list[1].signals.Stale <= 0 || list[1].signals.Stale >= 1 {
+		t.Errorf("signals: newer %v, stale %v", list[0].signals.Newer, list[1].signals.Stale)
+	}
+}

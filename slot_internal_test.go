@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/memor-db/memor/extract"
 )
@@ -363,40 +362,5 @@ func TestImportDropsCachedIndexes(t *testing.T) {
 	}
 	if err := e.Check(ctx); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestPlainFastPaths: normPredicate returns its input unchanged only
-// where the general path would: random strings over the characters that
-// matter (spaces and other white space, upper case, underscores,
-// separators, non-ASCII, control bytes). internal/norm tests Key and
-// Clean alike.
-func TestPlainFastPaths(t *testing.T) {
-	alphabet := []string{"a", "z", "A", "Z", "0", "9", " ", "  ", "\t", "\n", "_", "-", ".", "é", "\u00a0", "\u0085", "\x00", "\x7f", "ß", "İ"}
-	r := rand.New(rand.NewPCG(5, 6))
-	for range 200_000 {
-		var b strings.Builder
-		for range r.IntN(8) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		s := b.String()
-		if plainPredicate(s) {
-			var ref strings.Builder
-			us := false
-			for _, c := range strings.TrimSpace(s) {
-				if unicode.IsLetter(c) || unicode.IsDigit(c) {
-					if us && ref.Len() > 0 {
-						ref.WriteByte('_')
-					}
-					us = false
-					ref.WriteRune(unicode.ToLower(c))
-					continue
-				}
-				us = true
-			}
-			if ref.String() != s {
-				t.Fatalf("plainPredicate(%q), but its normal form is %q", s, ref.String())
-			}
-		}
 	}
 }

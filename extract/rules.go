@@ -235,9 +235,6 @@ func isQuoteChar(w string) bool {
 // sentence applies the sentence-level filters, then extracts clause by
 // clause.
 func (st *state) sentence(s sentence) {
-	if s.question {
-		return
-	}
 	toks := make([]tok, 0, len(s.toks))
 	quoted := false
 	for _, t := range s.toks {
@@ -262,6 +259,15 @@ func (st *state) sentence(s sentence) {
 		st.speaker = known
 		toks = toks[n:]
 	}
+	if s.question {
+		// "I saw that my budget was raised to $550, so how can I …?":
+		// the figure stated before the question is the speaker's; the
+		// other patterns read statements only.
+		if lead, ok := asserted(statedLead(toks)); ok && len(lead) > 0 {
+			st.quantities(lead, 0)
+		}
+		return
+	}
 	first := 0
 	for first < len(toks) && (!toks[first].word || fillers[toks[first].w]) {
 		first++
@@ -269,16 +275,9 @@ func (st *state) sentence(s sentence) {
 	if first == len(toks) || questionStarts[toks[first].w] {
 		return
 	}
-	for i, t := range toks {
-		if (t.w == "if" || t.w == "whether") && i > 0 && embedders[toks[i-1].w] {
-			// "I don't know if that's a problem": an embedded question, not
-			// a condition. What it asks is not asserted; what precedes is.
-			toks = toks[:i]
-			break
-		}
-		if conditionals[t.w] || (t.w == "in" && i+1 < len(toks) && toks[i+1].w == "case") {
-			return
-		}
+	toks, ok := asserted(toks)
+	if !ok {
+		return
 	}
 	var conf float64
 	for k := 0; k < len(toks); k++ {
@@ -318,6 +317,7 @@ func (st *state) sentence(s sentence) {
 		toks = toks[:k] // the rest is someone else's claim
 		break
 	}
+	st.quantities(toks, conf)
 	// Learn names first so that clause splitting can see them.
 	for i := range toks {
 		if _, names, _, ok := st.matchRelation(toks, i); ok {
@@ -332,6 +332,23 @@ func (st *state) sentence(s sentence) {
 		prev = st.clause(c, ci == 0, prev, conf)
 		st.tailName = st.endName(c)
 	}
+}
+
+// asserted returns the part of a sentence's tokens that is asserted: all
+// of them, or those before an embedded question ("I don't know if that's
+// a problem"); ok is false for a hypothetical sentence ("if", "in case").
+func asserted(toks []tok) (_ []tok, ok bool) {
+	for i, t := range toks {
+		if (t.w == "if" || t.w == "whether") && i > 0 && embedders[toks[i-1].w] {
+			// An embedded question, not a condition. What it asks is not
+			// asserted; what precedes is.
+			return toks[:i], true
+		}
+		if conditionals[t.w] || (t.w == "in" && i+1 < len(toks) && toks[i+1].w == "case") {
+			return nil, false
+		}
+	}
+	return toks, true
 }
 
 // intervalTo joins the two ends of an interval ("from 2015 to 2018").

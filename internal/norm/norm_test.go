@@ -15,11 +15,7 @@ func TestFastPath(t *testing.T) {
 		"é", "É", "ß", "İ", "\u00a0", "\u0085", "\u2003", "\x00", "\x7f"}
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 200_000 {
-		var b strings.Builder
-		for range r.IntN(12) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		s := b.String()
+		s := randomString(r, alphabet, 12)
 		if got, want := Clean(s), strings.Join(strings.Fields(s), " "); got != want {
 			t.Fatalf("Clean(%q) = %q, want %q", s, got, want)
 		}
@@ -27,4 +23,13 @@ func TestFastPath(t *testing.T) {
 			t.Fatalf("Key(%q) = %q, want %q", s, got, want)
 		}
 	}
+}
+
+// randomString joins fewer than n pieces of alphabet drawn by r.
+func randomString(r *rand.Rand, alphabet []string, n int) string {
+	var b strings.Builder
+	for range r.IntN(n) {
+		b.WriteString(alphabet[r.IntN(len(alphabet))])
+	}
+	return b.String()
 }

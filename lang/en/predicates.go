@@ -33,6 +33,10 @@ func Predicates() []lang.Predicate {
 		{Name: "age", One: true, Aliases: []string{"years_old"}, Gloss: "age old years"},
 		{Name: "from", One: true, Aliases: []string{"origin", "hometown", "comes_from", "is_from"},
 			Gloss: "from origin hometown grew up come"},
+		// A figure the subject states for a matter of theirs, one value
+		// per matter (amount_grocery_budget).
+		{Name: "amount_", One: true, Family: true, Aliases: []string{"quantity_", "amount_of_"},
+			Note: `amount_grocery_budget, amount_reading_goal …: the figure with its rate ("$550 monthly", "12 books"); a period it holds for is the context ("april-june")`},
 		// One can have only one favourite, whatever the thing.
 		{Name: "favorite_", One: true, Family: true, Aliases: []string{"favourite_"},
 			Note: "favorite_color, favorite_food …"},
