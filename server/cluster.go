@@ -47,9 +47,14 @@ var (
 	ErrBehind = errors.New("server: another node is writing this user")
 	// ErrLogUnavailable: the cluster's episode log (JetStream) did not
 	// answer a write: the write is not acknowledged, and JetStream may or
-	// may not have stored it (a retry can then store it twice).
+	// may not have stored it (a retry can then store it twice, unless it
+	// carries an IdempotencyHeader).
 	ErrLogUnavailable = errors.New("server: the episode log did not answer")
 )
+
+// ErrNotInCluster: the route serves one store's users and is not served
+// by a cluster node (answered with 501 not_in_cluster).
+var ErrNotInCluster = errors.New("server: this route is not served by a cluster node")
 
 // retryAfterSeconds is the Retry-After of the routing 503s: a lease round
 // is a third of the lease TTL, so a second is the order of a move.
@@ -70,6 +75,9 @@ type Router interface {
 	Write(ctx context.Context, user string, fn func() error) error
 	// Stats reports the node for /metrics.
 	Stats(ctx context.Context) (ClusterStats, error)
+	// Users lists every user of the cluster, in any order: the users the
+	// episode log holds (see Handler.users for why the log).
+	Users(ctx context.Context) ([]string, error)
 }
 
 // ClusterStats is a node's report to its metrics.
@@ -91,19 +99,32 @@ func (h *Handler) routed(fn http.HandlerFunc) http.HandlerFunc {
 		return fn
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		addr, err := rt.Owner(r.Context(), r.PathValue("user"))
-		if err != nil {
-			w.Header().Set(NodeHeader, rt.Node())
-			h.fail(w, r, err)
-			return
-		}
-		if addr == "" {
-			w.Header().Set(NodeHeader, rt.Node())
-			fn(w, r)
-			return
-		}
-		h.forward(w, r, addr)
+		h.serveUser(w, r, r.PathValue("user"), fn)
 	}
+}
+
+// serveUser serves r, a request of user, with fn when this node serves
+// the user, else forwards it to the owner (or redirects it there).
+func (h *Handler) serveUser(w http.ResponseWriter, r *http.Request, user string, fn http.HandlerFunc) {
+	rt := h.o.Router
+	addr, err := rt.Owner(r.Context(), user)
+	if err != nil {
+		w.Header().Set(NodeHeader, rt.Node())
+		h.fail(w, r, err)
+		return
+	}
+	if addr == "" {
+		w.Header().Set(NodeHeader, rt.Node())
+		fn(w, r)
+		return
+	}
+	h.forward(w, r, addr)
+}
+
+// notInCluster answers a route a cluster node does not serve.
+func (h *Handler) notInCluster(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(NodeHeader, h.o.Router.Node())
+	h.fail(w, r, fmt.Errorf("%w: %s serves one store's users, and a cluster node holds only its shards' users; use the /v1 routes, which every node routes to the user's owner", ErrNotInCluster, r.URL.Path))
 }
 
 // forward sends r to the owner at addr, an address from the cluster's

@@ -104,7 +104,11 @@ type Options struct {
 	// every route of one user is served here when this node owns the
 	// user, else forwarded to the owner (or redirected, when the client
 	// sends RedirectHeader), after the same host, origin and token checks
-	// as a local request. Answers carry NodeHeader. See Router.
+	// as a local request; so is an MCP tool call naming a user (give MCP
+	// MCPThrough too). GET /v1/users lists the cluster's users. StudioPath
+	// and /conformance/ answer 501 not_in_cluster (Studio and Conformance
+	// are ignored). Answers carry
+	// NodeHeader. See Router.
 	Router Router
 	// Transport carries forwarded requests (default: http.DefaultTransport's
 	// settings without its proxy, see forwardTransport).
@@ -173,14 +177,24 @@ func New(e *memor.Engine, o Options) *Handler {
 			writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" /metrics is not allowed; use GET")
 		})
 	}
-	if o.Conformance {
+	switch {
+	case o.Router != nil:
+		m.HandleFunc("/conformance/", h.notInCluster)
+	case o.Conformance:
 		m.Handle("/conformance/", http.StripPrefix("/conformance", backend.HTTPHandler(Backend(e))))
 		m.HandleFunc("GET /conformance/status", h.conformanceStatus)
 	}
-	if o.MCP != nil {
+	switch {
+	case o.MCP != nil && o.Router != nil:
+		m.Handle(MCPPath, h.mcpRouted(o.MCP))
+	case o.MCP != nil:
 		m.Handle(MCPPath, o.MCP)
 	}
-	if o.Studio != nil {
+	switch {
+	case o.Router != nil:
+		m.HandleFunc(StudioPath, h.notInCluster)
+		h.o.Studio = nil // no studio session either (studioSession)
+	case o.Studio != nil:
 		m.HandleFunc("GET "+StudioPath+"login", h.studioLogin)
 		m.Handle(StudioPath, o.Studio)
 	}
@@ -605,6 +619,8 @@ func Status(err error) (int, string) {
 		return http.StatusServiceUnavailable, "behind"
 	case errors.Is(err, ErrLogUnavailable):
 		return http.StatusServiceUnavailable, "log_unavailable"
+	case errors.Is(err, ErrNotInCluster):
+		return http.StatusNotImplemented, "not_in_cluster"
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, context.DeadlineExceeded):
