@@ -144,6 +144,8 @@ type (
 		At     string `json:"at,omitempty" jsonschema:"when it was said: RFC 3339 or YYYY-MM-DD (default now)"`
 		// Speaker is memor.Speaker.
 		Speaker string `json:"speaker,omitempty" jsonschema:"who said it, when the conversation has several people: their I/me/my is about this name, not the user (default: the user)"`
+		// IdempotencyKey is memor.IdempotencyKey.
+		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a name for this call (e.g. a UUID): repeating the call with the same key and text remembers nothing new and returns the first result's episode"`
 	}
 	queryIn struct {
 		UserID string `json:"user_id" jsonschema:"the user whose memory to search"`
@@ -225,6 +227,8 @@ type (
 		Learned []Fact        `json:"learned" jsonschema:"current facts that came from this memory"`
 		Changes memor.Changes `json:"changes" jsonschema:"what the memory changed: facts added, superseded, ended, contested, reinforced, rejected, or nothing extracted"`
 		Changed []change      `json:"changed" jsonschema:"one entry per rule decision the memory took for this episode"`
+		// Repeated: idempotency_key named an episode remembered already.
+		Repeated bool `json:"repeated,omitempty" jsonschema:"the idempotency_key named a memory added by an earlier call: nothing new was remembered"`
 	}
 	change struct {
 		Change    string `json:"change" jsonschema:"added, superseded, ended, contested, reinforced, rejected, revised or unchanged"`
@@ -267,6 +271,11 @@ func (t tools) add(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.
 	if in.Speaker != "" {
 		opts = append(opts, memor.Speaker(in.Speaker))
 	}
+	if in.IdempotencyKey != "" {
+		opts = append(opts, memor.IdempotencyKey(in.IdempotencyKey))
+	}
+	var repeated bool
+	opts = append(opts, memor.Repeated(&repeated))
 	var ds []memor.Decision
 	var ep memor.Episode
 	var st []memor.Fact
@@ -281,13 +290,16 @@ func (t tools) add(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.
 	if err != nil {
 		return nil, addOut{}, explain(err)
 	}
-	out := addOut{Seq: ep.Seq, At: stamp(ep.At), Learned: []Fact{}, Changes: memor.Summarize(ds), Changed: []change{}}
+	out := addOut{Seq: ep.Seq, At: stamp(ep.At), Learned: []Fact{}, Changes: memor.Summarize(ds), Changed: []change{}, Repeated: repeated}
 	for _, f := range st {
 		if f.Episode == ep.Seq {
 			out.Learned = append(out.Learned, toFact(f))
 		}
 	}
 	text := fmt.Sprintf("Remembered (episode %d, said %s, recorded %s).", ep.Seq, stamp(ep.At), stamp(ep.RecordedAt))
+	if repeated {
+		text = fmt.Sprintf("Remembered already under this idempotency_key (episode %d, said %s, recorded %s): nothing new.", ep.Seq, stamp(ep.At), stamp(ep.RecordedAt))
+	}
 	for _, d := range ds {
 		c := change{Change: d.Change(), Rule: string(d.Rule), FactID: d.FactID, Subject: d.Subject,
 			Predicate: d.Predicate, Object: d.Object, Detail: d.Detail}

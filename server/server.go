@@ -118,6 +118,13 @@ type Options struct {
 // MCPPath is the route of Options.MCP.
 const MCPPath = "/mcp"
 
+// IdempotencyHeader, on POST /v1/users/{user}/episodes, is the request's
+// idempotency key (memor.IdempotencyKey): a repeat of the request with
+// the same key and text stores nothing and answers 200 with the first
+// episode and "repeated": true; the key with another text is 409
+// idempotency_conflict.
+const IdempotencyHeader = "Idempotency-Key"
+
 // Handler serves the HTTP API over an engine. Safe for concurrent use.
 type Handler struct {
 	e       *memor.Engine
@@ -298,6 +305,9 @@ type (
 	episodeResponse struct {
 		Episode memor.Episode `json:"episode"`
 		Applied bool          `json:"applied"`
+		// Repeated: the Idempotency-Key named this episode, stored by an
+		// earlier request; nothing was stored now (200 only).
+		Repeated bool `json:"repeated,omitempty"`
 		// Changes and Decisions say what an applied episode changed
 		// (201 only).
 		Changes   *memor.Changes   `json:"changes,omitempty"`
@@ -333,6 +343,15 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	if req.Speaker != "" {
 		opts = append(opts, memor.Speaker(req.Speaker))
 	}
+	if ks, ok := r.Header[IdempotencyHeader]; ok {
+		if len(ks) != 1 {
+			h.fail(w, r, fmt.Errorf("%w: send one %s header, got %d", ErrBadRequest, IdempotencyHeader, len(ks)))
+			return
+		}
+		opts = append(opts, memor.IdempotencyKey(ks[0]))
+	}
+	var repeated bool
+	opts = append(opts, memor.Repeated(&repeated))
 	wait := req.Wait
 	if vs, ok := r.URL.Query()["wait"]; ok {
 		b, err := strconv.ParseBool(vs[0])
@@ -354,6 +373,12 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if repeated {
+		// Applied if the first request's episode is (a wait applies it).
+		f, err := h.e.Freshness(r.Context(), user)
+		writeJSON(w, http.StatusOK, episodeResponse{Episode: ep, Repeated: true, Applied: err == nil && f.Applied >= ep.Seq})
 		return
 	}
 	if !wait {
@@ -591,6 +616,10 @@ func Status(err error) (int, string) {
 		return http.StatusBadRequest, "invalid_speaker"
 	case errors.Is(err, memor.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, memor.ErrInvalidIdempotencyKey):
+		return http.StatusBadRequest, "invalid_idempotency_key"
+	case errors.Is(err, memor.ErrIdempotencyConflict):
+		return http.StatusConflict, "idempotency_conflict"
 	case errors.Is(err, memor.ErrHistoryConflict):
 		return http.StatusConflict, "history_conflict"
 	case errors.Is(err, memor.ErrInvalidImport):
