@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -11,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memor-db/memor"
 )
 
 // Headers of a server that is one node of a cluster (Options.Router).
@@ -151,6 +156,26 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, addr string) {
 		writeErr(w, http.StatusTemporaryRedirect, "redirect", "another node owns this user: send the request to "+loc)
 		return
 	}
+	transport := h.fwd
+	if isImport(r) {
+		// The owner refuses an import as behind when another node appended
+		// to the user meanwhile; the body, read whole within the import
+		// limit, is sent again (see behindRetry).
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				err = fmt.Errorf("%w: import body larger than %d bytes (Options.MaxImportBytes)", memor.ErrTooLarge, tooBig.Limit)
+			} else {
+				err = fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
+			}
+			w.Header().Set(NodeHeader, rt.Node())
+			h.fail(w, r, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		transport = behindRetry{next: h.fwd, body: body}
+	}
 	failed := false
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -173,10 +198,62 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, addr string) {
 			w.Header().Set(NodeHeader, rt.Node())
 			h.fail(w, r, fmt.Errorf("%w: %v", ErrOwnerUnreachable, err))
 		},
-		Transport: h.fwd,
+		Transport: transport,
 	}
 	p.ServeHTTP(w, r)
 	h.o.Metrics.forwarded(!failed)
+}
+
+// Retries of a forwarded import the owner refused as behind: after
+// behindFirstWait, doubling, behindRetries times (about 1.5 s in all, a
+// lease round at the shortest lease).
+const (
+	behindRetries   = 4
+	behindFirstWait = 100 * time.Millisecond
+)
+
+// behindRetry sends a forwarded request whose body it holds, and sends it
+// again while the owner answers 503 behind: the owner appended nothing
+// then, so a repeat is safe, and another node's appends are caught up
+// by the owner's next lease round (or its own retry) meanwhile.
+type behindRetry struct {
+	next http.RoundTripper
+	body []byte
+}
+
+func (b behindRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	wait := behindFirstWait
+	for try := 0; ; try++ {
+		out := req.Clone(req.Context())
+		out.Body = io.NopCloser(bytes.NewReader(b.body))
+		out.ContentLength = int64(len(b.body))
+		resp, err := b.next.RoundTrip(out)
+		if err != nil || try == behindRetries || !answeredBehind(resp) {
+			return resp, err
+		}
+		resp.Body.Close()
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// answeredBehind reports whether resp is a 503 behind; it leaves the
+// body to be read whole either way.
+func answeredBehind(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		return false
+	}
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	var eb errorBody
+	return json.Unmarshal(head, &eb) == nil && eb.Code == "behind"
 }
 
 // redirectAsked reports whether the client asked for a redirect rather

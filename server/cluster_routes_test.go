@@ -134,3 +134,35 @@ func TestClusterStudioConformance(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardedImportRetried: an import of bob sent to a, refused by b
+// as behind, is sent again by a (the body it holds) until b takes it; one
+// refused more often than a retries answers 503 behind.
+func TestForwardedImportRetried(t *testing.T) {
+	p := newPair(t, Options{})
+	src := openEngine(t, memor.Options{})
+	if _, err := src.Add(context.Background(), "bob", "I live in Oslo.", memor.Sync()); err != nil {
+		t.Fatal(err)
+	}
+	var backup strings.Builder
+	if _, err := src.Export(context.Background(), &backup, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	p.rb.behind.Store(2)
+	before := p.hitB.Load()
+	st, code, hd := p.a.raw("POST", "/v1/users/bob/import", backup.String(), map[string]string{"Content-Type": "application/x-ndjson"})
+	if st != http.StatusOK || hd.Get(NodeHeader) != "b" {
+		t.Fatalf("import of bob through a, refused twice: %d %s", st, code)
+	}
+	if n := p.hitB.Load() - before; n != 3 {
+		t.Fatalf("b saw the import %d times, want 3 (two refusals, then the import)", n)
+	}
+	if us := p.b.users(); !slices.Equal(us, []string{"bob"}) {
+		t.Fatalf("b's store holds %v after the import", us)
+	}
+	p.rb.behind.Store(behindRetries + 1)
+	st, code, _ = p.a.raw("POST", "/v1/users/bob/import", backup.String(), map[string]string{"Content-Type": "application/x-ndjson"})
+	if st != http.StatusServiceUnavailable || code != "behind" {
+		t.Fatalf("import refused more often than a retries: %d %s, want 503 behind", st, code)
+	}
+}
