@@ -622,7 +622,8 @@ func TestClusterUsage(t *testing.T) {
 // /v1/users lists the whole cluster's users; an MCP tools/call of a user
 // sent to a node that does not own it is answered by the owner (its
 // add_memory is acknowledged there, and added reports it); studio is
-// refused with 501 not_in_cluster.
+// refused with 501 not_in_cluster; an Add repeated under its
+// Idempotency-Key through another node stores nothing.
 func clusterRoutes(t *testing.T, client *http.Client, nodes []*memorNode, nUsers int, added func(user, city string)) {
 	t.Helper()
 	for i, n := range nodes {
@@ -661,6 +662,35 @@ func clusterRoutes(t *testing.T, client *http.Client, nodes []*memorNode, nUsers
 			if st, _, out := mcpCall(t, client, n.base, "get_user_profile", u, ""); st != http.StatusOK || !strings.Contains(out, city) {
 				t.Fatalf("MCP get_user_profile of %s sent to %s: %d %s; want lives in %s", u, n.id, st, out, city)
 			}
+			// An Add retried under its Idempotency-Key, through another
+			// node, is answered with the first episode and stores nothing.
+			key := fmt.Sprintf("retry-%s-%d", n.id, j)
+			body := fmt.Sprintf(`{"text":"I live in %s."}`, city)
+			var seqs []float64
+			for try, via := range []*memorNode{n, nodes[(i+1)%len(nodes)]} {
+				req, _ := http.NewRequest("POST", via.base+"/v1/users/"+u+"/episodes?wait=true", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", key)
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got struct {
+					Episode  struct{ Seq float64 }
+					Repeated bool
+				}
+				json.NewDecoder(resp.Body).Decode(&got)
+				resp.Body.Close()
+				want := []int{http.StatusCreated, http.StatusOK}[try]
+				if resp.StatusCode != want || got.Repeated != (try == 1) {
+					t.Fatalf("Add of %s under Idempotency-Key through %s (try %d): %d, repeated %v; want %d", u, via.id, try, resp.StatusCode, got.Repeated, want)
+				}
+				seqs = append(seqs, got.Episode.Seq)
+			}
+			if seqs[0] != seqs[1] {
+				t.Fatalf("the repeat of %s's Add answered episode %v, the first %v", u, seqs[1], seqs[0])
+			}
+			added(u, city)
 			break
 		}
 	}
