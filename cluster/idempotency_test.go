@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/internal/natstest"
-	"github.com/memor-db/memor/cluster/jslog"
 )
 
 // lossyLog is the engine's EpisodeLog with lost acknowledgements: while
@@ -39,24 +37,10 @@ func (l *lossyLog) Append(ctx context.Context, user string, seq uint64, record [
 func TestRetriedAddIdempotent(t *testing.T) {
 	ctx := context.Background()
 	s := natstest.Server(t, "")
-	kek := make([]byte, 32)
-	rand.Read(kek)
-	js := natstest.Connect(t, s.ClientURL())
-	jl, err := jslog.Open(ctx, js, jslog.Config{KEK: kek})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &lossyLog{Log: NewLog(jl)}
-	e, err := memor.Open(t.TempDir(), memor.Options{Log: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	n, err := Join(ctx, js, e, l.Log, Config{Node: "m1", Shards: 1, LeaseTTL: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
+	var l *lossyLog
+	n, e := joinWith(t, s.ClientURL(), func(lg *Log) memor.EpisodeLog { l = &lossyLog{Log: lg}; return l },
+		Config{Node: "m1", Shards: 1, LeaseTTL: 10 * time.Second})
+	jl := l.JS()
 	waitFor(t, "m1 serving", 10*time.Second, func() bool { return len(n.Owned()) == 1 })
 	add := func(text, key string, rep *bool) error {
 		return n.Write(ctx, "u", func(e *memor.Engine) error {

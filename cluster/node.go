@@ -97,6 +97,9 @@ type hooks struct {
 	// caughtUp is called during a takeover after each user of the shard
 	// is caught up.
 	caughtUp func(shard int, user string)
+	// handedOver is called once a lease round with the shards it handed
+	// over.
+	handedOver func(shards int)
 }
 
 // Takeover is what a node did to serve a shard it took.
@@ -295,13 +298,17 @@ func (n *Node) tick(ctx context.Context) error {
 	// Above the fair share (a node joined): hand the highest shards over,
 	// at most MovesPerRound a round, so that moves stay few and the
 	// cluster stays served.
-	for moves := 0; mine > target && moves < n.cfg.MovesPerRound; moves++ {
+	moves := 0
+	for ; mine > target && moves < n.cfg.MovesPerRound; moves++ {
 		s := n.highestReady()
 		if s < 0 {
 			break
 		}
 		n.handOver(ctx, s)
 		mine--
+	}
+	if n.cfg.hooks != nil && n.cfg.hooks.handedOver != nil {
+		n.cfg.hooks.handedOver(moves)
 	}
 	// Free shards, up to the fair share, starting from a place of this
 	// node's own so that nodes starting together do not contend for the
