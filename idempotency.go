@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/memor-db/memor/kv"
 )
@@ -46,22 +44,10 @@ func IdempotencyKey(key string) AddOption { return func(c *addConfig) { c.key = 
 // storing nothing.
 func Repeated(p *bool) AddOption { return func(c *addConfig) { c.repeated = p } }
 
-// validIdempotencyKey checks a key given to IdempotencyKey.
+// validIdempotencyKey checks a key given to IdempotencyKey: the rule of
+// user IDs and speakers' names (checkName), where every rune counts.
 func validIdempotencyKey(k string) error {
-	switch {
-	case k == "":
-		return fmt.Errorf("%w: empty", ErrInvalidIdempotencyKey)
-	case len(k) > MaxIdempotencyKeyBytes:
-		return fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidIdempotencyKey, len(k), MaxIdempotencyKeyBytes)
-	case !utf8.ValidString(k):
-		return fmt.Errorf("%w: not UTF-8", ErrInvalidIdempotencyKey)
-	}
-	for _, r := range k {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: holds control character %U", ErrInvalidIdempotencyKey, r)
-		}
-	}
-	return nil
+	return checkName(k, MaxIdempotencyKeyBytes, ErrInvalidIdempotencyKey, "", func(rune) bool { return true })
 }
 
 // idemKey is where user's episode added under key is found (layout.go).
