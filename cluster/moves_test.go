@@ -83,3 +83,37 @@ func TestMovesPerRound(t *testing.T) {
 		t.Fatalf("m1 handed over %d shards in rounds %v; want %d, at most %d a round", total, rounds, shards/2, bound)
 	}
 }
+
+// TestForgetNoticeEvicts: a user forgotten through a node that does not
+// own it leaves the owner's store at once (the forget notice), not a
+// lease round later (30 s leases here: a round every 10 s).
+func TestForgetNoticeEvicts(t *testing.T) {
+	ctx := context.Background()
+	s := natstest.Server(t, "")
+	cfg := Config{Node: "m1", Shards: 1, LeaseTTL: 30 * time.Second, SnapshotEvery: -1}
+	m1, e1 := joinWith(t, s.ClientURL(), nil, cfg)
+	waitFor(t, "m1 serving", 10*time.Second, func() bool { return len(m1.Owned()) == 1 })
+	cfg.Node = "m2"
+	m2, _ := joinWith(t, s.ClientURL(), nil, cfg)
+	if err := m1.Write(ctx, "u", func(e *memor.Engine) error {
+		_, err := e.Add(ctx, "u", "I live in Oslo.", memor.Sync())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m1.Write(ctx, "keep", func(e *memor.Engine) error {
+		_, err := e.Add(ctx, "keep", "I live in Rome.", memor.Sync())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := m2.Forget(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "m1 to evict u", 3*time.Second, func() bool {
+		us, err := e1.Users(ctx)
+		return err == nil && len(us) == 1 && us[0] == "keep"
+	})
+	t.Logf("m1 evicted u %v after m2 forgot it", time.Since(start).Round(time.Millisecond))
+}

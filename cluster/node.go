@@ -15,6 +15,7 @@ import (
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/jslog"
 	"github.com/memor-db/memor/cluster/shard"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -152,6 +153,8 @@ type Node struct {
 	snapDirty map[int]bool      // per shard: a user was forgotten since
 	takeovers []Takeover
 
+	nc     *nats.Conn
+	sub    *nats.Subscription // ForgetSubject (forget.go)
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	ops    sync.WaitGroup // takeovers running
@@ -199,10 +202,16 @@ func Join(ctx context.Context, js jetstream.JetStream, e *memor.Engine, l *Log, 
 	n := &Node{cfg: cfg, e: e, log: l, leases: leases, nodes: nodes, snaps: snaps, lg: lg.With("node", cfg.Node),
 		owned: map[int]shard.Lease{}, ready: map[int]chan struct{}{}, changed: make(chan struct{}),
 		writes: map[int]*sync.WaitGroup{}, snapMark: map[int]uint64{}, snapAt: map[int]time.Time{}, snapDirty: map[int]bool{}}
+	n.nc = js.Conn()
+	if n.sub, err = n.nc.Subscribe(ForgetSubject, n.onForgotten); err != nil {
+		return nil, fmt.Errorf("cluster: forget notices: %w", err)
+	}
+	l.onForget(n.forgotten)
 	loop, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	if err := n.tick(ctx); err != nil {
 		cancel()
+		n.stopForgets()
 		return nil, err
 	}
 	n.wg.Add(2)
@@ -626,24 +635,16 @@ func (n *Node) shardUsers(ctx context.Context, s int) ([]string, error) {
 
 // Forget erases user from the cluster, from any node: the log's subject
 // and data key (so every snapshot part of the user stops opening), and
-// this node's copy. The owner, wherever it is, evicts its copy at its
-// next lease round (sweep: the log no longer has the user) and rewrites
-// the shard's snapshot without the user; so does any node still holding
-// a stale copy, when it next runs.
+// this node's copy. The owner, wherever it is, evicts its copy when the
+// node's notice reaches it (forget.go), or at its next lease round
+// (sweep: the log no longer has the user), and rewrites the shard's
+// snapshot without the user; so does any node still holding a stale
+// copy. A Forget through the node's engine (Engine.Forget) does the same.
 func (n *Node) Forget(ctx context.Context, user string) error {
 	if err := n.e.Forget(ctx, user); err != nil {
 		return err
 	}
 	n.log.drop(user)
-	s := n.Shard(user)
-	n.mu.Lock()
-	_, mine := n.owned[s]
-	n.mu.Unlock()
-	if mine {
-		n.snapMu.Lock()
-		n.snapDirty[s] = true
-		n.snapMu.Unlock()
-	}
 	return nil
 }
 
@@ -853,4 +854,13 @@ func (n *Node) stopLoop() {
 	n.cancel()
 	n.wg.Wait()
 	n.ops.Wait()
+	n.stopForgets()
+}
+
+// stopForgets stops the forget notices, both ways.
+func (n *Node) stopForgets() {
+	n.log.onForget(nil)
+	if n.sub != nil {
+		_ = n.sub.Unsubscribe()
+	}
 }
