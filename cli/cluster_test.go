@@ -592,6 +592,7 @@ func TestClusterUsage(t *testing.T) {
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--lease-ttl", "100ms"}, "--lease-ttl"},
 		{[]string{"serve", "--addr", "0.0.0.0:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek}, "--advertise"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--advertise", "http://h:1/path"}, "--advertise"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--conformance"}, "--conformance"},
 		{[]string{"cluster", "status"}, "--cluster"},
 	} {
 		r := e.run("", c.args...)

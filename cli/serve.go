@@ -76,6 +76,9 @@ hands its shards over (drain) before exiting.`,
 			if !server.Loopback(addr) && token == "" {
 				return usage(cmd, "--addr %s is reachable from other machines: set MEMOR_TOKEN to a secret bearer token, or bind 127.0.0.1", addr)
 			}
+			if cf.urls != "" && conformance {
+				return usage(cmd, "--conformance is not served by a cluster node (/conformance/ answers 501 not_in_cluster): run the suite against a single-node store")
+			}
 			if token != "" && len(token) < server.MinTokenBytes {
 				return usage(cmd, "MEMOR_TOKEN is %d bytes, shorter than %d: use a random one, e.g. MEMOR_TOKEN=$(openssl rand -hex 16)", len(token), server.MinTokenBytes)
 			}
