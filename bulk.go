@@ -53,8 +53,8 @@ import (
 // pre (nil for a structured episode), as the first write of a user whose
 // store is empty.
 func (e *Engine) bulkable(ep *Episode, pre *extracted) bool {
-	if !e.tune.bulk {
-		return false
+	if !e.tune.bulk || ep.Key != "" {
+		return false // a keyed episode's key is written by the txn (putEpisode)
 	}
 	ops := ep.Ops
 	switch ep.Kind {

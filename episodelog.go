@@ -57,6 +57,9 @@ func (t *txn) putEpisode(ep *Episode) error {
 	if t.e.opts.Log != nil {
 		t.logged = append(t.logged, pendingEpisode{seq: ep.Seq, record: rec})
 	}
+	if err := putIdem(t.b, t.user, ep.Key, ep.Seq); err != nil {
+		return err
+	}
 	return t.b.Set(seqKey(t.user, kv.SubEpisode, ep.Seq), rec)
 }
 
@@ -131,6 +134,9 @@ func (e *Engine) catchUpOnce(ctx context.Context, user string) (n int, more bool
 			return 0, false, fmt.Errorf("%w: log entry %d holds episode %d", ErrCorrupt, le.Seq, ep.Seq)
 		}
 		if err := b.Set(seqKey(user, kv.SubEpisode, le.Seq), le.Record); err != nil {
+			return 0, false, err
+		}
+		if err := putIdem(b, user, ep.Key, ep.Seq); err != nil {
 			return 0, false, err
 		}
 		m.Seq = le.Seq

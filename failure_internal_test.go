@@ -42,7 +42,7 @@ func TestCatchUpRecordsFailure(t *testing.T) {
 	// Committed, not scheduled: only the inline write below applies them.
 	for _, text := range []string{"I live in Atlantis.", "I play the cello.", "I work at Atlantis Corp."} {
 		ep := Episode{Kind: EpisodeText, At: e.clock().UTC(), Text: text}
-		if err := e.commitEpisode(ctx, "u", &ep); err != nil {
+		if _, err := e.commitEpisode(ctx, "u", &ep); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestFailEpisode(t *testing.T) {
 	ctx := context.Background()
 	for _, text := range []string{"I live in Oslo.", "I play the cello."} {
 		ep := Episode{Kind: EpisodeText, At: e.clock().UTC(), Text: text}
-		if err := e.commitEpisode(ctx, "u", &ep); err != nil {
+		if _, err := e.commitEpisode(ctx, "u", &ep); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -247,19 +247,26 @@ func (e *Engine) recoverPending(ctx context.Context) error {
 	return nil
 }
 
-// commitEpisode makes ep durable without applying it.
-func (e *Engine) commitEpisode(ctx context.Context, user string, ep *Episode) error {
+// commitEpisode makes ep durable without applying it. An ep with a Key
+// the user's episodes hold already is not written: rep says so, and *ep
+// is the stored one (see repeat).
+func (e *Engine) commitEpisode(ctx context.Context, user string, ep *Episode) (rep bool, err error) {
 	unlock := e.lockUser(user)
 	defer unlock()
+	if ep.Key != "" {
+		if rep, err := repeat(e.db, user, ep); err != nil || rep {
+			return rep, err
+		}
+	}
 	t, err := e.begin(ctx, user, 0)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer t.close()
 	if err := t.appendEpisode(ep); err != nil {
-		return err
+		return false, err
 	}
-	return t.commit()
+	return false, t.commit()
 }
 
 // drain applies user's pending episodes in order, each in its own batch.

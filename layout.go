@@ -80,6 +80,7 @@ package memor
 //	sub suffix                     value                 written by
 //	'm' —                          userMeta (JSON)       txn.commit; bulkWrite
 //	'e' seq:u64                    episode record        txn.appendEpisode, importOnce; bulkWrite
+//	'k' esc(key)                   seq:u64               txn.putEpisode, catchUpOnce (putIdem)
 //	's' seq:u64                    epState (JSON)        txn.fail
 //	'c' slot vf:i64 id:16          claim record          txn.applyOps; resolveSub (rule), applyCorrection, applyAcceptance; bulkLoad.resolve
 //	'i' id:16                      slot vf:i64 id:16     txn.applyOps; bulkLoad.claims
@@ -121,6 +122,11 @@ package memor
 //
 // 'j' holds extract.Verdict as one byte: 1 replace (One), 2 append (Many).
 //
+// 'k' names, for each idempotency key (IdempotencyKey) of the user's
+// episodes, the episode added under it: written with the episode, in the
+// same batch, so that the repeat of an Add finds it before the episode is
+// applied. Like 'e', Rebuild keeps it.
+//
 // Everything under 'c' 'i' 'v' 'h' 'a' 'd' 'r' 's' 'b' 'n' 't' 'g' is
 // derived from 'e' and 'j' (derivedSubs in admin.go): Rebuild deletes it
 // and replays the episodes.
@@ -140,16 +146,18 @@ package memor
 //	         Predicate:str  Object:str  Context:str  ValidFrom:time
 //	         Confidence:f64  Quote:str }
 //	trailer:1 (1 a correction follows, 2 a speaker follows, 4 an
-//	           acceptance follows)
+//	           acceptance follows, 8 an idempotency key follows)
 //	[correction: FactID:xid  nclaims:uv  nclaims × xid]
 //	[acceptance: FactID:xid]
 //	[speaker: Speaker:str, never empty]
+//	[key: Key:str, never empty]
 //
 // A facts episode (Assert, AssertBatch, End) holds its ops; a text
 // episode is written with none: every replay extracts its claims again,
 // which is why Rebuild is byte-identical only with the same extractor.
 // Records written before speakers (format < 6) have trailer 0 or 1; before
-// acceptances (format < 7) no trailer has flag 4.
+// acceptances (format < 7) no trailer has flag 4; before idempotency
+// keys (format < 9), none has flag 8.
 //
 // Claim ('c'; appendClaim):
 //

@@ -48,6 +48,8 @@ func goldenRecords() []goldenRecord {
 	rec := goldenTime("2026-03-01T09:30:05Z")
 	textEp := Episode{Seq: 7, Kind: EpisodeText, At: at, RecordedAt: rec,
 		Text: "I moved to 東京 last week 🎉 — שלום", Speaker: "Maya"}
+	keyedEp := Episode{Seq: 11, Kind: EpisodeText, At: at, RecordedAt: rec.Add(4 * time.Second),
+		Text: "I work at 東京 Labs.", Speaker: "Maya", Key: "req-7f3a 東京"}
 	factsEp := Episode{Seq: 8, Kind: EpisodeFacts, At: at, RecordedAt: rec.Add(time.Second),
 		Text: "user lives_in Tokyo", Ops: []extract.Op{
 			{Kind: extract.Assert, Subject: "user", Predicate: "lives_in", Object: "Tokyo", ValidFrom: goldenTime("1969-12-31T23:59:59Z"), Confidence: 0.9, Quote: "moved to 東京"},
@@ -85,6 +87,8 @@ func goldenRecords() []goldenRecord {
 		{"claim-assert", func() []byte { return appendClaim(nil, &claim) }, func(b []byte) error { _, err := decodeClaim(b); return err }},
 		{"claim-end", func() []byte { return appendClaim(nil, &end) }, func(b []byte) error { _, err := decodeClaim(b); return err }},
 		{"episode-accept", func() []byte { return appendEpisode(nil, &acceptEp) }, func(b []byte) error { _, err := decodeEpisode("u", b); return err }},
+		{"episode-keyed", func() []byte { return appendEpisode(nil, &keyedEp) }, func(b []byte) error { _, err := decodeEpisode("u", b); return err }},
+		{"key-idempotency", func() []byte { return idemKey("alice", "req-7f3a\x00東京") }, nil},
 		{"claim-accepted", func() []byte { return appendClaim(nil, &accepted) }, func(b []byte) error { _, err := decodeClaim(b); return err }},
 		{"fact-live", func() []byte { return appendFact(nil, &fact) }, func(b []byte) error { _, err := decodeFact("u", b); return err }},
 		{"fact-expired", func() []byte { return appendFact(nil, &expired) }, func(b []byte) error { _, err := decodeFact("u", b); return err }},

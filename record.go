@@ -476,6 +476,7 @@ const (
 	epCorrect byte = 1 << iota // a Correction follows
 	epSpeaker                  // the speaker's name follows (never empty)
 	epAccept                   // an Acceptance follows
+	epKey                      // the idempotency key follows (never empty)
 )
 
 // appendEpisode appends ep's record. The episode log is the truth, so
@@ -531,6 +532,9 @@ func encodeEpisode(b []byte, ep *Episode) []byte {
 	if ep.Accept != nil {
 		trailer |= epAccept
 	}
+	if ep.Key != "" {
+		trailer |= epKey
+	}
 	w.byte(trailer)
 	if ep.Correct != nil {
 		w.id(ep.Correct.FactID)
@@ -544,6 +548,9 @@ func encodeEpisode(b []byte, ep *Episode) []byte {
 	}
 	if ep.Speaker != "" {
 		w.string(ep.Speaker)
+	}
+	if ep.Key != "" {
+		w.string(ep.Key)
 	}
 	return w.b
 }
@@ -584,7 +591,7 @@ func decodeEpisode(user string, v []byte) (Episode, error) {
 		}
 	}
 	trailer := r.byte()
-	if trailer&^(epCorrect|epSpeaker|epAccept) != 0 {
+	if trailer&^(epCorrect|epSpeaker|epAccept|epKey) != 0 {
 		r.invalid("episode trailer %#x", trailer)
 	}
 	if trailer&epCorrect != 0 {
@@ -603,6 +610,11 @@ func decodeEpisode(user string, v []byte) (Episode, error) {
 	if trailer&epSpeaker != 0 {
 		if ep.Speaker = r.string(); ep.Speaker == "" && r.err == nil {
 			r.invalid("empty speaker")
+		}
+	}
+	if trailer&epKey != 0 {
+		if ep.Key = r.string(); ep.Key == "" && r.err == nil {
+			r.invalid("empty idempotency key")
 		}
 	}
 	return ep, r.done("episode")

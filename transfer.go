@@ -31,8 +31,9 @@ import (
 //  2. Every episode of every exported user, one a line, in log order per
 //     user (users one after another), as Episode marshals: user, seq,
 //     kind, at (valid time: when it was said), recorded_at (transaction
-//     time: when memor learned it), text, speaker, ops (structured
-//     episodes), correct (corrections).
+//     time: when memor learned it), text, speaker, key (the idempotency
+//     key of a text episode, IdempotencyKey), ops (structured episodes),
+//     correct (corrections).
 //  3. An end line: {"memor_export_end": {"users": …, "episodes": …}}, the
 //     counts of what the lines before it hold. Export writes it only once
 //     everything else is written, so an export that failed midway (a
@@ -579,6 +580,8 @@ func episodeField(ep Episode, err error) string {
 		return "user"
 	case errors.Is(err, ErrInvalidSpeaker):
 		return "speaker"
+	case errors.Is(err, ErrInvalidIdempotencyKey):
+		return "key"
 	case errors.Is(err, ErrInvalidTime):
 		return "at"
 	case ep.Kind == EpisodeFacts:
@@ -652,15 +655,19 @@ func (e *Engine) newEpisodes(ctx context.Context, r kv.Reader, user string, eps 
 		return nil, 0, err
 	}
 	if m.Seq == 0 && m.Txn == 0 {
-		return eps, 0, nil
+		return eps, 0, keyTwice(user, eps)
 	}
 	stored, err := e.episodes(ctx, r, user)
 	if err != nil {
 		return nil, 0, err
 	}
 	byTime := make(map[int64][]byte, len(stored))
+	keys := map[string]bool{}
 	for _, ep := range stored {
 		byTime[nanos(ep.RecordedAt)] = episodeContent(ep)
+		if ep.Key != "" {
+			keys[ep.Key] = true
+		}
 	}
 	var out []importLine
 	skipped := 0
@@ -674,6 +681,13 @@ func (e *Engine) newEpisodes(ctx context.Context, r kv.Reader, user string, eps 
 			skipped++
 			continue
 		}
+		if k := l.ep.Key; k != "" {
+			if keys[k] {
+				return nil, 0, &ImportError{Line: l.line, Field: "key", Err: fmt.Errorf(
+					"%w: user %q has another episode added under idempotency key %q", ErrHistoryConflict, user, k)}
+			}
+			keys[k] = true
+		}
 		if rec <= m.Txn {
 			return nil, 0, &ImportError{Line: l.line, Field: "recorded_at", Err: fmt.Errorf(
 				"%w: user %q has history recorded up to %s, later than this episode (%s); import into a new store or another user",
@@ -682,6 +696,22 @@ func (e *Engine) newEpisodes(ctx context.Context, r kv.Reader, user string, eps 
 		out = append(out, l)
 	}
 	return out, skipped, nil
+}
+
+// keyTwice fails with ErrHistoryConflict when two of eps, episodes new to
+// user, were added under one idempotency key.
+func keyTwice(user string, eps []importLine) error {
+	keys := map[string]bool{}
+	for _, l := range eps {
+		if k := l.ep.Key; k != "" {
+			if keys[k] {
+				return &ImportError{Line: l.line, Field: "key", Err: fmt.Errorf(
+					"%w: user %q has another episode added under idempotency key %q", ErrHistoryConflict, user, k)}
+			}
+			keys[k] = true
+		}
+	}
+	return nil
 }
 
 // episodeContent is what identifies an episode within its user's log:

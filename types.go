@@ -221,6 +221,9 @@ type Episode struct {
 	// for the memory's owner. First-person claims of the episode are about
 	// the speaker.
 	Speaker string `json:"speaker,omitempty"`
+	// Key is the idempotency key a text episode was added under
+	// (IdempotencyKey); empty without one.
+	Key string `json:"key,omitempty"`
 	// Ops holds the structured operations of an EpisodeFacts episode.
 	Ops []extract.Op `json:"ops,omitempty"`
 	// Correct holds the fact ID (and the claims folded into it) that an

@@ -119,6 +119,14 @@ func (e *Engine) CheckEpisode(ep Episode) error {
 	if err := e.validUser(ep.User); err != nil {
 		return err
 	}
+	if ep.Key != "" {
+		if ep.Kind != EpisodeText {
+			return fmt.Errorf("%w: only a text episode is added under a key", ErrInvalidIdempotencyKey)
+		}
+		if err := validIdempotencyKey(ep.Key); err != nil {
+			return err
+		}
+	}
 	switch ep.Kind {
 	case EpisodeText:
 		if err := e.validText(ep.Text); err != nil {

@@ -36,6 +36,8 @@ type addConfig struct {
 	sync      bool
 	speaker   *string
 	decisions *[]Decision
+	key       *string // IdempotencyKey
+	repeated  *bool
 }
 
 // At sets when the episode was said (default: now). Relative times in the
@@ -105,13 +107,26 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 		}
 		ep.Speaker = *cfg.speaker
 	}
+	if cfg.key != nil {
+		if err := validIdempotencyKey(*cfg.key); err != nil {
+			return Episode{}, err
+		}
+		ep.Key = *cfg.key
+	}
 	if cfg.sync || cfg.decisions != nil {
-		ep.User = user
-		pre := e.extractEpisode(ctx, nil, ep)
-		pre.rec = 0 // the episode gets its transaction time when committed
-		d, err := e.write(ctx, user, &ep, pre, false)
+		rep, d, err := e.addSync(ctx, user, &ep)
+		if rep || (err != nil && ep.Seq == 0) {
+			if err == nil {
+				// Applied, as Sync promises, though the first Add queued it.
+				err = e.Flush(ctx, user)
+			}
+			return e.repeated(ep, &cfg, rep, err)
+		}
 		if cfg.decisions != nil {
 			*cfg.decisions = d
+		}
+		if cfg.repeated != nil {
+			*cfg.repeated = false
 		}
 		return ep, err
 	}
@@ -125,12 +140,66 @@ func (e *Engine) Add(ctx context.Context, user, text string, opts ...AddOption) 
 	}
 	defer release()
 	e.ing.hold(user)
-	if err := e.commitEpisode(ctx, user, &ep); err != nil {
+	rep, err := e.commitEpisode(ctx, user, &ep)
+	if err != nil || rep {
 		e.ing.applied(user, 1)
-		return Episode{}, err
+		return e.repeated(ep, &cfg, rep, err)
 	}
 	e.ing.schedule(user)
 	e.counters.queued.Add(1)
+	if cfg.repeated != nil {
+		*cfg.repeated = false
+	}
+	return ep, nil
+}
+
+// addSync is Add with Sync: it extracts ep's claims, then stores and
+// applies it in one batch, unless ep.Key names a stored episode (rep,
+// and *ep is that one; see repeat).
+func (e *Engine) addSync(ctx context.Context, user string, ep *Episode) (rep bool, _ []Decision, _ error) {
+	if ep.Key != "" {
+		// A repeat is answered before extracting (a model call); the
+		// lookup under the user's lock below is the one that holds.
+		release, err := e.enter(ctx)
+		if err != nil {
+			return false, nil, err
+		}
+		rep, err := repeat(e.db, user, ep)
+		release()
+		if err != nil || rep {
+			return rep, nil, err
+		}
+	}
+	ep.User = user
+	pre := e.extractEpisode(ctx, nil, *ep)
+	pre.rec = 0 // the episode gets its transaction time when committed
+	release, err := e.enter(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	defer release()
+	unlock := e.lockUser(user)
+	defer unlock()
+	if ep.Key != "" {
+		if rep, err := repeat(e.db, user, ep); err != nil || rep {
+			return rep, nil, err
+		}
+	}
+	d, err := e.writeLocked(ctx, user, ep, pre, false)
+	return false, d, err
+}
+
+// repeated is Add's answer when repeat found ep's key (rep) or failed.
+func (e *Engine) repeated(ep Episode, cfg *addConfig, rep bool, err error) (Episode, error) {
+	if err != nil {
+		return Episode{}, err
+	}
+	if cfg.repeated != nil {
+		*cfg.repeated = rep
+	}
+	if cfg.decisions != nil {
+		*cfg.decisions = nil // nothing decided now
+	}
 	return ep, nil
 }
 

@@ -170,8 +170,26 @@ func (cn *clusterNode) close() {
 // caught up on this node (a takeover) before it is a 503 no_owner.
 const routeWait = 10 * time.Second
 
-// nodeRouter is a cluster.Node as the HTTP server's Router.
-type nodeRouter struct{ n *cluster.Node }
+// nodeRouter is a cluster.Node as the HTTP server's Router; log is the
+// episode log the node's engine was opened on.
+type nodeRouter struct {
+	n   *cluster.Node
+	log *cluster.Log
+}
+
+// Users lists the users the episode log holds: every user of the
+// cluster (server.Handler's GET /v1/users says why the log).
+func (r nodeRouter) Users(ctx context.Context) ([]string, error) {
+	counts, err := r.log.JS().Users(ctx)
+	if err != nil {
+		return nil, writeErr(err)
+	}
+	out := make([]string, 0, len(counts))
+	for u := range counts {
+		out = append(out, u)
+	}
+	return out, nil
+}
 
 func (r nodeRouter) Node() string { return r.n.ID() }
 

@@ -359,6 +359,12 @@ func TestClusterDeployment(t *testing.T) {
 		}
 	}
 	movedIn("three nodes")
+	clusterRoutes(t, client, order, users+1, func(u, city string) {
+		mu.Lock()
+		acked[u] = append(acked[u], city)
+		mu.Unlock()
+	})
+	check("after MCP writes")
 
 	// Forwarding and redirects happened, and show in each node's metrics.
 	forwarded := 0
@@ -586,6 +592,7 @@ func TestClusterUsage(t *testing.T) {
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--lease-ttl", "100ms"}, "--lease-ttl"},
 		{[]string{"serve", "--addr", "0.0.0.0:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek}, "--advertise"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--advertise", "http://h:1/path"}, "--advertise"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--cluster", "nats://127.0.0.1:1", "--node-id", "m1", "--log-kek-file", kek, "--conformance"}, "--conformance"},
 		{[]string{"cluster", "status"}, "--cluster"},
 	} {
 		r := e.run("", c.args...)
@@ -609,4 +616,132 @@ func TestClusterUsage(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "no memor cluster") {
 		t.Errorf("cluster status on an empty JetStream: exit %d, %q", r.code, r.stderr)
 	}
+}
+
+// clusterRoutes checks, on every node of a cluster holding nUsers users
+// (user-000 …), the routes that serve more than one user's own: GET
+// /v1/users lists the whole cluster's users; an MCP tools/call of a user
+// sent to a node that does not own it is answered by the owner (its
+// add_memory is acknowledged there, and added reports it); studio is
+// refused with 501 not_in_cluster; an Add repeated under its
+// Idempotency-Key through another node stores nothing.
+func clusterRoutes(t *testing.T, client *http.Client, nodes []*memorNode, nUsers int, added func(user, city string)) {
+	t.Helper()
+	for i, n := range nodes {
+		resp, err := client.Get(n.base + "/v1/users?limit=1000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct{ Users []string }
+		json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(page.Users) != nUsers {
+			t.Fatalf("GET /v1/users on %s: %d, %d users; want the cluster's %d", n.id, resp.StatusCode, len(page.Users), nUsers)
+		}
+		resp, err = client.Get(n.base + "/studio/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(data), "not_in_cluster") {
+			t.Fatalf("GET /studio/ on %s: %d %s; want 501 not_in_cluster", n.id, resp.StatusCode, data)
+		}
+		// A user each node does not own, told and asked through MCP.
+		for j := range nUsers - 1 {
+			u := fmt.Sprintf("user-%03d", j)
+			owner := ownerOf(t, client, n.base, u)
+			if owner == n.id {
+				continue
+			}
+			city := cities[(i+j)%len(cities)]
+			st, hd, out := mcpCall(t, client, n.base, "add_memory", u, "I live in "+city+".")
+			if st != http.StatusOK || hd.Get("Memor-Node") != owner || hd.Get("Memor-Forwarded-By") != n.id || !strings.Contains(out, "Remembered") {
+				t.Fatalf("MCP add_memory of %s (owned by %s) sent to %s: %d, served by %q via %q: %s", u, owner, n.id, st, hd.Get("Memor-Node"), hd.Get("Memor-Forwarded-By"), out)
+			}
+			added(u, city)
+			if st, _, out := mcpCall(t, client, n.base, "get_user_profile", u, ""); st != http.StatusOK || !strings.Contains(out, city) {
+				t.Fatalf("MCP get_user_profile of %s sent to %s: %d %s; want lives in %s", u, n.id, st, out, city)
+			}
+			// An Add retried under its Idempotency-Key, through another
+			// node, is answered with the first episode and stores nothing.
+			key := fmt.Sprintf("retry-%s-%d", n.id, j)
+			body := fmt.Sprintf(`{"text":"I live in %s."}`, city)
+			var seqs []float64
+			for try, via := range []*memorNode{n, nodes[(i+1)%len(nodes)]} {
+				req, _ := http.NewRequest("POST", via.base+"/v1/users/"+u+"/episodes?wait=true", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", key)
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got struct {
+					Episode  struct{ Seq float64 }
+					Repeated bool
+				}
+				json.NewDecoder(resp.Body).Decode(&got)
+				resp.Body.Close()
+				want := []int{http.StatusCreated, http.StatusOK}[try]
+				if resp.StatusCode != want || got.Repeated != (try == 1) {
+					t.Fatalf("Add of %s under Idempotency-Key through %s (try %d): %d, repeated %v; want %d", u, via.id, try, resp.StatusCode, got.Repeated, want)
+				}
+				seqs = append(seqs, got.Episode.Seq)
+			}
+			if seqs[0] != seqs[1] {
+				t.Fatalf("the repeat of %s's Add answered episode %v, the first %v", u, seqs[1], seqs[0])
+			}
+			added(u, city)
+			break
+		}
+	}
+}
+
+// ownerOf is the node that answers for user (Memor-Node), asked through
+// base.
+func ownerOf(t *testing.T, client *http.Client, base, user string) string {
+	t.Helper()
+	resp, err := client.Get(base + "/v1/users/" + user + "/freshness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get("Memor-Node")
+}
+
+// mcpCall sends one MCP tools/call, as a raw JSON-RPC POST to base's /mcp
+// (the transport is stateless: no session to initialize), and returns
+// the status, the headers and the result's text.
+func mcpCall(t *testing.T, client *http.Client, base, tool, user, text string) (int, http.Header, string) {
+	t.Helper()
+	args := map[string]any{"user_id": user}
+	if text != "" {
+		args["text"] = text
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args}})
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rpc struct {
+		Result struct {
+			IsError bool `json:"isError"`
+			Content []struct{ Text string }
+		}
+		Error *struct{ Message string }
+	}
+	data, _ := io.ReadAll(resp.Body)
+	if json.Unmarshal(data, &rpc) != nil || rpc.Error != nil || rpc.Result.IsError {
+		return resp.StatusCode, resp.Header, "not a tool result: " + string(data)
+	}
+	var out strings.Builder
+	for _, c := range rpc.Result.Content {
+		out.WriteString(c.Text)
+	}
+	return resp.StatusCode, resp.Header, out.String()
 }

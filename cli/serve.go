@@ -42,7 +42,8 @@ this server's, or Sec-Fetch-Site cross-site) is refused with 403 unless
 --allow-origin names the page's origin, and on loopback a request whose Host
 is not localhost, 127.0.0.1 or [::1] is refused (DNS rebinding).
 
-/studio/ serves memor studio, the web inspector (see 'memor studio').
+/studio/ serves memor studio, the web inspector (see 'memor studio'),
+except on a cluster node.
 
 --conformance also serves memortest's contract under /conformance/ for
 'memor conformance', for suite users (memortest/...) only.
@@ -60,7 +61,9 @@ this node serves the shards whose leases it holds. A request for a user of
 another node's shard is forwarded to that node's advertised address (from
 the cluster's node registry), or answered with a 307 redirect to it when
 the request carries "Memor-Redirect: true"; answers name the node that
-served them (Memor-Node). Every node needs the same --shards,
+served them (Memor-Node). So is an MCP tool call naming a user, and
+GET /v1/users lists every user of the cluster; a cluster node answers
+/studio/ and /conformance/ with 501 not_in_cluster. Every node needs the same --shards,
 --log-kek-file and MEMOR_TOKEN. On SIGINT or SIGTERM a cluster node also
 hands its shards over (drain) before exiting.`,
 		Example: `  memor serve
@@ -72,6 +75,9 @@ hands its shards over (drain) before exiting.`,
 			token := a.io.Getenv("MEMOR_TOKEN")
 			if !server.Loopback(addr) && token == "" {
 				return usage(cmd, "--addr %s is reachable from other machines: set MEMOR_TOKEN to a secret bearer token, or bind 127.0.0.1", addr)
+			}
+			if cf.urls != "" && conformance {
+				return usage(cmd, "--conformance is not served by a cluster node (/conformance/ answers 501 not_in_cluster): run the suite against a single-node store")
 			}
 			if token != "" && len(token) < server.MinTokenBytes {
 				return usage(cmd, "MEMOR_TOKEN is %d bytes, shorter than %d: use a random one, e.g. MEMOR_TOKEN=$(openssl rand -hex 16)", len(token), server.MinTokenBytes)
@@ -115,11 +121,10 @@ hands its shards over (drain) before exiting.`,
 			}
 			so := server.ServeOptions{
 				Options: server.Options{Token: token, Logger: logger, Version: version(),
-					AllowOrigins: origins, Conformance: conformance, Metrics: metrics,
-					MCP:    mcpserver.NewHTTPHandler(e, mcpserver.Options{Version: version(), Logger: logger}),
-					Studio: studio.New(e, studio.Options{Logger: logger})},
+					AllowOrigins: origins, Conformance: conformance, Metrics: metrics},
 				ExposeMetrics: exposeMetrics,
 			}
+			mo := mcpserver.Options{Version: version(), Logger: logger}
 			dir, _ := a.dbPath()
 			announce := fmt.Sprintf("store %s", dir)
 			if cn != nil {
@@ -127,10 +132,16 @@ hands its shards over (drain) before exiting.`,
 					ln.Close()
 					return errors.Join(fmt.Errorf("cli: join the cluster: %w", err), closeWithin(e, closeTimeout))
 				}
-				so.Router = nodeRouter{cn.node}
+				rt := nodeRouter{n: cn.node, log: cn.log}
+				so.Router = rt
 				so.Leave = cn.node.Drain
+				mo.Through = server.MCPThrough(rt)
 				announce += fmt.Sprintf(", cluster node %s of %s, advertised at %s", cf.node, cf.urls, cn.cfg.Addr)
+			} else {
+				// A cluster node serves no studio (server.ErrNotInCluster).
+				so.Studio = studio.New(e, studio.Options{Logger: logger})
 			}
+			so.MCP = mcpserver.NewHTTPHandler(e, mo)
 			so.OnListen = func(ad net.Addr) {
 				fmt.Fprintf(a.io.Err, "memor: serving http://%s (%s); Ctrl-C to stop\n", ad, announce)
 			}

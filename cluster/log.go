@@ -34,9 +34,18 @@ var ErrLogUnavailable = errors.New("cluster: the episode log did not acknowledge
 // the next append expects (Nats-Expected-Last-Subject-Sequence): an
 // append after another node's is refused, never interleaved.
 type Log struct {
-	jl   *jslog.Log
-	mu   sync.Mutex
-	last map[string]position
+	jl     *jslog.Log
+	mu     sync.Mutex
+	last   map[string]position
+	forgot func(user string) // the node's, once it joined (onForget)
+}
+
+// onForget sets the function Forget calls once the log has erased a
+// user (nil: none).
+func (l *Log) onForget(fn func(user string)) {
+	l.mu.Lock()
+	l.forgot = fn
+	l.mu.Unlock()
 }
 
 type position struct{ seq, stream uint64 }
@@ -171,7 +180,16 @@ func (l *Log) Episodes(ctx context.Context, user string, from uint64) iter.Seq2[
 // Forget implements memor.EpisodeLog.
 func (l *Log) Forget(ctx context.Context, user string) error {
 	l.drop(user)
-	return l.jl.Forget(ctx, user)
+	if err := l.jl.Forget(ctx, user); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	fn := l.forgot
+	l.mu.Unlock()
+	if fn != nil {
+		fn(user)
+	}
+	return nil
 }
 
 var _ memor.EpisodeLog = (*Log)(nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/jslog"
 	"github.com/memor-db/memor/cluster/shard"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -97,6 +98,9 @@ type hooks struct {
 	// caughtUp is called during a takeover after each user of the shard
 	// is caught up.
 	caughtUp func(shard int, user string)
+	// handedOver is called once a lease round with the shards it handed
+	// over.
+	handedOver func(shards int)
 }
 
 // Takeover is what a node did to serve a shard it took.
@@ -149,6 +153,8 @@ type Node struct {
 	snapDirty map[int]bool      // per shard: a user was forgotten since
 	takeovers []Takeover
 
+	nc     *nats.Conn
+	sub    *nats.Subscription // ForgetSubject (forget.go)
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	ops    sync.WaitGroup // takeovers running
@@ -196,10 +202,16 @@ func Join(ctx context.Context, js jetstream.JetStream, e *memor.Engine, l *Log, 
 	n := &Node{cfg: cfg, e: e, log: l, leases: leases, nodes: nodes, snaps: snaps, lg: lg.With("node", cfg.Node),
 		owned: map[int]shard.Lease{}, ready: map[int]chan struct{}{}, changed: make(chan struct{}),
 		writes: map[int]*sync.WaitGroup{}, snapMark: map[int]uint64{}, snapAt: map[int]time.Time{}, snapDirty: map[int]bool{}}
+	n.nc = js.Conn()
+	if n.sub, err = n.nc.Subscribe(ForgetSubject, n.onForgotten); err != nil {
+		return nil, fmt.Errorf("cluster: forget notices: %w", err)
+	}
+	l.onForget(n.forgotten)
 	loop, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	if err := n.tick(ctx); err != nil {
 		cancel()
+		n.stopForgets()
 		return nil, err
 	}
 	n.wg.Add(2)
@@ -295,13 +307,17 @@ func (n *Node) tick(ctx context.Context) error {
 	// Above the fair share (a node joined): hand the highest shards over,
 	// at most MovesPerRound a round, so that moves stay few and the
 	// cluster stays served.
-	for moves := 0; mine > target && moves < n.cfg.MovesPerRound; moves++ {
+	moves := 0
+	for ; mine > target && moves < n.cfg.MovesPerRound; moves++ {
 		s := n.highestReady()
 		if s < 0 {
 			break
 		}
 		n.handOver(ctx, s)
 		mine--
+	}
+	if n.cfg.hooks != nil && n.cfg.hooks.handedOver != nil {
+		n.cfg.hooks.handedOver(moves)
 	}
 	// Free shards, up to the fair share, starting from a place of this
 	// node's own so that nodes starting together do not contend for the
@@ -619,24 +635,16 @@ func (n *Node) shardUsers(ctx context.Context, s int) ([]string, error) {
 
 // Forget erases user from the cluster, from any node: the log's subject
 // and data key (so every snapshot part of the user stops opening), and
-// this node's copy. The owner, wherever it is, evicts its copy at its
-// next lease round (sweep: the log no longer has the user) and rewrites
-// the shard's snapshot without the user; so does any node still holding
-// a stale copy, when it next runs.
+// this node's copy. The owner, wherever it is, evicts its copy when the
+// node's notice reaches it (forget.go), or at its next lease round
+// (sweep: the log no longer has the user), and rewrites the shard's
+// snapshot without the user; so does any node still holding a stale
+// copy. A Forget through the node's engine (Engine.Forget) does the same.
 func (n *Node) Forget(ctx context.Context, user string) error {
 	if err := n.e.Forget(ctx, user); err != nil {
 		return err
 	}
 	n.log.drop(user)
-	s := n.Shard(user)
-	n.mu.Lock()
-	_, mine := n.owned[s]
-	n.mu.Unlock()
-	if mine {
-		n.snapMu.Lock()
-		n.snapDirty[s] = true
-		n.snapMu.Unlock()
-	}
 	return nil
 }
 
@@ -846,4 +854,13 @@ func (n *Node) stopLoop() {
 	n.cancel()
 	n.wg.Wait()
 	n.ops.Wait()
+	n.stopForgets()
+}
+
+// stopForgets stops the forget notices, both ways.
+func (n *Node) stopForgets() {
+	n.log.onForget(nil)
+	if n.sub != nil {
+		_ = n.sub.Unsubscribe()
+	}
 }

@@ -122,7 +122,7 @@ func TestEncryptedStoreHoldsNoPlaintext(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, sidecarName)); err != nil || string(b) != "memor format 8\nencrypted\n" {
+	if b, err := os.ReadFile(filepath.Join(dir, sidecarName)); err != nil || string(b) != fmt.Sprintf("memor format %d\nencrypted\n", FormatVersion) {
 		t.Errorf("sidecar %q, %v", b, err)
 	}
 }

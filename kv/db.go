@@ -49,7 +49,12 @@ import (
 //	   an older build, which would read the ciphertext as corruption,
 //	   refuses the number instead. Nothing to migrate: a plain store's
 //	   files, keys and records are those of format 7.
-const FormatVersion uint32 = 8
+//	9: an episode record may carry the idempotency key it was added
+//	   under (trailer flag 8), and 'u' user 'k' key names that episode,
+//	   which an older build reads as corruption (the flag) or does not
+//	   know (the key). Nothing to migrate: records without a key are
+//	   unchanged.
+const FormatVersion uint32 = 9
 
 // Errors returned by this package; match them with errors.Is.
 var (

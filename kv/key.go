@@ -23,22 +23,23 @@ const (
 type Sub byte
 
 const (
-	SubMeta       Sub = 'm' // the user's counters
-	SubEpisode    Sub = 'e' // the episode log (the source of truth)
-	SubEpState    Sub = 's' // failed episodes
-	SubClaim      Sub = 'c' // claims (assertions and ends)
-	SubFactIndex  Sub = 'i' // claim ID → its claim's key
-	SubLive       Sub = 'v' // live fact versions
-	SubHistory    Sub = 'h' // expired fact versions
-	SubArchive    Sub = 'a' // expired versions moved by Prune
-	SubDoc        Sub = 'd' // index document → the version or episode it names
-	SubLog        Sub = 'r' // the resolution log
-	SubCorrection Sub = 'x' // reserved: never written
-	SubBM25       Sub = 'b' // owned by index/bm25
-	SubVector     Sub = 'n' // owned by index/hnsw
-	SubTemporal   Sub = 't' // owned by index/temporal
-	SubGraph      Sub = 'g' // owned by graph
-	SubJudge      Sub = 'j' // the judge's cached verdicts
+	SubMeta        Sub = 'm' // the user's counters
+	SubEpisode     Sub = 'e' // the episode log (the source of truth)
+	SubEpState     Sub = 's' // failed episodes
+	SubClaim       Sub = 'c' // claims (assertions and ends)
+	SubFactIndex   Sub = 'i' // claim ID → its claim's key
+	SubLive        Sub = 'v' // live fact versions
+	SubHistory     Sub = 'h' // expired fact versions
+	SubArchive     Sub = 'a' // expired versions moved by Prune
+	SubDoc         Sub = 'd' // index document → the version or episode it names
+	SubLog         Sub = 'r' // the resolution log
+	SubCorrection  Sub = 'x' // reserved: never written
+	SubBM25        Sub = 'b' // owned by index/bm25
+	SubVector      Sub = 'n' // owned by index/hnsw
+	SubTemporal    Sub = 't' // owned by index/temporal
+	SubGraph       Sub = 'g' // owned by graph
+	SubJudge       Sub = 'j' // the judge's cached verdicts
+	SubIdempotency Sub = 'k' // idempotency key → the episode added under it
 )
 
 const (

@@ -62,6 +62,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for defaulted times; nil means time.Now.
 	Now func() time.Time
+	// Through, if set, runs every tool's engine calls for one user: fn
+	// makes them, write says whether they write. A cluster node passes
+	// server.MCPThrough, so that a write runs as its HTTP routes' writes do
+	// (in order in the log, retried once after a refusal) and a call for a
+	// user this node does not serve is refused rather than answered from a
+	// stale copy. Nil runs fn.
+	Through func(ctx context.Context, user string, write bool, fn func() error) error
 }
 
 // New returns an MCP server whose tools read and write e. Run it with
@@ -75,7 +82,10 @@ func New(e *memor.Engine, o Options) *mcp.Server {
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "memor: bitemporal memory", Version: o.Version},
 		&mcp.ServerOptions{Logger: o.Logger, Instructions: instructions})
-	t := tools{e: e, now: o.Now}
+	t := tools{e: e, now: o.Now, through: o.Through}
+	if t.through == nil {
+		t.through = func(_ context.Context, _ string, _ bool, fn func() error) error { return fn() }
+	}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{Name: "add_memory", Description: "Remember something the user said. Facts (where they live, work, " +
 		"family, pets, likes...) are extracted, and contradictions with what was known are resolved by time. " +
@@ -111,8 +121,19 @@ const instructions = "memor is the user's long-term memory. Call add_memory with
 	"query_as_of for questions about the past. Times are RFC 3339 or YYYY-MM-DD."
 
 type tools struct {
-	e   *memor.Engine
-	now func() time.Time
+	e       *memor.Engine
+	now     func() time.Time
+	through func(ctx context.Context, user string, write bool, fn func() error) error
+}
+
+// read runs fn, reads of user, through t.through.
+func (t tools) read(ctx context.Context, user string, fn func() error) error {
+	return t.through(ctx, user, false, fn)
+}
+
+// write runs fn, a write of user, through t.through.
+func (t tools) write(ctx context.Context, user string, fn func() error) error {
+	return t.through(ctx, user, true, fn)
 }
 
 // Tool inputs. Fields without omitempty are required by the schema.
@@ -123,6 +144,8 @@ type (
 		At     string `json:"at,omitempty" jsonschema:"when it was said: RFC 3339 or YYYY-MM-DD (default now)"`
 		// Speaker is memor.Speaker.
 		Speaker string `json:"speaker,omitempty" jsonschema:"who said it, when the conversation has several people: their I/me/my is about this name, not the user (default: the user)"`
+		// IdempotencyKey is memor.IdempotencyKey.
+		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a name for this call (e.g. a UUID): repeating the call with the same key and text remembers nothing new and returns the first result's episode"`
 	}
 	queryIn struct {
 		UserID string `json:"user_id" jsonschema:"the user whose memory to search"`
@@ -204,6 +227,8 @@ type (
 		Learned []Fact        `json:"learned" jsonschema:"current facts that came from this memory"`
 		Changes memor.Changes `json:"changes" jsonschema:"what the memory changed: facts added, superseded, ended, contested, reinforced, rejected, or nothing extracted"`
 		Changed []change      `json:"changed" jsonschema:"one entry per rule decision the memory took for this episode"`
+		// Repeated: idempotency_key named an episode remembered already.
+		Repeated bool `json:"repeated,omitempty" jsonschema:"the idempotency_key named a memory added by an earlier call: nothing new was remembered"`
 	}
 	change struct {
 		Change    string `json:"change" jsonschema:"added, superseded, ended, contested, reinforced, rejected, revised or unchanged"`
@@ -246,22 +271,35 @@ func (t tools) add(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.
 	if in.Speaker != "" {
 		opts = append(opts, memor.Speaker(in.Speaker))
 	}
+	if in.IdempotencyKey != "" {
+		opts = append(opts, memor.IdempotencyKey(in.IdempotencyKey))
+	}
+	var repeated bool
+	opts = append(opts, memor.Repeated(&repeated))
 	var ds []memor.Decision
-	ep, err := t.e.Add(ctx, in.UserID, in.Text, append(opts, memor.Decisions(&ds))...)
+	var ep memor.Episode
+	var st []memor.Fact
+	err = t.write(ctx, in.UserID, func() (err error) {
+		ds = nil
+		if ep, err = t.e.Add(ctx, in.UserID, in.Text, append(opts, memor.Decisions(&ds))...); err != nil {
+			return err
+		}
+		st, err = t.e.State(ctx, in.UserID)
+		return err
+	})
 	if err != nil {
 		return nil, addOut{}, explain(err)
 	}
-	st, err := t.e.State(ctx, in.UserID)
-	if err != nil {
-		return nil, addOut{}, explain(err)
-	}
-	out := addOut{Seq: ep.Seq, At: stamp(ep.At), Learned: []Fact{}, Changes: memor.Summarize(ds), Changed: []change{}}
+	out := addOut{Seq: ep.Seq, At: stamp(ep.At), Learned: []Fact{}, Changes: memor.Summarize(ds), Changed: []change{}, Repeated: repeated}
 	for _, f := range st {
 		if f.Episode == ep.Seq {
 			out.Learned = append(out.Learned, toFact(f))
 		}
 	}
 	text := fmt.Sprintf("Remembered (episode %d, said %s, recorded %s).", ep.Seq, stamp(ep.At), stamp(ep.RecordedAt))
+	if repeated {
+		text = fmt.Sprintf("Remembered already under this idempotency_key (episode %d, said %s, recorded %s): nothing new.", ep.Seq, stamp(ep.At), stamp(ep.RecordedAt))
+	}
 	for _, d := range ds {
 		c := change{Change: d.Change(), Rule: string(d.Rule), FactID: d.FactID, Subject: d.Subject,
 			Predicate: d.Predicate, Object: d.Object, Detail: d.Detail}
@@ -299,7 +337,11 @@ func (t tools) search(ctx context.Context, user, text string, o memor.QueryOptio
 	if strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("%w: text is empty: pass the question", ErrBadArgument)
 	}
-	rs, err := t.e.Query(ctx, user, text, o)
+	var rs []memor.Result
+	err := t.read(ctx, user, func() (err error) {
+		rs, err = t.e.Query(ctx, user, text, o)
+		return err
+	})
 	if err != nil {
 		return nil, explain(err)
 	}
@@ -318,7 +360,11 @@ func (t tools) search(ctx context.Context, user, text string, o memor.QueryOptio
 }
 
 func (t tools) profile(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*mcp.CallToolResult, factsOut, error) {
-	fs, err := t.e.State(ctx, in.UserID)
+	var fs []memor.Fact
+	err := t.read(ctx, in.UserID, func() (err error) {
+		fs, err = t.e.State(ctx, in.UserID)
+		return err
+	})
 	return t.facts(fs, err, "Nothing is known about this user yet.")
 }
 
@@ -330,12 +376,20 @@ func (t tools) history(ctx context.Context, _ *mcp.CallToolRequest, in historyIn
 	if subject == "" {
 		subject = "user"
 	}
-	fs, err := t.e.History(ctx, in.UserID, subject, in.Predicate)
+	var fs []memor.Fact
+	err := t.read(ctx, in.UserID, func() (err error) {
+		fs, err = t.e.History(ctx, in.UserID, subject, in.Predicate)
+		return err
+	})
 	return t.facts(fs, err, fmt.Sprintf("No history for %s %s.", subject, in.Predicate))
 }
 
 func (t tools) conflicts(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*mcp.CallToolResult, factsOut, error) {
-	fs, err := t.e.Conflicts(ctx, in.UserID)
+	var fs []memor.Fact
+	err := t.read(ctx, in.UserID, func() (err error) {
+		fs, err = t.e.Conflicts(ctx, in.UserID)
+		return err
+	})
 	return t.facts(fs, err, "No conflicts.")
 }
 
@@ -367,7 +421,11 @@ func (t tools) asOf(ctx context.Context, _ *mcp.CallToolRequest, in asOfIn) (*mc
 	if err != nil {
 		return nil, asOfOut{}, err
 	}
-	fs, err := t.e.AsOf(ctx, in.UserID, valid, known)
+	var fs []memor.Fact
+	err = t.read(ctx, in.UserID, func() (err error) {
+		fs, err = t.e.AsOf(ctx, in.UserID, valid, known)
+		return err
+	})
 	if err != nil {
 		return nil, asOfOut{}, explain(err)
 	}
@@ -393,21 +451,21 @@ func (t tools) asOf(ctx context.Context, _ *mcp.CallToolRequest, in asOfIn) (*mc
 }
 
 func (t tools) correct(ctx context.Context, _ *mcp.CallToolRequest, in correctIn) (*mcp.CallToolResult, doneOut, error) {
-	if err := t.e.Correct(ctx, in.UserID, in.FactID); err != nil {
+	if err := t.write(ctx, in.UserID, func() error { return t.e.Correct(ctx, in.UserID, in.FactID) }); err != nil {
 		return nil, doneOut{}, explain(err)
 	}
 	return textResult("Retracted fact " + in.FactID + "; what it had replaced is restored."), doneOut{Done: "corrected " + in.FactID}, nil
 }
 
 func (t tools) accept(ctx context.Context, _ *mcp.CallToolRequest, in acceptIn) (*mcp.CallToolResult, doneOut, error) {
-	if err := t.e.Accept(ctx, in.UserID, in.FactID); err != nil {
+	if err := t.write(ctx, in.UserID, func() error { return t.e.Accept(ctx, in.UserID, in.FactID) }); err != nil {
 		return nil, doneOut{}, explain(err)
 	}
 	return textResult("Accepted fact " + in.FactID + "; it is the value in force from its valid time."), doneOut{Done: "accepted " + in.FactID}, nil
 }
 
 func (t tools) forget(ctx context.Context, _ *mcp.CallToolRequest, in userIn) (*mcp.CallToolResult, doneOut, error) {
-	if err := t.e.Forget(ctx, in.UserID); err != nil {
+	if err := t.write(ctx, in.UserID, func() error { return t.e.Forget(ctx, in.UserID) }); err != nil {
 		return nil, doneOut{}, explain(err)
 	}
 	return textResult("Forgot everything about " + in.UserID + "."), doneOut{Done: "forgot " + in.UserID}, nil

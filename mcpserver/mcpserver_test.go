@@ -350,3 +350,25 @@ func TestQueryExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestAddIdempotencyKey: add_memory repeated with its idempotency_key
+// remembers nothing new and returns the first episode (repeated); the key
+// with another text is a tool error.
+func TestAddIdempotencyKey(t *testing.T) {
+	cs, e := connect(t)
+	args := map[string]any{"user_id": "me", "text": "I live in Oslo.", "idempotency_key": "call-1"}
+	var first, again addOut
+	mustCall(t, cs, "add_memory", args, &first)
+	mustCall(t, cs, "add_memory", args, &again)
+	if first.Repeated || !again.Repeated || again.Seq != first.Seq {
+		t.Fatalf("first %+v, again %+v; want the repeat to return episode %d", first, again, first.Seq)
+	}
+	eps, err := e.Episodes(context.Background(), "me")
+	if err != nil || len(eps) != 1 {
+		t.Fatalf("me holds %d episodes (%v), want 1", len(eps), err)
+	}
+	args["text"] = "I live in Rome."
+	if msg := call(t, cs, "add_memory", args, nil); !strings.Contains(msg, "idempotency key") {
+		t.Fatalf("the key with another text: %q, want a tool error naming the key", msg)
+	}
+}

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -11,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memor-db/memor"
 )
 
 // Headers of a server that is one node of a cluster (Options.Router).
@@ -47,9 +52,14 @@ var (
 	ErrBehind = errors.New("server: another node is writing this user")
 	// ErrLogUnavailable: the cluster's episode log (JetStream) did not
 	// answer a write: the write is not acknowledged, and JetStream may or
-	// may not have stored it (a retry can then store it twice).
+	// may not have stored it (a retry can then store it twice, unless it
+	// carries an IdempotencyHeader).
 	ErrLogUnavailable = errors.New("server: the episode log did not answer")
 )
+
+// ErrNotInCluster: the route serves one store's users and is not served
+// by a cluster node (answered with 501 not_in_cluster).
+var ErrNotInCluster = errors.New("server: this route is not served by a cluster node")
 
 // retryAfterSeconds is the Retry-After of the routing 503s: a lease round
 // is a third of the lease TTL, so a second is the order of a move.
@@ -70,6 +80,9 @@ type Router interface {
 	Write(ctx context.Context, user string, fn func() error) error
 	// Stats reports the node for /metrics.
 	Stats(ctx context.Context) (ClusterStats, error)
+	// Users lists every user of the cluster, in any order: the users the
+	// episode log holds (see Handler.users for why the log).
+	Users(ctx context.Context) ([]string, error)
 }
 
 // ClusterStats is a node's report to its metrics.
@@ -91,19 +104,32 @@ func (h *Handler) routed(fn http.HandlerFunc) http.HandlerFunc {
 		return fn
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		addr, err := rt.Owner(r.Context(), r.PathValue("user"))
-		if err != nil {
-			w.Header().Set(NodeHeader, rt.Node())
-			h.fail(w, r, err)
-			return
-		}
-		if addr == "" {
-			w.Header().Set(NodeHeader, rt.Node())
-			fn(w, r)
-			return
-		}
-		h.forward(w, r, addr)
+		h.serveUser(w, r, r.PathValue("user"), fn)
 	}
+}
+
+// serveUser serves r, a request of user, with fn when this node serves
+// the user, else forwards it to the owner (or redirects it there).
+func (h *Handler) serveUser(w http.ResponseWriter, r *http.Request, user string, fn http.HandlerFunc) {
+	rt := h.o.Router
+	addr, err := rt.Owner(r.Context(), user)
+	if err != nil {
+		w.Header().Set(NodeHeader, rt.Node())
+		h.fail(w, r, err)
+		return
+	}
+	if addr == "" {
+		w.Header().Set(NodeHeader, rt.Node())
+		fn(w, r)
+		return
+	}
+	h.forward(w, r, addr)
+}
+
+// notInCluster answers a route a cluster node does not serve.
+func (h *Handler) notInCluster(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(NodeHeader, h.o.Router.Node())
+	h.fail(w, r, fmt.Errorf("%w: %s serves one store's users, and a cluster node holds only its shards' users; use the /v1 routes, which every node routes to the user's owner", ErrNotInCluster, r.URL.Path))
 }
 
 // forward sends r to the owner at addr, an address from the cluster's
@@ -130,6 +156,26 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, addr string) {
 		writeErr(w, http.StatusTemporaryRedirect, "redirect", "another node owns this user: send the request to "+loc)
 		return
 	}
+	transport := h.fwd
+	if isImport(r) {
+		// The owner refuses an import as behind when another node appended
+		// to the user meanwhile; the body, read whole within the import
+		// limit, is sent again (see behindRetry).
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				err = fmt.Errorf("%w: import body larger than %d bytes (Options.MaxImportBytes)", memor.ErrTooLarge, tooBig.Limit)
+			} else {
+				err = fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
+			}
+			w.Header().Set(NodeHeader, rt.Node())
+			h.fail(w, r, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		transport = behindRetry{next: h.fwd, body: body}
+	}
 	failed := false
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -152,10 +198,62 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, addr string) {
 			w.Header().Set(NodeHeader, rt.Node())
 			h.fail(w, r, fmt.Errorf("%w: %v", ErrOwnerUnreachable, err))
 		},
-		Transport: h.fwd,
+		Transport: transport,
 	}
 	p.ServeHTTP(w, r)
 	h.o.Metrics.forwarded(!failed)
+}
+
+// Retries of a forwarded import the owner refused as behind: after
+// behindFirstWait, doubling, behindRetries times (about 1.5 s in all, a
+// lease round at the shortest lease).
+const (
+	behindRetries   = 4
+	behindFirstWait = 100 * time.Millisecond
+)
+
+// behindRetry sends a forwarded request whose body it holds, and sends it
+// again while the owner answers 503 behind: the owner appended nothing
+// then, so a repeat is safe, and another node's appends are caught up
+// by the owner's next lease round (or its own retry) meanwhile.
+type behindRetry struct {
+	next http.RoundTripper
+	body []byte
+}
+
+func (b behindRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	wait := behindFirstWait
+	for try := 0; ; try++ {
+		out := req.Clone(req.Context())
+		out.Body = io.NopCloser(bytes.NewReader(b.body))
+		out.ContentLength = int64(len(b.body))
+		resp, err := b.next.RoundTrip(out)
+		if err != nil || try == behindRetries || !answeredBehind(resp) {
+			return resp, err
+		}
+		resp.Body.Close()
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// answeredBehind reports whether resp is a 503 behind; it leaves the
+// body to be read whole either way.
+func answeredBehind(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		return false
+	}
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	var eb errorBody
+	return json.Unmarshal(head, &eb) == nil && eb.Code == "behind"
 }
 
 // redirectAsked reports whether the client asked for a redirect rather

@@ -14,13 +14,37 @@ import (
 
 // fakeRouter routes users by a table: owners[user] is the node's ID,
 // addrs[node] its advertised address; a user missing from owners has no
-// owner.
+// owner. log, shared by the nodes of a pair, stands for the cluster's
+// episode log: the users written through any node. behind makes that
+// many writes fail with ErrBehind, as a node whose user another node
+// appended to answers.
 type fakeRouter struct {
 	id     string
 	mu     sync.Mutex
 	owners map[string]string
 	addrs  map[string]string
+	log    *fakeLog
 	writes atomic.Int64
+	behind atomic.Int64
+}
+
+// fakeLog is the users written through a pair's routers.
+type fakeLog struct {
+	mu    sync.Mutex
+	users map[string]bool
+}
+
+func (f *fakeRouter) Users(context.Context) ([]string, error) {
+	if f.log == nil {
+		return nil, nil
+	}
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	var out []string
+	for u := range f.log.users {
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 func (f *fakeRouter) Node() string { return f.id }
@@ -38,9 +62,20 @@ func (f *fakeRouter) Owner(_ context.Context, user string) (string, error) {
 	return f.addrs[o], nil
 }
 
-func (f *fakeRouter) Write(_ context.Context, _ string, fn func() error) error {
+func (f *fakeRouter) Write(_ context.Context, user string, fn func() error) error {
 	f.writes.Add(1)
-	return fn()
+	if f.behind.Add(-1) >= 0 {
+		return ErrBehind
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	if f.log != nil {
+		f.log.mu.Lock()
+		f.log.users[user] = true
+		f.log.mu.Unlock()
+	}
+	return nil
 }
 
 func (f *fakeRouter) Stats(context.Context) (ClusterStats, error) {
@@ -56,16 +91,22 @@ type pair struct {
 	hitA, hitB atomic.Int64
 }
 
-func newPair(t *testing.T, o Options) *pair {
+// Each of mods, if any, adjusts a node's Options given its engine and
+// router (to mount the MCP tools over them, for instance).
+func newPair(t *testing.T, o Options, mods ...func(*Options, *memor.Engine, Router)) *pair {
 	p := &pair{}
 	owners := map[string]string{"alice": "a", "bob": "b"}
 	addrs := map[string]string{}
+	log := &fakeLog{users: map[string]bool{}}
 	mk := func(id string, hits *atomic.Int64) (*api, *fakeRouter) {
-		r := &fakeRouter{id: id, owners: owners, addrs: addrs}
+		r := &fakeRouter{id: id, owners: owners, addrs: addrs, log: log}
 		oo := o
 		oo.Router = r
 		oo.Metrics = NewMetrics()
 		e := openEngine(t, memor.Options{})
+		for _, m := range mods {
+			m(&oo, e, r)
+		}
 		h := New(e, oo)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hits.Add(1)

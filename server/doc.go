@@ -3,7 +3,7 @@
 //
 // # Routes
 //
-//	POST   /v1/users/{user}/episodes              {"text", "at"?, "wait"?} → 202 queued, 201 applied
+//	POST   /v1/users/{user}/episodes              {"text", "at"?, "wait"?} → 202 queued, 201 applied, 200 repeated (Idempotency-Key)
 //	GET    /v1/users/{user}/state                 current facts
 //	GET    /v1/users/{user}/history?subject=&predicate=
 //	GET    /v1/users/{user}/query?q=&k=&valid=&known=&explain=&min_support=
@@ -70,7 +70,11 @@
 // token and Host again. Answers name the node that served them
 // ([NodeHeader]). A node that cannot answer yet says 503 with Retry-After
 // and a code: no_owner, owner_unreachable, forward_loop, draining,
-// behind, log_unavailable.
+// behind, log_unavailable. A forwarded import refused as behind is sent
+// again (behindRetry). GET /v1/users lists the cluster's users
+// (Router.Users); an MCP tools/call naming a user is routed like a route
+// of that user (mcpRouted); the studio and the conformance contract
+// answer 501 not_in_cluster.
 //
 // # Concurrency
 //

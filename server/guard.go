@@ -146,7 +146,7 @@ func (h *Handler) guard(w http.ResponseWriter, r *http.Request) bool {
 			hd.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 			// The Mcp- headers and Last-Event-ID are those an MCP
 			// client sends to MCPPath.
-			hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Memor-Redirect, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID")
+			hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, Memor-Redirect, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID")
 			hd.Set("Access-Control-Max-Age", "600")
 			if r.Header.Get("Access-Control-Request-Private-Network") == "true" {
 				hd.Set("Access-Control-Allow-Private-Network", "true")

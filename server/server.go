@@ -104,7 +104,11 @@ type Options struct {
 	// every route of one user is served here when this node owns the
 	// user, else forwarded to the owner (or redirected, when the client
 	// sends RedirectHeader), after the same host, origin and token checks
-	// as a local request. Answers carry NodeHeader. See Router.
+	// as a local request; so is an MCP tool call naming a user (give MCP
+	// MCPThrough too). GET /v1/users lists the cluster's users. StudioPath
+	// and /conformance/ answer 501 not_in_cluster (Studio and Conformance
+	// are ignored). Answers carry
+	// NodeHeader. See Router.
 	Router Router
 	// Transport carries forwarded requests (default: http.DefaultTransport's
 	// settings without its proxy, see forwardTransport).
@@ -113,6 +117,13 @@ type Options struct {
 
 // MCPPath is the route of Options.MCP.
 const MCPPath = "/mcp"
+
+// IdempotencyHeader, on POST /v1/users/{user}/episodes, is the request's
+// idempotency key (memor.IdempotencyKey): a repeat of the request with
+// the same key and text stores nothing and answers 200 with the first
+// episode and "repeated": true; the key with another text is 409
+// idempotency_conflict.
+const IdempotencyHeader = "Idempotency-Key"
 
 // Handler serves the HTTP API over an engine. Safe for concurrent use.
 type Handler struct {
@@ -173,14 +184,24 @@ func New(e *memor.Engine, o Options) *Handler {
 			writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" /metrics is not allowed; use GET")
 		})
 	}
-	if o.Conformance {
+	switch {
+	case o.Router != nil:
+		m.HandleFunc("/conformance/", h.notInCluster)
+	case o.Conformance:
 		m.Handle("/conformance/", http.StripPrefix("/conformance", backend.HTTPHandler(Backend(e))))
 		m.HandleFunc("GET /conformance/status", h.conformanceStatus)
 	}
-	if o.MCP != nil {
+	switch {
+	case o.MCP != nil && o.Router != nil:
+		m.Handle(MCPPath, h.mcpRouted(o.MCP))
+	case o.MCP != nil:
 		m.Handle(MCPPath, o.MCP)
 	}
-	if o.Studio != nil {
+	switch {
+	case o.Router != nil:
+		m.HandleFunc(StudioPath, h.notInCluster)
+		h.o.Studio = nil // no studio session either (studioSession)
+	case o.Studio != nil:
 		m.HandleFunc("GET "+StudioPath+"login", h.studioLogin)
 		m.Handle(StudioPath, o.Studio)
 	}
@@ -284,6 +305,9 @@ type (
 	episodeResponse struct {
 		Episode memor.Episode `json:"episode"`
 		Applied bool          `json:"applied"`
+		// Repeated: the Idempotency-Key named this episode, stored by an
+		// earlier request; nothing was stored now (200 only).
+		Repeated bool `json:"repeated,omitempty"`
 		// Changes and Decisions say what an applied episode changed
 		// (201 only).
 		Changes   *memor.Changes   `json:"changes,omitempty"`
@@ -319,6 +343,15 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	if req.Speaker != "" {
 		opts = append(opts, memor.Speaker(req.Speaker))
 	}
+	if ks, ok := r.Header[IdempotencyHeader]; ok {
+		if len(ks) != 1 {
+			h.fail(w, r, fmt.Errorf("%w: send one %s header, got %d", ErrBadRequest, IdempotencyHeader, len(ks)))
+			return
+		}
+		opts = append(opts, memor.IdempotencyKey(ks[0]))
+	}
+	var repeated bool
+	opts = append(opts, memor.Repeated(&repeated))
 	wait := req.Wait
 	if vs, ok := r.URL.Query()["wait"]; ok {
 		b, err := strconv.ParseBool(vs[0])
@@ -340,6 +373,12 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if repeated {
+		// Applied if the first request's episode is (a wait applies it).
+		f, err := h.e.Freshness(r.Context(), user)
+		writeJSON(w, http.StatusOK, episodeResponse{Episode: ep, Repeated: true, Applied: err == nil && f.Applied >= ep.Seq})
 		return
 	}
 	if !wait {
@@ -577,6 +616,10 @@ func Status(err error) (int, string) {
 		return http.StatusBadRequest, "invalid_speaker"
 	case errors.Is(err, memor.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, memor.ErrInvalidIdempotencyKey):
+		return http.StatusBadRequest, "invalid_idempotency_key"
+	case errors.Is(err, memor.ErrIdempotencyConflict):
+		return http.StatusConflict, "idempotency_conflict"
 	case errors.Is(err, memor.ErrHistoryConflict):
 		return http.StatusConflict, "history_conflict"
 	case errors.Is(err, memor.ErrInvalidImport):
@@ -605,6 +648,8 @@ func Status(err error) (int, string) {
 		return http.StatusServiceUnavailable, "behind"
 	case errors.Is(err, ErrLogUnavailable):
 		return http.StatusServiceUnavailable, "log_unavailable"
+	case errors.Is(err, ErrNotInCluster):
+		return http.StatusNotImplemented, "not_in_cluster"
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
 	case errors.Is(err, context.DeadlineExceeded):

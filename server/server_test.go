@@ -48,6 +48,12 @@ func newAPI(t testing.TB, o Options) *api {
 // do sends a request and decodes the JSON answer into a generic value.
 func (a *api) do(method, path string, body any) (int, map[string]any) {
 	a.t.Helper()
+	return a.doHeaders(method, path, body, nil)
+}
+
+// doHeaders is do with these request headers besides.
+func (a *api) doHeaders(method, path string, body any, headers map[string]string) (int, map[string]any) {
+	a.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -69,6 +75,9 @@ func (a *api) do(method, path string, body any) (int, map[string]any) {
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := a.srv.Client().Do(req)
 	if err != nil {

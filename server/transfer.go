@@ -2,8 +2,10 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -53,7 +55,22 @@ func (h *Handler) importUser(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	sum, err := h.e.Import(r.Context(), r.Body, memor.ImportOnly(user))
+	var sum memor.ImportSummary
+	var err error
+	if h.o.Router == nil {
+		sum, err = h.e.Import(r.Context(), r.Body, memor.ImportOnly(user))
+	} else {
+		// A cluster node's write may run twice (Router.Write retries it
+		// after catching up): the body is read once, within the import
+		// limit, and each run imports from the bytes.
+		var body []byte
+		if body, err = io.ReadAll(r.Body); err == nil {
+			err = h.write(r, func() (err error) {
+				sum, err = h.e.Import(r.Context(), bytes.NewReader(body), memor.ImportOnly(user))
+				return err
+			})
+		}
+	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		err = fmt.Errorf("%w: import body larger than %d bytes (Options.MaxImportBytes)", memor.ErrTooLarge, tooBig.Limit)

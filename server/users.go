@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-
-	"github.com/memor-db/memor"
 )
 
 // DefaultUsersLimit and MaxUsersLimit bound a page of GET /v1/users.
@@ -35,21 +33,33 @@ func (h *Handler) users(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	page, next, err := usersPage(r.Context(), h.e, q.Get("after"), limit)
+	all, err := h.allUsers(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	page, next := usersPage(all, q.Get("after"), limit)
 	writeJSON(w, http.StatusOK, usersResponse{Users: page, Next: next})
 }
 
-// usersPage returns at most limit user IDs of e after the ID after, in
-// ascending order, and the after of the next page ("" on the last).
-func usersPage(ctx context.Context, e *memor.Engine, after string, limit int) ([]string, string, error) {
-	all, err := e.Users(ctx)
-	if err != nil {
-		return nil, "", err
+// allUsers lists the users GET /v1/users pages through: the store's, or
+// on a cluster node the cluster's, from its episode log (Router.Users).
+// The log, not the shards' owners: every acknowledged episode is in the
+// log before it is in any store, and Forget purges the log at once, so
+// the log lists exactly the users that exist; asking each owner would
+// miss the users of a shard being moved (no owner, or one still catching
+// up) and list a forgotten user until its owner's next lease round.
+func (h *Handler) allUsers(ctx context.Context) ([]string, error) {
+	if h.o.Router != nil {
+		return h.o.Router.Users(ctx)
 	}
+	return h.e.Users(ctx)
+}
+
+// usersPage returns at most limit of the IDs all (which it sorts) after
+// the ID after, in ascending order, and the after of the next page (""
+// on the last).
+func usersPage(all []string, after string, limit int) ([]string, string) {
 	sort.Strings(all)
 	i := sort.SearchStrings(all, after)
 	if i < len(all) && all[i] == after {
@@ -64,5 +74,5 @@ func usersPage(ctx context.Context, e *memor.Engine, after string, limit int) ([
 	if page == nil {
 		page = []string{}
 	}
-	return page, next, nil
+	return page, next
 }
