@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"runtime"
+
+	"golang.org/x/sys/cpu"
 )
 
 // A vector most of whose components are zero (a hashing embedder's: a
@@ -97,32 +100,232 @@ func nonZeroHalves(b []byte) int {
 }
 
 // decodeSparse writes the sparse vector b into dst, reporting false for a
-// malformed record: a length that is not the header and whole entries, a
-// scale the dense form rejects, an index out of order or range, a +0
-// entry, or as many entries as the dense form would have been written
-// with (every encoder writes the shorter form).
+// malformed record (see appendSparse).
 func decodeSparse(dst []float32, b []byte) bool {
-	if len(b) < halfHeader || b[0] != sparseMarker || (len(b)-halfHeader)%sparseEntry != 0 {
-		return false
-	}
-	entries := b[halfHeader:]
-	if k := len(entries) / sparseEntry; 2*k >= len(dst) || len(dst) > maxSparseDim {
-		return false
-	}
-	scale := math.Float32frombits(binary.LittleEndian.Uint32(b[1:]))
-	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+	var stack [512]component
+	es, ok := appendSparse(stack[:0], b, len(dst))
+	if !ok {
 		return false
 	}
 	clear(dst)
+	for _, e := range es {
+		dst[e.i] = e.x
+	}
+	return true
+}
+
+// component is one decoded component of a sparse vector.
+type component struct {
+	i uint16
+	x float32
+}
+
+// appendSparse appends the components of the sparse record b of a
+// dim-dimensional vector to dst, in index order, each as the dense
+// decoding computes it. It reports false for a malformed record: a length
+// that is not the header and whole entries, a scale the dense form
+// rejects, an index out of order or range, a +0 entry, or as many entries
+// as the dense form would have been written with (every encoder writes
+// the shorter form).
+func appendSparse(dst []component, b []byte, dim int) ([]component, bool) {
+	if len(b) < halfHeader || b[0] != sparseMarker || (len(b)-halfHeader)%sparseEntry != 0 {
+		return dst, false
+	}
+	entries := b[halfHeader:]
+	if k := len(entries) / sparseEntry; 2*k >= dim || dim > maxSparseDim {
+		return dst, false
+	}
+	scale := math.Float32frombits(binary.LittleEndian.Uint32(b[1:]))
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+		return dst, false
+	}
+	n := len(dst)
 	next := 0
 	for ; len(entries) > 0; entries = entries[sparseEntry:] {
 		i := int(binary.LittleEndian.Uint16(entries))
 		h := binary.LittleEndian.Uint16(entries[2:])
-		if i < next || i >= len(dst) || h == 0 {
-			return false
+		if i < next || i >= dim || h == 0 {
+			return dst[:n], false
 		}
-		dst[i] = fromHalf(h) * scale
+		dst = append(dst, component{uint16(i), fromHalf(h) * scale})
 		next = i + 1
 	}
-	return true
+	return dst, true
+}
+
+// An index loaded without a graph from sparse records holds its vectors as
+// their components (held), not expanded into float32: a 384-d vector of
+// the default embedder is a few dozen components, 8 bytes each, instead
+// of 1536 bytes, so loading a user costs neither the expansion nor the
+// fresh memory it touches, and an exact scan reads a fifth of the bytes.
+// The scan computes the same float32 products in the same order as the
+// dense dot product (sparseDot), so results and scores are bit for bit
+// those of the expanded vectors. Anything that changes vectors (Add,
+// Reserve) expands them first, and so does a search once the index has
+// been scanned expandAfter times from its components: a component costs
+// more to score than a dense element, so a user searched again and again
+// is better served expanded.
+type held struct {
+	// comps holds each slot's components in the order sparseDot takes
+	// them (see lanes); slot s's three runs end at ends[3s], ends[3s+1]
+	// and ends[3s+2], and start where the previous slot's last ended.
+	comps []component
+	ends  []uint32
+	// scratch of add.
+	rest, tail []component
+}
+
+// vector is slot s's components in sparseDot's order.
+func (h *held) vector(s uint32) sparseVector {
+	start := uint32(0)
+	if s > 0 {
+		start = h.ends[3*s-1]
+	}
+	e := h.ends[3*s : 3*s+3]
+	return sparseVector{h.comps[start:e[0]], h.comps[e[0]:e[1]], h.comps[e[1]:e[2]]}
+}
+
+// sparseVector is a vector's non-zero components split as vek32's AVX2
+// kernel meets them (dot accumulates element i of the whole 32-element
+// blocks into lane i mod 32 with a fused multiply-add, sums the lanes in
+// a fixed tree, then adds the elements past the blocks one fused
+// multiply-add at a time):
+// first: the first component of each lane, whose product lands on +0;
+// rest: the lanes' other components, in index order;
+// tail: the components past the blocks, in index order.
+type sparseVector struct{ first, rest, tail []component }
+
+// add appends a slot whose components (in index order) were appended to
+// h.comps from start on, reordering them into their runs.
+func (h *held) add(start, dim int) {
+	cs := h.comps[start:]
+	blocks := uint16(dim &^ 31)
+	var seen uint32
+	first, rest, tail := 0, h.rest[:0], h.tail[:0]
+	for _, c := range cs {
+		switch lane := uint32(1) << (c.i & 31); {
+		case c.i >= blocks:
+			tail = append(tail, c)
+		case seen&lane == 0:
+			seen |= lane
+			cs[first] = c // first ≤ the index read: nothing unread is overwritten
+			first++
+		default:
+			rest = append(rest, c)
+		}
+	}
+	n := first + copy(cs[first:], rest)
+	copy(cs[n:], tail)
+	o := uint32(start)
+	h.ends = append(h.ends, o+uint32(first), o+uint32(n), uint32(len(h.comps)))
+	h.rest, h.tail = rest, tail
+}
+
+// expandAfter is how many exact scans an index serves from its held
+// components before the next search expands them (see held).
+const expandAfter = 8
+
+// sparseExact says whether sparseDot reproduces dot on this machine: it
+// mirrors vek32's AVX2/FMA kernel, which vek picks under this condition
+// (elsewhere vek's portable loop runs, and vectors are expanded on load).
+var sparseExact = cpu.X86.HasAVX2 && cpu.X86.HasFMA && runtime.GOOS != "darwin"
+
+// expand turns held components into float32 vectors, with room for extra
+// more slots (ix.mu held for writing; a no-op when nothing is held).
+func (ix *Index) expand(extra int) {
+	h := ix.held
+	if h == nil {
+		return
+	}
+	ix.vecs = newSlab[float32](ix.dim)
+	ix.vecs.reserve(len(ix.ids) + extra)
+	for s := range uint32(len(ix.ids)) {
+		v := ix.vecs.add()
+		clear(v)
+		h.vector(s).into(v)
+	}
+	ix.held = nil
+	ix.heldScans.Store(0)
+}
+
+// into writes the vector into v (zeroed, len dim).
+func (sv sparseVector) into(v []float32) {
+	for _, run := range [][]component{sv.first, sv.rest, sv.tail} {
+		for _, c := range run {
+			v[c.i] = c.x
+		}
+	}
+}
+
+// vecInto returns slot s's vector: its float32 slot, or its held
+// components expanded into buf (len dim).
+func (ix *Index) vecInto(s uint32, buf []float32) []float32 {
+	if ix.held == nil {
+		return ix.vec(s)
+	}
+	clear(buf)
+	ix.held.vector(s).into(buf)
+	return buf
+}
+
+// sparseDot is dot(q, v), bit for bit the result of vek32's AVX2 kernel
+// on the expanded v (see sparseVector): a zero element's product leaves
+// its lane as it was (a lane starts at +0 and never becomes -0), so
+// skipping it changes nothing, and a lane's first product is a plain
+// float32 product (a fused multiply-add onto +0 rounds once; adding +0
+// turns a -0 product into +0, as the addition onto +0 does).
+func sparseDot(q []float32, v sparseVector) float32 {
+	var acc [32]float32
+	for _, c := range v.first {
+		acc[c.i&31] = q[c.i]*c.x + 0
+	}
+	for _, c := range v.rest {
+		acc[c.i&31] = fma32(q[c.i], c.x, acc[c.i&31])
+	}
+	var r float32
+	if len(q) >= 32 {
+		var w [8]float32
+		for l := range w {
+			w[l] = acc[l] + acc[8+l] + acc[16+l] + acc[24+l]
+		}
+		r = (w[0] + w[4] + (w[2] + w[6])) + (w[1] + w[5] + (w[3] + w[7]))
+	}
+	for _, c := range v.tail {
+		r = fma32(q[c.i], c.x, r)
+	}
+	return r
+}
+
+// fma32 is a·b + c rounded once to float32, as the FMA instruction
+// computes it. The product is exact in float64 (24 + 24 bits), so the
+// float64 sum is rounded once, and rounding it to float32 again gives the
+// exact sum's float32 unless the first rounding landed on a point halfway
+// between two float32s (rounding is monotonic, and the halfway points are
+// float64s) or below float32's normal range, where halfway points lie
+// elsewhere. Then the sum is rounded to odd instead (truncated toward
+// zero, its last bit set if inexact), which rounds to float32 as the exact
+// sum would (Boldo and Melquiond: 53 ≥ 24 + 2 bits).
+func fma32(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	s := p + float64(c)
+	const low, half = 1<<29 - 1, 1 << 28 // the 29 bits float32 drops, and their halfway value
+	if u := math.Float64bits(s); u&low != half && (u>>52)&0x7ff > 1023-126 {
+		return float32(s)
+	}
+	return roundOdd32(p, float64(c), s)
+}
+
+// roundOdd32 is fma32's rare path: s = p + c rounded to nearest.
+func roundOdd32(p, c, s float64) float32 {
+	z := s - p
+	e := (p - (s - z)) + (c - z) // the sum's exact error
+	if u := math.Float64bits(s); e != 0 && u&1 == 0 {
+		if (e > 0) == (s > 0) {
+			u++ // s is nearer zero than the sum
+		} else {
+			u--
+		}
+		s = math.Float64frombits(u)
+	}
+	return float32(s)
 }

@@ -311,7 +311,6 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	ix.dim = md.dim
 	ix.vnni = fullVNNI(ix.dim)
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
-	ix.vecs.reserve(o.Capacity)
 	ix.o.Metric = md.metric
 	ix.graph = md.graph
 	ix.setM(md.m)
@@ -320,6 +319,13 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		lv0 = 0
 	}
 
+	// Without a graph, sparse records are held as they decode (see held)
+	// until a record that is not sparse comes.
+	if !ix.graph && sparseExact {
+		ix.held = &held{ends: make([]uint32, 0, 3*o.Capacity)}
+	} else {
+		ix.vecs.reserve(o.Capacity)
+	}
 	vp := append(slices.Clip(ix.prefix), tagVector)
 	err = r.Scan(ctx, vp, func(k, v []byte) error {
 		if len(k) != len(vp)+4 {
@@ -327,7 +333,19 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		}
 		id := binary.BigEndian.Uint32(k[len(vp):])
 		s := uint32(len(ix.ids))
-		if !decodeVec(ix.vecs.add(), v) {
+		if h := ix.held; h != nil && len(v) > 0 && v[0] == sparseMarker {
+			start := len(h.comps)
+			var ok bool
+			if h.comps, ok = appendSparse(h.comps, v, ix.dim); !ok {
+				return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
+			}
+			if start == 0 {
+				// Sized from the first vector: append grows a large slice
+				// by a quarter, and allocated five times the components.
+				h.comps = slices.Grow(h.comps, max(o.Capacity-1, 0)*len(h.comps))
+			}
+			h.add(start, ix.dim)
+		} else if ix.expand(o.Capacity - len(ix.ids)); !decodeVec(ix.vecs.add(), v) {
 			return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
 		}
 		ix.ids = append(ix.ids, id)
@@ -485,6 +503,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	}
 	wantMeta := ix.meta()
 	seenMeta, seenVec, seenLinks := false, 0, 0
+	vbuf := make([]float32, ix.dim)
 	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
 		rest := k[len(ix.prefix):]
 		switch {
@@ -503,7 +522,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 				return nil
 			}
 			seenVec++
-			if !bytes.Equal(v, vecBytes(ix.vec(s), v)) {
+			if !bytes.Equal(v, vecBytes(ix.vecInto(s, vbuf), v)) {
 				add("persisted vector %d differs", id)
 			}
 		case len(rest) == 6 && rest[0] == tagLinks:
