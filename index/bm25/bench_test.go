@@ -1,13 +1,19 @@
 package bm25
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // zipfIndex builds an index of n short documents over a Zipfian vocabulary
@@ -139,4 +145,49 @@ func BenchmarkAddBulk(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/doc")
+}
+
+// BenchmarkLoad is reading a 1000-document user's index back (a reopen's
+// first query), from an in-memory store: the decoding and building, not
+// the store's iteration.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	store := kvtest.Map{}
+	ix := New([]byte("u/"), Options{})
+	for i, text := range bulkTexts(1000) {
+		if err := ix.Add(store, uint32(i), text); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var sorted sortedStore
+	for _, k := range slices.Sorted(maps.Keys(store)) {
+		sorted = append(sorted, [2][]byte{[]byte(k), store[k]})
+	}
+	for _, capacity := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("capacity=%d", capacity), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Load(ctx, sorted, []byte("u/"), Options{Capacity: capacity}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// sortedStore is a read-only store of sorted pairs, whose scan costs
+// next to nothing.
+type sortedStore [][2][]byte
+
+func (s sortedStore) Get([]byte) ([]byte, error) { return nil, kv.ErrNotFound }
+
+func (s sortedStore) Scan(_ context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	for _, p := range s {
+		if bytes.HasPrefix(p[0], prefix) {
+			if err := fn(p[0], p[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
