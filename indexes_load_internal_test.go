@@ -142,3 +142,52 @@ func TestLoadParts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoadedVectorsCounted: the cache counts a user's vectors as the
+// vector index holds them: a user loaded from the store, whose sparse
+// vectors stay compact, costs the budget less than the same user written
+// in memory, and a write, which expands them, brings its count back up.
+func TestLoadedVectorsCounted(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	assert := func(i int) {
+		t.Helper()
+		if _, err := e.Assert(ctx, "u", FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("dish %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		assert(i)
+	}
+	written, err := e.idx.view(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := written.size()
+	e.idx.dropUser("u")
+	loaded, err := e.idx.view(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense := int64(loaded.vec.Len() * 4 * loaded.vec.Dim())
+	if loaded.vec.VectorBytes() == dense {
+		t.Skip("vectors are expanded on load on this machine")
+	}
+	if got := loaded.size(); got >= full || got != loaded.bytes.Load()+loaded.vec.VectorBytes() {
+		t.Fatalf("loaded user counted %d bytes, written %d", got, full)
+	}
+	if _, n := e.idx.size(); n != loaded.size() {
+		t.Fatalf("cache counts %d bytes, the user's indexes %d", n, loaded.size())
+	}
+	assert(50)
+	if got, want := loaded.vec.VectorBytes(), int64(loaded.vec.Len()*4*loaded.vec.Dim()); got != want {
+		t.Fatalf("after a write the vectors count %d bytes, want %d", got, want)
+	}
+	if _, n := e.idx.size(); n <= full {
+		t.Fatalf("after a write the cache counts %d bytes, less than the user written in memory (%d)", n, full)
+	}
+}

@@ -434,6 +434,7 @@ func (ix *Index) install(g *Index) {
 	ix.entry, ix.top, ix.rng = g.entry, g.top, g.rng
 	ix.dirty, ix.metaOK, ix.build = g.dirty, g.metaOK, g.build
 	ix.pendingRecs = append(ix.pendingRecs, g.pendingRecs...)
+	ix.countVectors()
 }
 
 // addLink adds the back link n → s (distance d) on layer l, shrinking n's

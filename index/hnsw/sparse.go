@@ -166,23 +166,30 @@ func appendSparse(dst []component, b []byte, dim int) ([]component, bool) {
 // more to score than a dense element, so a user searched again and again
 // is better served expanded.
 type held struct {
-	// comps holds each slot's components in the order sparseDot takes
-	// them (see lanes); slot s's three runs end at ends[3s], ends[3s+1]
-	// and ends[3s+2], and start where the previous slot's last ended.
-	comps []component
-	ends  []uint32
-	// scratch of add.
-	rest, tail []component
+	// chunks hold each slot's components in the order sparseDot takes
+	// them (see sparseVector): a slot's three runs are consecutive in
+	// one chunk, at spans[s]. Chunks, not one array: an array grown by
+	// append allocated five times its components (a quarter more each
+	// time), and an estimate of its size ahead would be pinned with it.
+	chunks [][]component
+	spans  []span
+	// scratch of push.
+	dec, rest, tail []component
 }
+
+// span locates a slot's runs: chunk c, [start, first) the lanes' first
+// components, [first, rest) the others, [rest, end) the tail.
+type span struct{ c, start, first, rest, end uint32 }
+
+// heldChunk is the components a chunk holds: 32 KB, the largest size the
+// allocator serves from reused spans rather than fresh pages.
+const heldChunk = 4096
 
 // vector is slot s's components in sparseDot's order.
 func (h *held) vector(s uint32) sparseVector {
-	start := uint32(0)
-	if s > 0 {
-		start = h.ends[3*s-1]
-	}
-	e := h.ends[3*s : 3*s+3]
-	return sparseVector{h.comps[start:e[0]], h.comps[e[0]:e[1]], h.comps[e[1]:e[2]]}
+	sp := h.spans[s]
+	c := h.chunks[sp.c]
+	return sparseVector{c[sp.start:sp.first], c[sp.first:sp.rest], c[sp.rest:sp.end]}
 }
 
 // sparseVector is a vector's non-zero components split as vek32's AVX2
@@ -195,30 +202,48 @@ func (h *held) vector(s uint32) sparseVector {
 // tail: the components past the blocks, in index order.
 type sparseVector struct{ first, rest, tail []component }
 
-// add appends a slot whose components (in index order) were appended to
-// h.comps from start on, reordering them into their runs.
-func (h *held) add(start, dim int) {
-	cs := h.comps[start:]
+// push appends a slot holding the sparse record b of a dim-dimensional
+// vector, reporting false if b is malformed. expect is how many more
+// slots are likely to come (it sizes the first chunk).
+func (h *held) push(b []byte, dim, expect int) bool {
+	cs, ok := appendSparse(h.dec[:0], b, dim)
+	h.dec = cs
+	if !ok {
+		return false
+	}
+	n := len(h.chunks)
+	if n == 0 || cap(h.chunks[n-1])-len(h.chunks[n-1]) < len(cs) {
+		size := max(heldChunk, len(cs))
+		if n == 0 {
+			size = max(len(cs), min(heldChunk, expect*len(cs)))
+		}
+		h.chunks = append(h.chunks, make([]component, 0, size))
+		n++
+	}
+	c := h.chunks[n-1]
 	blocks := uint16(dim &^ 31)
 	var seen uint32
-	first, rest, tail := 0, h.rest[:0], h.tail[:0]
-	for _, c := range cs {
-		switch lane := uint32(1) << (c.i & 31); {
-		case c.i >= blocks:
-			tail = append(tail, c)
+	start := len(c)
+	rest, tail := h.rest[:0], h.tail[:0]
+	for _, x := range cs {
+		switch lane := uint32(1) << (x.i & 31); {
+		case x.i >= blocks:
+			tail = append(tail, x)
 		case seen&lane == 0:
 			seen |= lane
-			cs[first] = c // first ≤ the index read: nothing unread is overwritten
-			first++
+			c = append(c, x)
 		default:
-			rest = append(rest, c)
+			rest = append(rest, x)
 		}
 	}
-	n := first + copy(cs[first:], rest)
-	copy(cs[n:], tail)
-	o := uint32(start)
-	h.ends = append(h.ends, o+uint32(first), o+uint32(n), uint32(len(h.comps)))
+	first := len(c)
+	c = append(c, rest...)
+	mid := len(c)
+	c = append(c, tail...)
+	h.chunks[n-1] = c
+	h.spans = append(h.spans, span{uint32(n - 1), uint32(start), uint32(first), uint32(mid), uint32(len(c))})
 	h.rest, h.tail = rest, tail
+	return true
 }
 
 // expandAfter is how many exact scans an index serves from its held
@@ -246,6 +271,7 @@ func (ix *Index) expand(extra int) {
 	}
 	ix.held = nil
 	ix.heldScans.Store(0)
+	ix.countVectors()
 }
 
 // into writes the vector into v (zeroed, len dim).

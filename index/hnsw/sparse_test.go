@@ -286,15 +286,25 @@ func TestSparseDotIsDot(t *testing.T) {
 			for i := range q {
 				q[i] = wide()
 			}
+			// A record of k components at random places: halves of random
+			// bits (not ±0, not NaN or Inf), times a random scale.
+			scale := float32(math.Abs(float64(wide())))
+			b := binary.LittleEndian.AppendUint32([]byte{sparseMarker}, math.Float32bits(scale))
 			v := make([]float32, dim)
-			h := &held{}
-			for i := range v {
-				if r.IntN(4) == 0 {
-					v[i] = wide()
-					h.comps = append(h.comps, component{uint16(i), v[i]})
+			places := r.Perm(dim)[:r.IntN((dim+1)/2)]
+			slices.Sort(places)
+			for _, i := range places {
+				h := uint16(1 + r.IntN(0x7bff)) // up to the largest finite half
+				if r.IntN(2) == 0 {
+					h |= 0x8000
 				}
+				b = binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint16(b, uint16(i)), h)
+				v[i] = fromHalf(h) * scale
 			}
-			h.add(0, dim)
+			h := &held{}
+			if !h.push(b, dim, 1) {
+				t.Fatalf("dim %d: record %x refused", dim, b)
+			}
 			if got, want := sparseDot(q, h.vector(0)), dot(q, v); math.Float32bits(got) != math.Float32bits(want) {
 				t.Fatalf("dim %d: sparse %v (%x), dense %v (%x)", dim, got, math.Float32bits(got), want, math.Float32bits(want))
 			}
@@ -372,6 +382,10 @@ func TestHeldVectors(t *testing.T) {
 	if ix.held == nil || ix.vecs.n != 0 {
 		t.Fatalf("loaded expanded (held %v, %d float32 slots)", ix.held != nil, ix.vecs.n)
 	}
+	dense := int64(200 * 4 * dim)
+	if b := ix.VectorBytes(); b <= 0 || b >= dense/2 {
+		t.Fatalf("held vectors counted as %d bytes (expanded: %d)", b, dense)
+	}
 	if err := ix.Check(ctx, store); err != nil {
 		t.Fatal(err)
 	}
@@ -391,6 +405,9 @@ func TestHeldVectors(t *testing.T) {
 	sameSearches(t, src, ix, queries, allow)
 	if err := ix.Check(ctx, store); err != nil {
 		t.Fatal(err)
+	}
+	if b := ix.VectorBytes(); b != dense || src.VectorBytes() != dense {
+		t.Fatalf("expanded vectors counted as %d bytes (the writer's %d), want %d", b, src.VectorBytes(), dense)
 	}
 
 	for _, change := range []func(*Index) error{

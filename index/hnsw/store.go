@@ -322,7 +322,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	// Without a graph, sparse records are held as they decode (see held)
 	// until a record that is not sparse comes.
 	if !ix.graph && sparseExact {
-		ix.held = &held{ends: make([]uint32, 0, 3*o.Capacity)}
+		ix.held = &held{spans: make([]span, 0, o.Capacity)}
 	} else {
 		ix.vecs.reserve(o.Capacity)
 	}
@@ -334,17 +334,9 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		id := binary.BigEndian.Uint32(k[len(vp):])
 		s := uint32(len(ix.ids))
 		if h := ix.held; h != nil && len(v) > 0 && v[0] == sparseMarker {
-			start := len(h.comps)
-			var ok bool
-			if h.comps, ok = appendSparse(h.comps, v, ix.dim); !ok {
+			if !h.push(v, ix.dim, o.Capacity-len(ix.ids)) {
 				return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
 			}
-			if start == 0 {
-				// Sized from the first vector: append grows a large slice
-				// by a quarter, and allocated five times the components.
-				h.comps = slices.Grow(h.comps, max(o.Capacity-1, 0)*len(h.comps))
-			}
-			h.add(start, ix.dim)
 		} else if ix.expand(o.Capacity - len(ix.ids)); !decodeVec(ix.vecs.add(), v) {
 			return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
 		}
@@ -419,6 +411,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	// Continue the level sequence from a state fixed by the seed and size,
 	// so reloading and inserting the same vectors is reproducible.
 	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), uint64(len(ix.ids))))
+	ix.countVectors()
 	return ix, nil
 }
 
