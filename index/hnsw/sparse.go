@@ -166,83 +166,49 @@ func appendSparse(dst []component, b []byte, dim int) ([]component, bool) {
 // more to score than a dense element, so a user searched again and again
 // is better served expanded.
 type held struct {
-	// chunks hold each slot's components in the order sparseDot takes
-	// them (see sparseVector): a slot's three runs are consecutive in
-	// one chunk, at spans[s]. Chunks, not one array: an array grown by
-	// append allocated five times its components (a quarter more each
-	// time), and an estimate of its size ahead would be pinned with it.
+	// chunks hold each slot's components in index order, a slot's in one
+	// chunk, at spans[s]. Chunks, not one array: an array grown by append
+	// allocated five times its components (a quarter more each time), and
+	// an estimate of its size ahead would be pinned with it.
 	chunks [][]component
 	spans  []span
-	// scratch of push.
-	dec, rest, tail []component
 }
 
-// span locates a slot's runs: chunk c, [start, first) the lanes' first
-// components, [first, rest) the others, [rest, end) the tail.
-type span struct{ c, start, first, rest, end uint32 }
+// span locates a slot's components: chunks[c][start:end].
+type span struct{ c, start, end uint32 }
 
 // heldChunk is the components a chunk holds: 32 KB, the largest size the
 // allocator serves from reused spans rather than fresh pages.
 const heldChunk = 4096
 
-// vector is slot s's components in sparseDot's order.
-func (h *held) vector(s uint32) sparseVector {
+// vector is slot s's components.
+func (h *held) vector(s uint32) []component {
 	sp := h.spans[s]
-	c := h.chunks[sp.c]
-	return sparseVector{c[sp.start:sp.first], c[sp.first:sp.rest], c[sp.rest:sp.end]}
+	return h.chunks[sp.c][sp.start:sp.end]
 }
-
-// sparseVector is a vector's non-zero components split as vek32's AVX2
-// kernel meets them (dot accumulates element i of the whole 32-element
-// blocks into lane i mod 32 with a fused multiply-add, sums the lanes in
-// a fixed tree, then adds the elements past the blocks one fused
-// multiply-add at a time):
-// first: the first component of each lane, whose product lands on +0;
-// rest: the lanes' other components, in index order;
-// tail: the components past the blocks, in index order.
-type sparseVector struct{ first, rest, tail []component }
 
 // push appends a slot holding the sparse record b of a dim-dimensional
 // vector, reporting false if b is malformed. expect is how many more
 // slots are likely to come (it sizes the first chunk).
 func (h *held) push(b []byte, dim, expect int) bool {
-	cs, ok := appendSparse(h.dec[:0], b, dim)
-	h.dec = cs
-	if !ok {
-		return false
-	}
+	k := max(0, len(b)-halfHeader) / sparseEntry
 	n := len(h.chunks)
-	if n == 0 || cap(h.chunks[n-1])-len(h.chunks[n-1]) < len(cs) {
-		size := max(heldChunk, len(cs))
+	if n == 0 || cap(h.chunks[n-1])-len(h.chunks[n-1]) < k {
+		size := max(heldChunk, k)
 		if n == 0 {
-			size = max(len(cs), min(heldChunk, expect*len(cs)))
+			size = max(k, min(heldChunk, expect*k))
 		}
 		h.chunks = append(h.chunks, make([]component, 0, size))
 		n++
 	}
 	c := h.chunks[n-1]
-	blocks := uint16(dim &^ 31)
-	var seen uint32
 	start := len(c)
-	rest, tail := h.rest[:0], h.tail[:0]
-	for _, x := range cs {
-		switch lane := uint32(1) << (x.i & 31); {
-		case x.i >= blocks:
-			tail = append(tail, x)
-		case seen&lane == 0:
-			seen |= lane
-			c = append(c, x)
-		default:
-			rest = append(rest, x)
-		}
+	c, ok := appendSparse(c, b, dim) // within the capacity: in place
+	if !ok {
+		return false
 	}
-	first := len(c)
-	c = append(c, rest...)
-	mid := len(c)
-	c = append(c, tail...)
 	h.chunks[n-1] = c
-	h.spans = append(h.spans, span{uint32(n - 1), uint32(start), uint32(first), uint32(mid), uint32(len(c))})
-	h.rest, h.tail = rest, tail
+	h.spans = append(h.spans, span{uint32(n - 1), uint32(start), uint32(len(c))})
 	return true
 }
 
@@ -267,19 +233,17 @@ func (ix *Index) expand(extra int) {
 	for s := range uint32(len(ix.ids)) {
 		v := ix.vecs.add()
 		clear(v)
-		h.vector(s).into(v)
+		scatter(v, h.vector(s))
 	}
 	ix.held = nil
 	ix.heldScans.Store(0)
 	ix.countVectors()
 }
 
-// into writes the vector into v (zeroed, len dim).
-func (sv sparseVector) into(v []float32) {
-	for _, run := range [][]component{sv.first, sv.rest, sv.tail} {
-		for _, c := range run {
-			v[c.i] = c.x
-		}
+// scatter writes the components cs into v (zeroed, len dim).
+func scatter(v []float32, cs []component) {
+	for _, c := range cs {
+		v[c.i] = c.x
 	}
 }
 
@@ -290,34 +254,36 @@ func (ix *Index) vecInto(s uint32, buf []float32) []float32 {
 		return ix.vec(s)
 	}
 	clear(buf)
-	ix.held.vector(s).into(buf)
+	scatter(buf, ix.held.vector(s))
 	return buf
 }
 
-// sparseDot is dot(q, v), bit for bit the result of vek32's AVX2 kernel
-// on the expanded v (see sparseVector): a zero element's product leaves
-// its lane as it was (a lane starts at +0 and never becomes -0), so
-// skipping it changes nothing, and a lane's first product is a plain
-// float32 product (a fused multiply-add onto +0 rounds once; adding +0
-// turns a -0 product into +0, as the addition onto +0 does).
-func sparseDot(q []float32, v sparseVector) float32 {
+// sparseDot is dot(q, v) for the vector v whose non-zero components are
+// cs (in index order), bit for bit the result of vek32's AVX2 kernel on
+// the expanded v: that kernel accumulates element i of the whole
+// 32-element blocks into lane i mod 32 with a fused multiply-add, sums
+// the lanes in a fixed tree, then adds the remaining elements one fused
+// multiply-add at a time. A zero element's product leaves its lane as it
+// was (a lane starts at +0 and never becomes -0), so skipping it changes
+// nothing.
+func sparseDot(q []float32, cs []component) float32 {
+	blocks := len(q) &^ 31
 	var acc [32]float32
-	for _, c := range v.first {
-		acc[c.i&31] = q[c.i]*c.x + 0
-	}
-	for _, c := range v.rest {
-		acc[c.i&31] = fma32(q[c.i], c.x, acc[c.i&31])
+	j := 0
+	for ; j < len(cs) && int(cs[j].i) < blocks; j++ {
+		i := cs[j].i
+		acc[i&31] = fma32(q[i], cs[j].x, acc[i&31])
 	}
 	var r float32
-	if len(q) >= 32 {
+	if blocks > 0 {
 		var w [8]float32
 		for l := range w {
 			w[l] = acc[l] + acc[8+l] + acc[16+l] + acc[24+l]
 		}
 		r = (w[0] + w[4] + (w[2] + w[6])) + (w[1] + w[5] + (w[3] + w[7]))
 	}
-	for _, c := range v.tail {
-		r = fma32(q[c.i], c.x, r)
+	for ; j < len(cs); j++ {
+		r = fma32(q[cs[j].i], cs[j].x, r)
 	}
 	return r
 }
