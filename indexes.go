@@ -105,10 +105,10 @@ type userIndex struct {
 	// length, bytes); 0 means not held. Values are never rewritten.
 	docArena []byte
 	docAt    []uint32
-	// bytes estimates the memory these indexes hold besides the vectors
-	// (each document adds perDocOverhead and its map value in setDoc);
-	// size adds the vectors' own count.
+	// bytes estimates the memory these indexes hold (each document adds
+	// its vector and perDocOverhead in setDoc), for the cache's budget.
 	bytes atomic.Int64
+	dim   int
 	// pending holds the documents that a write in progress changed in
 	// these indexes and has not committed yet (a new version, episode or
 	// document map entry, an expired version): for them the indexes may
@@ -155,7 +155,7 @@ const perDocOverhead = 1536
 func (ui *userIndex) setDoc(doc uint32, v []byte) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	ui.bytes.Add(int64(len(v) + 8 + perDocOverhead))
+	ui.bytes.Add(int64(len(v) + 8 + 4*ui.dim + perDocOverhead))
 	if n := int(doc) + 1; n > len(ui.docAt) {
 		if n > 2*len(ui.docAt)+1024 {
 			return // not the next documents (a damaged key?): read from the store
@@ -165,17 +165,6 @@ func (ui *userIndex) setDoc(doc uint32, v []byte) {
 	ui.docAt[doc] = uint32(len(ui.docArena)) + 1
 	ui.docArena = binary.AppendUvarint(ui.docArena, uint64(len(v)))
 	ui.docArena = append(ui.docArena, v...)
-}
-
-// size estimates the memory these indexes hold, for the cache's budget:
-// what the documents added, and the vectors as the vector index counts
-// them (a loaded index may hold them compactly until it is written to).
-func (ui *userIndex) size() int64 {
-	n := ui.bytes.Load()
-	if ui.vec != nil {
-		n += ui.vec.VectorBytes()
-	}
-	return n
 }
 
 // docValue returns document doc's map value, if held. The bytes are
@@ -239,12 +228,12 @@ type indexSet struct {
 type cachedIndex struct {
 	user    string
 	ui      *userIndex
-	counted int64 // ui.size() when last added to total
+	counted int64 // ui.bytes when last added to total
 }
 
 // recount brings c's share of the total up to date (s.mu held).
 func (s *indexSet) recount(c *cachedIndex) {
-	n := c.ui.size()
+	n := c.ui.bytes.Load()
 	s.total += n - c.counted
 	c.counted = n
 }
@@ -306,7 +295,7 @@ func (s *indexSet) size() (int, int64) {
 	defer s.mu.Unlock()
 	total := int64(0)
 	for el := s.lru.Front(); el != nil; el = el.Next() {
-		total += el.Value.(*cachedIndex).ui.size()
+		total += el.Value.(*cachedIndex).ui.bytes.Load()
 	}
 	return s.lru.Len(), total
 }
@@ -357,8 +346,10 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 		tmp *temporal.Index
 		g   *graph.Graph
 		// ui holds the document map and the maps built from it until the
-		// indexes are in.
-		ui = s.newUserIndex(nil, nil, nil, nil)
+		// indexes are in; the dimension (its share of ui.bytes per
+		// document) comes with the vector index.
+		ui   = s.newUserIndex(nil, nil, nil, nil)
+		docs int64
 	)
 	// Every document up to the counter is in the map, and most are
 	// versions of distinct facts: sized once, not grown as they come.
@@ -389,7 +380,8 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 			if tmp, err = temporal.Load(ctx, r, kv.UserKey(user, kv.SubTemporal)); err != nil {
 				return err
 			}
-			return loadDocs(ctx, r, user, ui, tmp)
+			docs, err = loadDocs(ctx, r, user, ui, tmp)
+			return err
 		},
 		func() (err error) {
 			g, err = graph.Load(ctx, r, kv.UserKey(user, kv.SubGraph))
@@ -399,7 +391,8 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	if err != nil {
 		return nil, err
 	}
-	ui.bm, ui.vec, ui.tmp, ui.g = bm, vec, tmp, g
+	ui.bm, ui.vec, ui.tmp, ui.g, ui.dim = bm, vec, tmp, g, vec.Dim()
+	ui.bytes.Add(docs * int64(4*ui.dim))
 	return ui, nil
 }
 
@@ -448,20 +441,24 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 	return nil
 }
 
-// loadDocs reads user's document map into ui (before its indexes are
-// set), with the versions that tmp holds as active.
-func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
+// loadDocs reads user's document map into ui (before its indexes are set:
+// the vector dimension's share of ui.bytes is left to the caller), with
+// the versions that tmp holds as active, and returns how many documents
+// it read.
+func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) (int64, error) {
 	docs := kv.UserKey(user, kv.SubDoc)
 	// The fact ID in hex, the subject and the context are decoded into
 	// buffers reused across documents (see addFactOfLocked).
 	var id [2 * idLen]byte
 	var subj, ctxKey []byte
+	n := int64(0)
 	err := r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
 		if len(v) < 9 {
 			return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
 		}
 		ui.setDoc(doc, v)
+		n++
 		seq := kv.NewDecoder(v[1:9]).Uint64()
 		switch v[0] {
 		case docVersion:
@@ -488,11 +485,15 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 		}
 		return nil
 	})
-	return err
+	return n, err
 }
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
-	return &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
+	dim := 0
+	if vec != nil {
+		dim = vec.Dim()
+	}
+	return &userIndex{dim: dim, bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
 		factsOf: map[uint64]map[string]*factDocs{}, versionsOf: map[string]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
 		contextsOf: map[uint64]map[string]bool{}}
 }

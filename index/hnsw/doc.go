@@ -42,9 +42,6 @@
 // vectors, so the results' order and scores are exact; exact scans use
 // float32 throughout, through github.com/viterin/vek (AVX2/FMA, about
 // twice gonum's SSE float32 dot product at 384 dimensions). See quant.go.
-// An index loaded without a graph keeps sparse vectors as their stored
-// components and scans them as they are, with the same float32 results
-// (see held in sparse.go), until it is written to or searched often.
 //
 // # Key layout
 //

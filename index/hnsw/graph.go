@@ -434,7 +434,6 @@ func (ix *Index) install(g *Index) {
 	ix.entry, ix.top, ix.rng = g.entry, g.top, g.rng
 	ix.dirty, ix.metaOK, ix.build = g.dirty, g.metaOK, g.build
 	ix.pendingRecs = append(ix.pendingRecs, g.pendingRecs...)
-	ix.countVectors()
 }
 
 // addLink adds the back link n → s (distance d) on layer l, shrinking n's
@@ -578,15 +577,10 @@ func (ix *Index) exact(ctx context.Context, sc *searcher, q []float32, k int, al
 	if ix.graph {
 		return ix.scan8(ctx, sc, q, k, allow)
 	}
-	dist := ix.exactDist
-	if h := ix.held; h != nil {
-		ix.heldScans.Add(1)
-		dist = func(q []float32, s uint32) float32 { return -sparseDot(q, h.vector(s)) }
-	}
 	sc.res = sc.res[:0]
 	err := ix.eachSlot(ctx, allow, func(s uint32) {
 		sc.stats.Exact++
-		sc.consider(k, s, dist(q, s))
+		sc.consider(k, s, ix.exactDist(q, s))
 	})
 	if err != nil {
 		return nil, err

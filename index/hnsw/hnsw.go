@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
-	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/viterin/vek/vek32"
@@ -182,30 +180,22 @@ type Index struct {
 	graph bool
 
 	// Nodes live in dense slots; neighbour lists hold slots, not IDs.
-	vecs slab[float32] // slot → the (normalised) vector, unless held
-	// held: the vectors as the components of their sparse records, for an
-	// index loaded without a graph (vecs is then empty; see held).
-	// heldScans counts the exact scans served from them.
-	held      *held
-	heldScans atomic.Int32
-	// vecBytes is VectorBytes, kept current by every change of the
-	// vectors' memory (so that reading it takes no lock).
-	vecBytes atomic.Int64
-	codes    slab[int8]        // slot → its int8 codes (graph only, see quant.go)
-	scales   []float32         // slot → scale of its codes (graph only)
-	qerr     []qbound          // slot → what its codes' error bounds need (graph only)
-	ids      []uint32          // slot → ID
-	levels   []int8            // slot → top layer; -1 marks a free slot
-	links0   []uint32          // slot*(m0+1): count, then up to m0 slots
-	upper    [][]uint32        // slot → layers 1..level, (m+1) words each
-	slotOf   map[uint32]uint32 // ID → slot
-	free     []uint32          // free slots, reused by Add
-	entry    int32             // entry-point slot, -1 when empty
-	top      int               // level of the entry point
-	pool     sync.Pool         // *searcher
-	dirty    []uint64          // (slot<<8 | layer) lists to persist, may repeat
-	metaOK   bool              // the meta key is written and current
-	build    *searcher
+	vecs   slab[float32]     // slot → the (normalised) vector
+	codes  slab[int8]        // slot → its int8 codes (graph only, see quant.go)
+	scales []float32         // slot → scale of its codes (graph only)
+	qerr   []qbound          // slot → what its codes' error bounds need (graph only)
+	ids    []uint32          // slot → ID
+	levels []int8            // slot → top layer; -1 marks a free slot
+	links0 []uint32          // slot*(m0+1): count, then up to m0 slots
+	upper  [][]uint32        // slot → layers 1..level, (m+1) words each
+	slotOf map[uint32]uint32 // ID → slot
+	free   []uint32          // free slots, reused by Add
+	entry  int32             // entry-point slot, -1 when empty
+	top    int               // level of the entry point
+	pool   sync.Pool         // *searcher
+	dirty  []uint64          // (slot<<8 | layer) lists to persist, may repeat
+	metaOK bool              // the meta key is written and current
+	build  *searcher
 	// Writes deferred by Adds with a nil writer until Flush: link keys
 	// to delete and vector records, in order (dirty lists and the meta key
 	// wait in dirty and metaOK).
@@ -277,7 +267,6 @@ func (ix *Index) Reserve(n int) {
 	defer ix.wmu.Unlock()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.expand(n)
 	ix.vecs.reserve(n)
 	ix.ids = slices.Grow(ix.ids, n)
 	ix.levels = slices.Grow(ix.levels, n)
@@ -286,24 +275,6 @@ func (ix *Index) Reserve(n int) {
 	if len(ix.slotOf) == 0 {
 		ix.slotOf = make(map[uint32]uint32, n)
 	}
-}
-
-// VectorBytes returns the memory the vectors take: their float32 slots or
-// the components held for them (see [Load]), and with a graph their int8
-// codes. It takes no lock: a cache may read it for every use.
-func (ix *Index) VectorBytes() int64 { return ix.vecBytes.Load() }
-
-// countVectors brings vecBytes up to date (ix.mu held for writing, or
-// the index not yet shared).
-func (ix *Index) countVectors() {
-	n := int64(ix.vecs.n)*int64(4*ix.dim) + int64(ix.codes.n)*(int64(ix.dim)+4+int64(unsafe.Sizeof(qbound{})))
-	if h := ix.held; h != nil {
-		n += int64(cap(h.spans)) * int64(unsafe.Sizeof(span{}))
-		for _, c := range h.chunks {
-			n += int64(cap(c)) * int64(unsafe.Sizeof(component{}))
-		}
-	}
-	ix.vecBytes.Store(n)
 }
 
 // Dim returns the vector dimension.
@@ -502,7 +473,6 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int, deferre
 		}
 	}
 	ix.slotOf[id] = s
-	ix.countVectors()
 	return s, rec
 }
 
@@ -546,7 +516,6 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		ix.mu.Unlock()
 		return err
 	}
-	ix.expand(1)
 	old, ok := ix.slotOf[id]
 	if !ix.graph {
 		var rec vecRecord
@@ -682,11 +651,6 @@ func (ix *Index) search(ctx context.Context, q []float32, k int, allow *roaring.
 	sc.stats = SearchStats{}
 	sc.q = slices.Grow(sc.q[:0], len(q))[:len(q)]
 	put(sc.q, q, scale)
-	if ix.heldScans.Load() >= expandAfter {
-		ix.mu.Lock()
-		ix.expand(0)
-		ix.mu.Unlock()
-	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := len(ix.slotOf)

@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	bigf "math/big"
-
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/memor-db/memor/kv/kvtest"
 )
@@ -185,7 +181,7 @@ func TestSparseIndexPaths(t *testing.T) {
 				t.Fatal(err)
 			}
 			for id, s := range c.ix.slotOf {
-				if !slices.Equal(re.vecOf(re.slotOf[id]), c.ix.vecOf(s)) {
+				if !slices.Equal(re.vec(re.slotOf[id]), c.ix.vec(s)) {
 					t.Fatalf("vector %d reloaded differently", id)
 				}
 			}
@@ -198,7 +194,7 @@ func TestSparseIndexPaths(t *testing.T) {
 			old[k] = v
 		}
 		for id, s := range a.slotOf {
-			old[string(a.vecKey(id))] = appendHalf(nil, a.vecOf(s))
+			old[string(a.vecKey(id))] = appendHalf(nil, a.vec(s))
 		}
 		re, err := Load(ctx, old, prefix, o)
 		if err != nil {
@@ -261,181 +257,5 @@ func TestLaneMask(t *testing.T) {
 		if laneMask(w) != want {
 			t.Fatalf("%016x: mask %016x, want %016x", w, laneMask(w), want)
 		}
-	}
-}
-
-// vecOf returns a copy of slot s's vector, expanded if held.
-func (ix *Index) vecOf(s uint32) []float32 { return ix.vecInto(s, make([]float32, ix.dim)) }
-
-// TestSparseDotIsDot: the dot product of a query with a vector's held
-// components is bit for bit the dense kernel's on the expanded vector, at
-// dimensions below, at and around the kernel's 32-element blocks, with
-// magnitudes spread wide enough that rounding decides.
-func TestSparseDotIsDot(t *testing.T) {
-	if !sparseExact {
-		t.Skip("vectors are expanded on load on this machine: vek32 runs its portable loop")
-	}
-	t.Parallel()
-	r := rand.New(rand.NewPCG(5, 9))
-	wide := func() float32 {
-		return float32((r.Float64()*2 - 1) * math.Pow(2, float64(r.IntN(40)-20)))
-	}
-	for _, dim := range []int{1, 7, 31, 32, 33, 64, 100, 384, 1000} {
-		for range 2000 {
-			q := make([]float32, dim)
-			for i := range q {
-				q[i] = wide()
-			}
-			// A record of k components at random places: halves of random
-			// bits (not ±0, not NaN or Inf), times a random scale.
-			scale := float32(math.Abs(float64(wide())))
-			b := binary.LittleEndian.AppendUint32([]byte{sparseMarker}, math.Float32bits(scale))
-			v := make([]float32, dim)
-			places := r.Perm(dim)[:r.IntN((dim+1)/2)]
-			slices.Sort(places)
-			for _, i := range places {
-				h := uint16(1 + r.IntN(0x7bff)) // up to the largest finite half
-				if r.IntN(2) == 0 {
-					h |= 0x8000
-				}
-				b = binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint16(b, uint16(i)), h)
-				v[i] = fromHalf(h) * scale
-			}
-			h := &held{}
-			if !h.push(b, dim, 1) {
-				t.Fatalf("dim %d: record %x refused", dim, b)
-			}
-			if got, want := sparseDot(q, h.vector(0)), dot(q, v); math.Float32bits(got) != math.Float32bits(want) {
-				t.Fatalf("dim %d: sparse %v (%x), dense %v (%x)", dim, got, math.Float32bits(got), want, math.Float32bits(want))
-			}
-		}
-	}
-}
-
-// TestFMA32: fma32 rounds a·b + c once, like the instruction: where
-// rounding the float64 sum to float32 again (double rounding) is one unit
-// off, and on random operands against a 300-bit sum.
-func TestFMA32(t *testing.T) {
-	t.Parallel()
-	exact := func(a, b, c float32) float32 {
-		e := new(bigf.Float).SetPrec(300).Mul(bigf.NewFloat(float64(a)), bigf.NewFloat(float64(b)))
-		w, _ := e.Add(e, bigf.NewFloat(float64(c))).Float32()
-		return w
-	}
-	// The product is just past the halfway point between 1 and the next
-	// float32 by less than half a float64 unit: the float64 sum lands on
-	// the halfway point, which rounds to even (1).
-	for _, c := range [][2]uint32{{0x3f88ad59, 0x336fbf5b}, {0x3fe7c3a2, 0x330d6295}, {0x3fa5c6b6, 0x3345aa00}} {
-		a, b := math.Float32frombits(c[0]), math.Float32frombits(c[1])
-		if twice := float32(float64(a)*float64(b) + 1); twice != 1 {
-			t.Fatalf("%v·%v + 1 is not a double-rounding case (%v)", a, b, twice)
-		}
-		if got, want := fma32(a, b, 1), exact(a, b, 1); got != want || want == 1 {
-			t.Errorf("fma32(%v, %v, 1) = %v, want %v", a, b, got, want)
-		}
-	}
-	r := rand.New(rand.NewPCG(2, 3))
-	for range 100000 {
-		a, b := float32(r.NormFloat64()), float32(r.NormFloat64())
-		c := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(60)-30))
-		if got, want := fma32(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("fma32(%v, %v, %v) = %v, want %v", a, b, c, got, want)
-		}
-	}
-}
-
-// TestHeldVectors: an index without a graph loads its sparse records as
-// held components (unless a record is dense); it answers exactly what
-// the index that wrote them answers, scan after scan, until the scans
-// expand it; an Add or Reserve expands it first, and so do neither Check
-// nor Delete.
-func TestHeldVectors(t *testing.T) {
-	if !sparseExact {
-		t.Skip("vectors are expanded on load on this machine")
-	}
-	t.Parallel()
-	ctx := context.Background()
-	r := rand.New(rand.NewPCG(4, 4))
-	const dim = 96
-	prefix := []byte("p/")
-	src, store := New(dim, prefix, Options{}), kvtest.Map{}
-	var queries [][]float32
-	for i := range 200 {
-		v := sparseVec(r, dim, 1+r.IntN(30))
-		v[r.IntN(dim)] = 1
-		if err := src.Add(store, uint32(i), v); err != nil {
-			t.Fatal(err)
-		}
-		if i%20 == 0 {
-			queries = append(queries, sparseVec(r, dim, dim))
-		}
-	}
-	load := func(s kvtest.Map) *Index {
-		t.Helper()
-		ix, err := Load(ctx, s, prefix, Options{Capacity: 200})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
-	ix := load(store)
-	if ix.held == nil || ix.vecs.n != 0 {
-		t.Fatalf("loaded expanded (held %v, %d float32 slots)", ix.held != nil, ix.vecs.n)
-	}
-	dense := int64(200 * 4 * dim)
-	if b := ix.VectorBytes(); b <= 0 || b >= dense/2 {
-		t.Fatalf("held vectors counted as %d bytes (expanded: %d)", b, dense)
-	}
-	if err := ix.Check(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Delete(store, 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Delete(kvtest.Map{}, 3); err != nil {
-		t.Fatal(err)
-	}
-	allow := roaring.BitmapOf(1, 2, 3, 50, 51, 52, 190)
-	for i := 0; ix.held != nil; i++ {
-		if i > expandAfter {
-			t.Fatalf("still held after %d scans", i)
-		}
-		sameSearches(t, src, ix, queries[:1], allow) // two scans
-	}
-	sameSearches(t, src, ix, queries, allow)
-	if err := ix.Check(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	if b := ix.VectorBytes(); b != dense || src.VectorBytes() != dense {
-		t.Fatalf("expanded vectors counted as %d bytes (the writer's %d), want %d", b, src.VectorBytes(), dense)
-	}
-
-	for _, change := range []func(*Index) error{
-		func(ix *Index) error { return ix.Add(store, 500, queries[0]) },
-		func(ix *Index) error { ix.Reserve(10); return nil },
-	} {
-		ix := load(store)
-		if err := change(ix); err != nil {
-			t.Fatal(err)
-		}
-		if ix.held != nil || ix.vecs.n != len(ix.ids) {
-			t.Fatalf("not expanded by a change (held %v, %d of %d slots)", ix.held != nil, ix.vecs.n, len(ix.ids))
-		}
-		if err := ix.Check(ctx, store); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// One dense record among sparse ones: expanded as loaded.
-	mixed := kvtest.Map{}
-	for k, v := range store {
-		mixed[k] = v
-	}
-	s := src.slotOf[100]
-	mixed[string(src.vecKey(100))] = appendHalf(nil, src.vec(s))
-	if ix := load(mixed); ix.held != nil {
-		t.Fatal("a dense record was held")
-	} else if !slices.Equal(ix.vec(ix.slotOf[100]), src.vec(s)) || !slices.Equal(ix.vec(ix.slotOf[199]), src.vec(src.slotOf[199])) {
-		t.Fatal("vectors differ")
 	}
 }

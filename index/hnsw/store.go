@@ -311,6 +311,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	ix.dim = md.dim
 	ix.vnni = fullVNNI(ix.dim)
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
+	ix.vecs.reserve(o.Capacity)
 	ix.o.Metric = md.metric
 	ix.graph = md.graph
 	ix.setM(md.m)
@@ -319,13 +320,6 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		lv0 = 0
 	}
 
-	// Without a graph, sparse records are held as they decode (see held)
-	// until a record that is not sparse comes.
-	if !ix.graph && sparseExact {
-		ix.held = &held{spans: make([]span, 0, o.Capacity)}
-	} else {
-		ix.vecs.reserve(o.Capacity)
-	}
 	vp := append(slices.Clip(ix.prefix), tagVector)
 	err = r.Scan(ctx, vp, func(k, v []byte) error {
 		if len(k) != len(vp)+4 {
@@ -333,11 +327,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		}
 		id := binary.BigEndian.Uint32(k[len(vp):])
 		s := uint32(len(ix.ids))
-		if h := ix.held; h != nil && len(v) > 0 && v[0] == sparseMarker {
-			if !h.push(v, ix.dim, o.Capacity-len(ix.ids)) {
-				return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
-			}
-		} else if ix.expand(o.Capacity - len(ix.ids)); !decodeVec(ix.vecs.add(), v) {
+		if !decodeVec(ix.vecs.add(), v) {
 			return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
 		}
 		ix.ids = append(ix.ids, id)
@@ -411,7 +401,6 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	// Continue the level sequence from a state fixed by the seed and size,
 	// so reloading and inserting the same vectors is reproducible.
 	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), uint64(len(ix.ids))))
-	ix.countVectors()
 	return ix, nil
 }
 
@@ -496,7 +485,6 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	}
 	wantMeta := ix.meta()
 	seenMeta, seenVec, seenLinks := false, 0, 0
-	vbuf := make([]float32, ix.dim)
 	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
 		rest := k[len(ix.prefix):]
 		switch {
@@ -515,7 +503,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 				return nil
 			}
 			seenVec++
-			if !bytes.Equal(v, vecBytes(ix.vecInto(s, vbuf), v)) {
+			if !bytes.Equal(v, vecBytes(ix.vec(s), v)) {
 				add("persisted vector %d differs", id)
 			}
 		case len(rest) == 6 && rest[0] == tagLinks:
