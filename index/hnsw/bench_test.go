@@ -1,12 +1,19 @@
 package hnsw
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/kv"
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // countKV is a kv.Writer that keeps nothing and counts what it is given,
@@ -162,4 +169,55 @@ func BenchmarkMaxAbs(b *testing.B) {
 		sink += maxAbs(v)
 	}
 	_ = sink
+}
+
+// BenchmarkLoad is reading a 1000-vector index without a graph back (a
+// reopen's first query), sparse 384-d vectors of 25 components like the
+// default embedder's, from a store whose scan costs next to nothing.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 1))
+	ix, store := New(384, []byte("p/"), Options{}), kvtest.Map{}
+	for i := range 1000 {
+		v := make([]float32, 384)
+		for range 25 {
+			v[r.IntN(384)] = float32(r.NormFloat64())
+		}
+		if err := ix.Add(store, uint32(i), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var sorted sortedStore
+	for _, k := range slices.Sorted(maps.Keys(store)) {
+		sorted = append(sorted, [2][]byte{[]byte(k), store[k]})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(ctx, sorted, []byte("p/"), Options{Capacity: 1000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// sortedStore is a read-only store of sorted pairs.
+type sortedStore [][2][]byte
+
+func (s sortedStore) Get(k []byte) ([]byte, error) {
+	for _, p := range s {
+		if bytes.Equal(p[0], k) {
+			return p[1], nil
+		}
+	}
+	return nil, kv.ErrNotFound
+}
+
+func (s sortedStore) Scan(_ context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	for _, p := range s {
+		if bytes.HasPrefix(p[0], prefix) {
+			if err := fn(p[0], p[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
