@@ -1,18 +1,14 @@
 package bm25
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
-	"github.com/memor-db/memor/kv"
 	"github.com/memor-db/memor/kv/kvtest"
 )
 
@@ -159,10 +155,7 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var sorted sortedStore
-	for _, k := range slices.Sorted(maps.Keys(store)) {
-		sorted = append(sorted, [2][]byte{[]byte(k), store[k]})
-	}
+	sorted := kvtest.Freeze(store)
 	for _, capacity := range []int{0, 1000} {
 		b.Run(fmt.Sprintf("capacity=%d", capacity), func(b *testing.B) {
 			b.ReportAllocs()
@@ -173,21 +166,4 @@ func BenchmarkLoad(b *testing.B) {
 			}
 		})
 	}
-}
-
-// sortedStore is a read-only store of sorted pairs, whose scan costs
-// next to nothing.
-type sortedStore [][2][]byte
-
-func (s sortedStore) Get([]byte) ([]byte, error) { return nil, kv.ErrNotFound }
-
-func (s sortedStore) Scan(_ context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	for _, p := range s {
-		if bytes.HasPrefix(p[0], prefix) {
-			if err := fn(p[0], p[1]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -1,18 +1,14 @@
 package hnsw
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/memor-db/memor/kv"
 	"github.com/memor-db/memor/kv/kvtest"
 )
 
@@ -187,37 +183,11 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var sorted sortedStore
-	for _, k := range slices.Sorted(maps.Keys(store)) {
-		sorted = append(sorted, [2][]byte{[]byte(k), store[k]})
-	}
+	sorted := kvtest.Freeze(store)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Load(ctx, sorted, []byte("p/"), Options{Capacity: 1000}); err != nil {
 			b.Fatal(err)
 		}
 	}
-}
-
-// sortedStore is a read-only store of sorted pairs.
-type sortedStore [][2][]byte
-
-func (s sortedStore) Get(k []byte) ([]byte, error) {
-	for _, p := range s {
-		if bytes.Equal(p[0], k) {
-			return p[1], nil
-		}
-	}
-	return nil, kv.ErrNotFound
-}
-
-func (s sortedStore) Scan(_ context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	for _, p := range s {
-		if bytes.HasPrefix(p[0], prefix) {
-			if err := fn(p[0], p[1]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
