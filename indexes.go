@@ -384,7 +384,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 			return err
 		},
 		func() (err error) {
-			g, err = graph.Load(ctx, r, kv.UserKey(user, kv.SubGraph))
+			g, err = graph.LoadSized(ctx, r, kv.UserKey(user, kv.SubGraph), int(m.Doc))
 			return err
 		},
 	)
