@@ -362,7 +362,9 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	_, atOnce := r.(*kv.DB)
 	err = s.loadParts(atOnce && m.Doc >= loadAtOnceDocs, user,
 		func() (err error) {
-			bm, err = bm25.Load(ctx, r, kv.UserKey(user, kv.SubBM25), s.bmO)
+			bo := s.bmO
+			bo.Capacity = int(m.Doc)
+			bm, err = bm25.Load(ctx, r, kv.UserKey(user, kv.SubBM25), bo)
 			return err
 		},
 		func() (err error) {
@@ -382,7 +384,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 			return err
 		},
 		func() (err error) {
-			g, err = graph.Load(ctx, r, kv.UserKey(user, kv.SubGraph))
+			g, err = graph.LoadSized(ctx, r, kv.UserKey(user, kv.SubGraph), int(m.Doc))
 			return err
 		},
 	)

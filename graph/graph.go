@@ -111,8 +111,15 @@ func New(prefix []byte) *Graph {
 
 // Load reads the graph stored under prefix.
 func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Graph, error) {
+	return LoadSized(ctx, r, prefix, 0)
+}
+
+// LoadSized is Load expecting about n edges (a hint; an upper bound such
+// as the caller's document count is fine): what the scan decodes is held
+// in arrays of that size instead of grown by doubling as records come.
+func LoadSized(ctx context.Context, r kv.Reader, prefix []byte, n int) (*Graph, error) {
 	g := New(prefix)
-	st, err := g.scan(ctx, r)
+	st, err := g.scan(ctx, r, max(n, 0))
 	if err != nil {
 		return nil, fmt.Errorf("graph: load: %w", err)
 	}
@@ -163,9 +170,11 @@ type storedEntity struct {
 	from, to int    // display's bytes in the scan's names
 }
 
-// scan decodes everything stored under the prefix.
-func (g *Graph) scan(ctx context.Context, r kv.Reader) (stored, error) {
-	var st stored
+// scan decodes everything stored under the prefix, expecting about n
+// edges (and as many entities at most, one more than the edges in a
+// chain).
+func (g *Graph) scan(ctx context.Context, r kv.Reader, n int) (stored, error) {
+	st := stored{ents: make([]storedEntity, 0, n), edges: make([]edge, 0, n)}
 	// A graph has a few labels and many edges: each label is copied once.
 	labels := map[string]string{}
 	// The entities' names are copied into one string, which their
@@ -648,7 +657,7 @@ func (p Path) String() string {
 func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	st, err := g.scan(ctx, r)
+	st, err := g.scan(ctx, r, len(g.edges))
 	if err != nil {
 		return fmt.Errorf("graph: check: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // zipfIndex builds an index of n short documents over a Zipfian vocabulary
@@ -139,4 +141,29 @@ func BenchmarkAddBulk(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/doc")
+}
+
+// BenchmarkLoad is reading a 1000-document user's index back (a reopen's
+// first query), from an in-memory store: the decoding and building, not
+// the store's iteration.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	store := kvtest.Map{}
+	ix := New([]byte("u/"), Options{})
+	for i, text := range bulkTexts(1000) {
+		if err := ix.Add(store, uint32(i), text); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sorted := kvtest.Freeze(store)
+	for _, capacity := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("capacity=%d", capacity), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Load(ctx, sorted, []byte("u/"), Options{Capacity: capacity}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -44,6 +44,12 @@ type Options struct {
 	// Zero or anything outside (0, 1] selects [DefaultB]; pass a tiny
 	// positive value such as 1e-9 to all but disable normalisation.
 	B float64
+	// Capacity is how many documents [Load] expects (a hint; an upper
+	// bound such as the caller's document count is fine): the dictionary
+	// is sized once for as many terms (most documents of a user's memory
+	// bring a term of their own: a name, a number) instead of grown by
+	// doubling and rehashing as terms come.
+	Capacity int
 }
 
 func (o Options) withDefaults() Options {
@@ -419,7 +425,7 @@ func (ix *Index) newTermLocked(text string) uint32 {
 
 // insertLocked adds an absent document; refs become owned by the index.
 func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
-	slices.SortFunc(refs, func(a, b termRef) int { return cmpUint32(a.id, b.id) })
+	sortRefs(refs)
 	// The length first: buildBounds reads it.
 	p := ix.pageLocked(doc)
 	p.lens[doc&pageMask] = length
@@ -433,6 +439,21 @@ func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
 	}
 	ix.live.Add(doc)
 	ix.total += uint64(length)
+}
+
+// sortRefs sorts a document's terms by ID: by insertion for the few terms
+// of most documents (slices.SortFunc's calls of its comparison cost a load
+// more than the work they order), else by slices.SortFunc.
+func sortRefs(refs []termRef) {
+	if len(refs) > 12 {
+		slices.SortFunc(refs, func(a, b termRef) int { return cmpUint32(a.id, b.id) })
+		return
+	}
+	for i := 1; i < len(refs); i++ {
+		for j := i; j > 0 && refs[j].id < refs[j-1].id; j-- {
+			refs[j], refs[j-1] = refs[j-1], refs[j]
+		}
+	}
 }
 
 // slab hands out small slices carved from shared chunks, each capped at
@@ -532,6 +553,10 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	ix := New(prefix, o)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if o.Capacity > 0 {
+		ix.ids = make(map[string]uint32, o.Capacity)
+		ix.terms = make([]term, 0, o.Capacity)
+	}
 	var terms []termBytes // reused: a term is copied only when new
 	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
 		doc, err := ix.parseKey(k)

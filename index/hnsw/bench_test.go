@@ -3,10 +3,13 @@ package hnsw
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/kv/kvtest"
 )
 
 // countKV is a kv.Writer that keeps nothing and counts what it is given,
@@ -162,4 +165,29 @@ func BenchmarkMaxAbs(b *testing.B) {
 		sink += maxAbs(v)
 	}
 	_ = sink
+}
+
+// BenchmarkLoad is reading a 1000-vector index without a graph back (a
+// reopen's first query), sparse 384-d vectors of 25 components like the
+// default embedder's, from a store whose scan costs next to nothing.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 1))
+	ix, store := New(384, []byte("p/"), Options{}), kvtest.Map{}
+	for i := range 1000 {
+		v := make([]float32, 384)
+		for range 25 {
+			v[r.IntN(384)] = float32(r.NormFloat64())
+		}
+		if err := ix.Add(store, uint32(i), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sorted := kvtest.Freeze(store)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(ctx, sorted, []byte("p/"), Options{Capacity: 1000}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -111,9 +111,10 @@ type Options struct {
 	// it and never builds.
 	GraphAt int
 	// Capacity is how many vectors [Load] expects (a hint; an upper bound
-	// such as the caller's document count is fine): the vector array is
-	// allocated once at that size instead of grown by doubling, which was
-	// two thirds of loading a small index.
+	// such as the caller's document count is fine): the vector array, the
+	// slots' IDs and levels and the ID map are allocated once at that size
+	// instead of grown by doubling, which was two thirds of loading a
+	// small index.
 	Capacity int
 }
 

@@ -101,7 +101,7 @@ func nonZeroHalves(b []byte) int {
 // scale the dense form rejects, an index out of order or range, a +0
 // entry, or as many entries as the dense form would have been written
 // with (every encoder writes the shorter form).
-func decodeSparse(dst []float32, b []byte) bool {
+func decodeSparse(dst []float32, b []byte, zeroed bool) bool {
 	if len(b) < halfHeader || b[0] != sparseMarker || (len(b)-halfHeader)%sparseEntry != 0 {
 		return false
 	}
@@ -113,7 +113,9 @@ func decodeSparse(dst []float32, b []byte) bool {
 	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
 		return false
 	}
-	clear(dst)
+	if !zeroed {
+		clear(dst)
+	}
 	next := 0
 	for ; len(entries) > 0; entries = entries[sparseEntry:] {
 		i := int(binary.LittleEndian.Uint16(entries))

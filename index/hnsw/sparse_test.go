@@ -58,7 +58,7 @@ func TestSparseDecodesLikeDense(t *testing.T) {
 			for i := range got {
 				got[i] = float32(i + 1) // decode must overwrite every component
 			}
-			if !decodeHalf(want, dense) || !decodeVec(got, rec) {
+			if !decodeHalf(want, dense) || !decodeVec(got, rec, false) {
 				t.Fatalf("dim %d: decode failed", dim)
 			}
 			for i := range want {
@@ -98,7 +98,7 @@ func TestSparseMalformed(t *testing.T) {
 	one := uint16(0x3c00)
 	good := slices.Concat(header(2), entry(3, one), entry(9, 0x8000))
 	got := make([]float32, dim)
-	if !decodeVec(got, good) || got[3] != 2 || math.Float32bits(got[9]) != 0x80000000 || got[0] != 0 {
+	if !decodeVec(got, good, false) || got[3] != 2 || math.Float32bits(got[9]) != 0x80000000 || got[0] != 0 {
 		t.Fatalf("well-formed record decoded to %v", got)
 	}
 	bad := map[string][]byte{
@@ -115,7 +115,7 @@ func TestSparseMalformed(t *testing.T) {
 		"wrong marker":     slices.Concat([]byte{0xF3}, good[1:]),
 	}
 	for name, b := range bad {
-		if decodeVec(make([]float32, dim), b) {
+		if decodeVec(make([]float32, dim), b, true) {
 			t.Errorf("%s: decoded", name)
 		}
 	}

@@ -100,8 +100,9 @@ func (ix *Index) encodeVecRecord(id uint32, v []float32) vecRecord {
 
 // decodeVec reads a persisted vector into dst: sparse or dense half
 // precision, or float32 as stores before half precision wrote them (a
-// length no half-precision record has: theirs are odd).
-func decodeVec(dst []float32, v []byte) bool {
+// length no half-precision record has: theirs are odd). zeroed says dst
+// is all +0 already.
+func decodeVec(dst []float32, v []byte, zeroed bool) bool {
 	switch {
 	case len(v) == 4*len(dst):
 		for i := range dst {
@@ -109,7 +110,7 @@ func decodeVec(dst []float32, v []byte) bool {
 		}
 		return true
 	case len(v) > 0 && v[0] == sparseMarker:
-		return decodeSparse(dst, v)
+		return decodeSparse(dst, v, zeroed)
 	}
 	return decodeHalf(dst, v)
 }
@@ -312,6 +313,11 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	ix.vnni = fullVNNI(ix.dim)
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
 	ix.vecs.reserve(o.Capacity)
+	if o.Capacity > 0 {
+		ix.ids = make([]uint32, 0, o.Capacity)
+		ix.levels = make([]int8, 0, o.Capacity)
+		ix.slotOf = make(map[uint32]uint32, o.Capacity)
+	}
 	ix.o.Metric = md.metric
 	ix.graph = md.graph
 	ix.setM(md.m)
@@ -327,7 +333,9 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		}
 		id := binary.BigEndian.Uint32(k[len(vp):])
 		s := uint32(len(ix.ids))
-		if !decodeVec(ix.vecs.add(), v) {
+		// A fresh slab's slots are zero (its chunks come from make), so a
+		// sparse record need not clear its slot first.
+		if !decodeVec(ix.vecs.add(), v, true) {
 			return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
 		}
 		ix.ids = append(ix.ids, id)

@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -121,4 +122,29 @@ func BenchmarkPutBulk(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/doc")
+}
+
+// BenchmarkLoad is reading a 1000-document index back (a reopen's first
+// query) from a store whose scan costs next to nothing.
+func BenchmarkLoad(b *testing.B) {
+	r := rand.New(rand.NewPCG(42, 1000))
+	store := kvtest.Map{}
+	clock := t0
+	for d := range uint32(1000) {
+		clock = clock.Add(time.Minute)
+		iv := Interval{ValidFrom: clock.Add(-time.Duration(r.IntN(30*24)) * time.Hour), RecordedAt: clock}
+		if r.IntN(3) == 0 {
+			iv.ExpiredAt = clock.Add(time.Hour)
+		}
+		if err := WriteInterval(store, []byte("t/"), d, iv); err != nil {
+			b.Fatal(err)
+		}
+	}
+	frozen := kvtest.Freeze(store)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(context.Background(), frozen, []byte("t/")); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

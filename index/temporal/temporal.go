@@ -440,8 +440,11 @@ func (ix *Index) rlockFresh() {
 // structure's events minus the stale docs, merged with the delta's events.
 // Caller holds the write lock (or owns ix).
 func (ix *Index) rebuild() {
-	var txS, vS []startEv
-	var txE, vE []endEv
+	// Each entry adds at most one event of each kind: sized once, not
+	// grown (a load's rebuild takes every document in one delta).
+	n := len(ix.delta)
+	txS, vS := make([]startEv, 0, n), make([]startEv, 0, n)
+	txE, vE := make([]endEv, 0, n), make([]endEv, 0, n)
 	for _, e := range ix.delta {
 		txS, txE = spanEvents(txS, txE, e.doc, e.q.ra, e.q.ea)
 		vS, vE = spanEvents(vS, vE, e.doc, e.q.vf, e.q.vt)

@@ -126,3 +126,45 @@ func BenchmarkStore(b *testing.B) {
 		})
 	}
 }
+
+// TestFrozenReadsLikeTheMap: a Frozen copy answers every Get and prefix
+// Scan as the Map it was made from, and does not see the Map's later
+// writes.
+func TestFrozenReadsLikeTheMap(t *testing.T) {
+	ctx := context.Background()
+	m := kvtest.Map{}
+	for _, k := range []string{"a", "a/1", "a/2", "ab", "b/\x00", "b/\xff", "c"} {
+		if err := m.Set([]byte(k), []byte("v"+k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := kvtest.Freeze(m)
+	scan := func(r kv.Reader, prefix string) []string {
+		var out []string
+		if err := r.Scan(ctx, []byte(prefix), func(k, v []byte) error {
+			out = append(out, string(k)+"="+string(v))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, p := range []string{"", "a", "a/", "b/", "bz", "c", "d"} {
+		if got, want := scan(f, p), scan(m, p); !slices.Equal(got, want) {
+			t.Errorf("Scan(%q): %q, want %q", p, got, want)
+		}
+	}
+	for _, k := range []string{"a", "ab", "b/\xff", "zz", ""} {
+		got, gerr := f.Get([]byte(k))
+		want, werr := m.Get([]byte(k))
+		if string(got) != string(want) || errors.Is(gerr, kv.ErrNotFound) != errors.Is(werr, kv.ErrNotFound) {
+			t.Errorf("Get(%q): %q, %v; want %q, %v", k, got, gerr, want, werr)
+		}
+	}
+	if err := m.Set([]byte("a/3"), []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if got := scan(f, "a/"); len(got) != 2 {
+		t.Errorf("a later write to the Map shows in the Frozen copy: %q", got)
+	}
+}
