@@ -292,6 +292,13 @@ func figureFits(f figure) func(head string) bool {
 	return func(string) bool { return false }
 }
 
+// adverb reports whether w reads as an adverb of manner or frequency
+// ("typically", "usually").
+func adverb(w string) bool {
+	r, _ := en.RateAt([]string{w}, 0)
+	return len(w) > 4 && strings.HasSuffix(w, "ly") && r == ""
+}
+
 // takeVerbs say how long something takes.
 var takeVerbs = set("take", "takes", "took", "taking", "lasts", "lasted", "lasting")
 
@@ -306,11 +313,28 @@ func (st *state) durationAt(toks []tok, i int, conf float64) {
 	for e := phraseEnd(toks, j); j < e && !takeVerbs[toks[j].w]; j++ {
 	}
 	np := toks[i+1 : j]
-	if len(np) == 0 || j >= len(toks) || !takeVerbs[toks[j].w] || unstated(toks, i) {
+	if len(np) == 0 || unstated(toks, i) {
 		return
 	}
-	k := j + 1
-	for k < len(toks) && fillers[toks[k].w] {
+	// "the probate timeline that Stephanie explained, which typically
+	// takes 6-9 months": a relative clause between the phrase and the verb.
+	v := j
+	if v < len(toks) && toks[v].w == "that" {
+		for v < len(toks) && v-j < 6 && toks[v].w != "," {
+			v++
+		}
+	}
+	if v+1 < len(toks) && toks[v].w == "," && toks[v+1].w == "which" {
+		v += 2
+	}
+	for v < len(toks) && (fillers[toks[v].w] || adverb(toks[v].w)) {
+		v++
+	}
+	if v >= len(toks) || !takeVerbs[toks[v].w] {
+		return
+	}
+	k := v + 1
+	for k < len(toks) && (fillers[toks[k].w] || adverb(toks[k].w)) {
 		k++
 	}
 	fig, ok := st.valueAt(toks, k)
@@ -480,12 +504,9 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) {
 // statement ending at toks[end]. fits, when not nil, must accept the
 // matter's head; it returns whether a figure was emitted.
 func (st *state) emitQuantity(toks []tok, from int, np []tok, at, end int, fig figure, conf float64, fits func(head string) bool) bool {
-	matter, period, qend := st.matter(np, toks, at)
+	matter, head, period, qend := st.matter(np, toks, at)
 	qend = max(qend, end)
-	if matter == "" {
-		return false
-	}
-	if fits != nil && !fits(matter[strings.LastIndexByte(matter, ' ')+1:]) {
+	if matter == "" || (fits != nil && !fits(head)) {
 		return false
 	}
 	obj := st.objText(fig.toks)
@@ -620,7 +641,7 @@ func npRate(np []tok) string {
 // matter names what a noun phrase's figure is for: its head and nearest
 // noun modifier (or the noun of a "for" phrase at toks[after:]), singular,
 // and the period the phrase or a following "for"/"in" phrase names.
-func (st *state) matter(np []tok, toks []tok, after int) (matter, period string, end int) {
+func (st *state) matter(np []tok, toks []tok, after int) (matter, head, period string, end int) {
 	var periods []string
 	var mods []string
 	end = after
@@ -629,7 +650,7 @@ func (st *state) matter(np []tok, toks []tok, after int) (matter, period string,
 		if _, person := en.Relation(t.w); person {
 			// "my brother Alex is 40", "my partner of 5 years": a
 			// person, not a matter.
-			return "", "", end
+			return "", "", "", end
 		}
 		switch r, _ := en.RateAt([]string{t.w}, 0); {
 		case en.PeriodWord(t.w):
@@ -641,11 +662,11 @@ func (st *state) matter(np []tok, toks []tok, after int) (matter, period string,
 		}
 	}
 	if len(mods) == 0 || headCap {
-		return "", "", end // a name ("my dog Max is 3") is no matter
+		return "", "", "", end // a name ("my dog Max is 3") is no matter
 	}
-	head := mods[len(mods)-1]
+	head = mods[len(mods)-1]
 	if en.IdentifierNoun(head) {
-		return "", "", end // "my order number is 55123" names, not counts
+		return "", "", "", end // "my order number is 55123" names, not counts
 	}
 	topic := ""
 	if len(mods) > 1 {
@@ -668,5 +689,5 @@ func (st *state) matter(np []tok, toks []tok, after int) (matter, period string,
 	if topic != "" && topic != head {
 		matter = topic + " " + head
 	}
-	return matter, strings.Join(periods, "-"), end
+	return matter, head, strings.Join(periods, "-"), end
 }
