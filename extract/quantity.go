@@ -234,11 +234,157 @@ var questionSubjects = set("you", "i", "we", "it", "they", "he", "she", "this", 
 // modal or infinitive clause states no figure.
 func (st *state) quantities(toks []tok, conf float64) {
 	for i := 0; i < len(toks); i++ {
-		w := toks[i].w
-		if w != "my" && w != "our" && !governed(toks, i) {
+		switch w := toks[i].w; {
+		case w == "my" || w == "our" || governed(toks, i):
+			st.quantityAt(toks, i, conf)
+		case w == "the":
+			st.durationAt(toks, i, conf)
+		case w == "it":
+			st.pronounQuantity(toks, i, conf)
+		}
+	}
+}
+
+// embeddedQuantities proposes the figures a question takes as given
+// after its first clause, in a "how" clause under a verb or preposition
+// ("can you tell me more about how it was shortened to 5-7 months"):
+// the clause states what the question asks about. from is where the
+// statement that opens the question, read already, ends.
+func (st *state) embeddedQuantities(toks []tok, from int) {
+	for k := max(from, 1); k+1 < len(toks); k++ {
+		if toks[k].w != "how" || !toks[k-1].word {
 			continue
 		}
-		st.quantityAt(toks, i, conf)
+		switch toks[k+1].w {
+		case "it":
+			st.pronounQuantity(toks, k+1, 0)
+		case "my", "our":
+			st.quantityAt(toks, k+1, 0)
+		}
+	}
+}
+
+// phraseEnd returns where the noun phrase starting at toks[j] ends: at
+// most five noun-like words, an adverb ending it ("my $90 fuel allowance
+// barely lasts").
+func phraseEnd(toks []tok, j int) int {
+	start := j
+	for j < len(toks) && j-start < 5 && nounTok(toks[j]) {
+		if r, _ := en.RateAt([]string{toks[j].w}, 0); r == "" && strings.HasSuffix(toks[j].w, "ly") {
+			break
+		}
+		j++
+	}
+	return j
+}
+
+// figureFits returns the test a matter's head must pass to be measured
+// by f: a sum of money is a budget's or a cost's, a span of time a
+// process's or a period's; a figure of another unit fits no matter that
+// was not named with it.
+func figureFits(f figure) func(head string) bool {
+	switch {
+	case len(f.toks) > 0 && currencies[f.toks[0].w]:
+		return en.MoneyNoun
+	case len(f.toks) > 1 && en.DurationUnit(f.toks[len(f.toks)-1].w):
+		return en.DurationNoun
+	}
+	return func(string) bool { return false }
+}
+
+// adverb reports whether w reads as an adverb of manner or frequency
+// ("typically", "usually").
+func adverb(w string) bool {
+	r, _ := en.RateAt([]string{w}, 0)
+	return len(w) > 4 && strings.HasSuffix(w, "ly") && r == ""
+}
+
+// takeVerbs say how long something takes.
+var takeVerbs = set("take", "takes", "took", "taking", "lasts", "lasted", "lasting")
+
+// durationAt reads how long a process the speaker speaks of takes: "the"
+// and a noun phrase measured in time, then a verb of taking and a span
+// of time ("I'm worried about the probate process taking 6-9 months").
+// The speaker's own words name the process, so the span is theirs to
+// state; a figure of another unit, or of a noun not measured in time, is
+// none.
+func (st *state) durationAt(toks []tok, i int, conf float64) {
+	j := i + 1
+	for e := phraseEnd(toks, j); j < e && !takeVerbs[toks[j].w]; j++ {
+	}
+	np := toks[i+1 : j]
+	if len(np) == 0 || unstated(toks, i) {
+		return
+	}
+	// "the probate timeline that Stephanie explained, which typically
+	// takes 6-9 months": a relative clause between the phrase and the verb.
+	v := j
+	if v < len(toks) && toks[v].w == "that" {
+		for v < len(toks) && v-j < 6 && toks[v].w != "," {
+			v++
+		}
+	}
+	if v+1 < len(toks) && toks[v].w == "," && toks[v+1].w == "which" {
+		v += 2
+	}
+	for v < len(toks) && (fillers[toks[v].w] || adverb(toks[v].w)) {
+		v++
+	}
+	if v >= len(toks) || !takeVerbs[toks[v].w] {
+		return
+	}
+	k := v + 1
+	for k < len(toks) && (fillers[toks[k].w] || adverb(toks[k].w)) {
+		k++
+	}
+	fig, ok := st.valueAt(toks, k)
+	if !ok || !en.DurationUnit(fig.toks[len(fig.toks)-1].w) {
+		return
+	}
+	st.emitQuantity(toks, i, np, j, k+fig.n, fig, conf, en.DurationNoun)
+}
+
+// pronounQuantity reads a figure set for "it" ("it was shortened to 5-7
+// months", "it has been raised to $600"): a change stated in the passive,
+// whose matter is the nearest noun phrase before it in the sentence,
+// opened by "the", "my" or "our", that the figure's unit fits (see
+// figureFits).
+func (st *state) pronounQuantity(toks []tok, i int, conf float64) {
+	k := i + 1
+	switch {
+	case k < len(toks) && (toks[k].w == "was" || toks[k].w == "is"):
+		k++
+	case k+1 < len(toks) && (toks[k].w == "has" || toks[k].w == "had") && toks[k+1].w == "been":
+		k += 2
+	default:
+		return
+	}
+	for k < len(toks) && fillers[toks[k].w] {
+		k++
+	}
+	if k >= len(toks) || !participle(toks[k].w) || unstated(toks, i) {
+		return
+	}
+	t, ok := st.targetAt(toks, k+1)
+	if !ok {
+		return
+	}
+	fig, ok := st.valueAt(toks, t)
+	if !ok {
+		return
+	}
+	fits := figureFits(fig)
+	for p := i - 1; p >= 0; p-- {
+		if w := toks[p].w; w != "the" && w != "my" && w != "our" {
+			continue
+		}
+		e := phraseEnd(toks, p+1)
+		if e == p+1 || e > i {
+			continue
+		}
+		if st.emitQuantity(toks, p, toks[p+1:e], e, t+fig.n, fig, conf, fits) {
+			return
+		}
 	}
 }
 
@@ -275,10 +421,12 @@ func governed(toks []tok, i int) bool {
 // unstated reports whether the clause leading to toks[i] makes what
 // follows something other than a stated fact: a negation, a modal or
 // plan, a condition, or an infinitive ("want to raise my budget to").
+// A clause opened by "how", "after" or "since" states its own fact ("I'm
+// trying to rebuild my motivation after reducing my work hours to 45").
 func unstated(toks []tok, i int) bool {
 	for k := i - 1; k >= 0; k-- {
 		t := toks[k]
-		if t.w == "," || t.w == ":" || t.w == ";" || t.w == "which" || t.w == "that" || t.w == "and" || t.w == "but" || t.w == "so" {
+		if t.w == "," || t.w == ":" || t.w == ";" || t.w == "which" || t.w == "that" || t.w == "how" || t.w == "after" || t.w == "since" || t.w == "and" || t.w == "but" || t.w == "so" {
 			return false
 		}
 		if negations[t.w] || modals[t.w] || conditionals[t.w] || t.w == "to" || t.w == "n't" {
@@ -300,12 +448,7 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) {
 		j += pre.n
 	}
 	start := j
-	for j < len(toks) && j-start < 5 && nounTok(toks[j]) {
-		if r, _ := en.RateAt([]string{toks[j].w}, 0); r == "" && strings.HasSuffix(toks[j].w, "ly") {
-			break // an adverb ends the phrase: "my $90 fuel allowance barely lasts"
-		}
-		j++
-	}
+	j = phraseEnd(toks, j)
 	np := toks[start:j]
 	if len(np) == 0 || (j < len(toks) && objectStarts[toks[j].w]) {
 		return
@@ -353,10 +496,18 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) {
 	if ppAt >= 0 {
 		at = ppAt
 	}
-	matter, period, qend := st.matter(np, toks, at)
+	st.emitQuantity(toks, i, np, at, end, fig, conf, nil)
+}
+
+// emitQuantity emits fig as the figure of the noun phrase np that
+// toks[from] opens, its "for"/"in" phrase read at toks[at:] and the
+// statement ending at toks[end]. fits, when not nil, must accept the
+// matter's head; it returns whether a figure was emitted.
+func (st *state) emitQuantity(toks []tok, from int, np []tok, at, end int, fig figure, conf float64, fits func(head string) bool) bool {
+	matter, head, period, qend := st.matter(np, toks, at)
 	qend = max(qend, end)
-	if matter == "" {
-		return
+	if matter == "" || (fits != nil && !fits(head)) {
+		return false
 	}
 	obj := st.objText(fig.toks)
 	rate := fig.rate
@@ -366,8 +517,9 @@ func (st *state) quantityAt(toks []tok, i int, conf float64) {
 	if rate != "" {
 		obj += " " + rate
 	}
-	f := &frame{subj: User, kind: Assert, conf: conf, quote: st.spanText(toks[i:qend]), context: period}
+	f := &frame{subj: User, kind: Assert, conf: conf, quote: st.spanText(toks[from:qend]), context: period}
 	st.emit(f, quantityPredicate(matter), obj)
+	return true
 }
 
 // predicateTo reads, after a noun phrase ending at toks[j], a predicate
@@ -419,11 +571,16 @@ func (st *state) targetAt(toks []tok, k int) (int, bool) {
 
 // governingVerb returns the verb before the phrase at toks[i] that may set
 // its figure: a participle or past tense, with a particle between
-// ("increased my budget", "cut down my meetings").
+// ("increased my budget", "cut down my meetings"), or a gerund after
+// "after" or "since", which tell a change already made ("after cutting
+// my work hours to 45 weekly"; "about cutting" may be a plan).
 func governingVerb(toks []tok, i int) (int, bool) {
 	v := i - 1
 	if v > 0 && (toks[v].w == "down" || toks[v].w == "up" || toks[v].w == "back") {
 		v--
+	}
+	if v > 0 && strings.HasSuffix(toks[v].w, "ing") && (toks[v-1].w == "after" || toks[v-1].w == "since") {
+		return v, true
 	}
 	return v, v >= 0 && participle(toks[v].w)
 }
@@ -484,7 +641,7 @@ func npRate(np []tok) string {
 // matter names what a noun phrase's figure is for: its head and nearest
 // noun modifier (or the noun of a "for" phrase at toks[after:]), singular,
 // and the period the phrase or a following "for"/"in" phrase names.
-func (st *state) matter(np []tok, toks []tok, after int) (matter, period string, end int) {
+func (st *state) matter(np []tok, toks []tok, after int) (matter, head, period string, end int) {
 	var periods []string
 	var mods []string
 	end = after
@@ -493,7 +650,7 @@ func (st *state) matter(np []tok, toks []tok, after int) (matter, period string,
 		if _, person := en.Relation(t.w); person {
 			// "my brother Alex is 40", "my partner of 5 years": a
 			// person, not a matter.
-			return "", "", end
+			return "", "", "", end
 		}
 		switch r, _ := en.RateAt([]string{t.w}, 0); {
 		case en.PeriodWord(t.w):
@@ -505,11 +662,11 @@ func (st *state) matter(np []tok, toks []tok, after int) (matter, period string,
 		}
 	}
 	if len(mods) == 0 || headCap {
-		return "", "", end // a name ("my dog Max is 3") is no matter
+		return "", "", "", end // a name ("my dog Max is 3") is no matter
 	}
-	head := mods[len(mods)-1]
+	head = mods[len(mods)-1]
 	if en.IdentifierNoun(head) {
-		return "", "", end // "my order number is 55123" names, not counts
+		return "", "", "", end // "my order number is 55123" names, not counts
 	}
 	topic := ""
 	if len(mods) > 1 {
@@ -532,5 +689,5 @@ func (st *state) matter(np []tok, toks []tok, after int) (matter, period string,
 	if topic != "" && topic != head {
 		matter = topic + " " + head
 	}
-	return matter, strings.Join(periods, "-"), end
+	return matter, head, strings.Join(periods, "-"), end
 }

@@ -263,9 +263,11 @@ func (st *state) sentence(s sentence) {
 		// "I saw that my budget was raised to $550, so how can I …?":
 		// the figure stated before the question is the speaker's; the
 		// other patterns read statements only.
-		if lead, ok := asserted(statedLead(toks)); ok && len(lead) > 0 {
-			st.quantities(lead, 0)
+		lead := statedLead(toks)
+		if stated, ok := asserted(lead); ok && len(stated) > 0 {
+			st.quantities(stated, 0)
 		}
+		st.embeddedQuantities(toks, len(lead))
 		return
 	}
 	first := 0

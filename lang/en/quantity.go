@@ -100,3 +100,30 @@ func Singular(w string) string {
 	}
 	return w
 }
+
+// durationUnits are the units of a figure that measures time ("5-7
+// months").
+var durationUnits = set("second", "minute", "hour", "day", "week", "month", "year")
+
+// DurationUnit reports whether a unit word (either number) measures time.
+func DurationUnit(w string) bool { return durationUnits[Singular(w)] }
+
+// durationNouns head phrases whose figure is how long they take ("the
+// probate process", "my commute"): a pronoun's figure of time is theirs.
+var durationNouns = set("process", "timeline", "procedure", "wait", "delay", "commute", "review",
+	"approval", "processing", "period", "term", "stay", "trip", "course", "program", "programme",
+	"recovery", "treatment", "appointment", "session", "shift", "workout", "journey", "drive", "ride")
+
+// DurationNoun reports whether a noun (singular, lower case) is measured
+// by how long it takes.
+func DurationNoun(w string) bool { return durationNouns[w] }
+
+// moneyNouns head phrases whose figure is a sum of money ("the grocery
+// budget", "my rent").
+var moneyNouns = set("budget", "cost", "price", "fee", "rent", "salary", "fund", "allowance", "bill",
+	"payment", "limit", "expense", "fare", "income", "saving", "loan", "debt", "premium", "wage",
+	"deposit", "mortgage", "tuition", "spending")
+
+// MoneyNoun reports whether a noun (singular, lower case) is measured in
+// money.
+func MoneyNoun(w string) bool { return moneyNouns[w] }
