@@ -393,3 +393,33 @@ func TestTwoOwnersSecondWriterStopped(t *testing.T) {
 		t.Fatalf("log holds %d messages after the retry; want 2", sz.Msgs)
 	}
 }
+
+// TestExpiredLeaseNotServed: a node whose lease rounds stall (a paused
+// process, or JetStream unreachable) stops serving the shard once a whole
+// TTL has passed since its last renewal, before another node can take
+// it: reads and writes are ErrNoOwner, and Owned leaves the shard out.
+func TestExpiredLeaseNotServed(t *testing.T) {
+	ctx := context.Background()
+	s := natstest.Server(t, "")
+	a := startNodeR(t, s.ClientURL(), newKEK(), "a", 1, 1)
+	waitFor(t, "a serving", 10*time.Second, func() bool { return len(a.n.Owned()) == 1 })
+	add := func(e *memor.Engine) error { _, err := e.Add(ctx, "u", "I live in Paris.", memor.Sync()); return err }
+	if err := a.n.Write(ctx, "u", add); err != nil {
+		t.Fatal(err)
+	}
+	a.n.cancel() // the rounds stall; the node still holds the shard
+	a.n.wg.Wait()
+	time.Sleep(a.n.cfg.LeaseTTL + 100*time.Millisecond)
+	if err := a.n.Route(ctx, "u"); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Route after the lease ran out: %v; want ErrNoOwner", err)
+	}
+	if err := a.n.Write(ctx, "u", add); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Write after the lease ran out: %v; want ErrNoOwner", err)
+	}
+	if err := a.n.Read(ctx, "u", func(*memor.Engine) error { return nil }); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Read after the lease ran out: %v; want ErrNoOwner", err)
+	}
+	if got := a.n.Owned(); len(got) != 0 {
+		t.Fatalf("Owned after the lease ran out: %v; want none", got)
+	}
+}
