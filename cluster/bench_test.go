@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/internal/natstest"
-	"github.com/memor-db/memor/cluster/jslog"
 )
 
 // BenchmarkClusterLog sets side by side, in one run, memor's single-node
@@ -52,23 +50,7 @@ func benchLog(b *testing.B, mode string) {
 		} else {
 			urls = natstest.Server(b, "").ClientURL()
 		}
-		kek := make([]byte, 32)
-		rand.Read(kek)
-		js := natstest.Connect(b, urls)
-		var jl *jslog.Log
-		for try := 0; ; try++ {
-			attempt, stop := context.WithTimeout(ctx, 2*time.Second)
-			var err error
-			jl, err = jslog.Open(attempt, js, jslog.Config{KEK: kek, Replicas: replicas})
-			stop()
-			if err == nil {
-				break
-			}
-			if try == 30 {
-				b.Fatal(err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		jl := openLogRetrying(b, natstest.Connect(b, urls), newKEK(), replicas)
 		open = func() *memor.Engine {
 			e, err := memor.Open(b.TempDir(), memor.Options{Log: NewLog(jl)})
 			if err != nil {
@@ -179,8 +161,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 			} else {
 				urls = natstest.Server(b, "").ClientURL()
 			}
-			kek := make([]byte, 32)
-			rand.Read(kek)
+			kek := newKEK()
 			var total, takeover []time.Duration
 			for i := 0; b.Loop(); i++ {
 				a := benchNode(b, urls, kek, fmt.Sprintf("a%d", i), replicas)
@@ -223,32 +204,5 @@ func BenchmarkClusterFailover(b *testing.B) {
 }
 
 func benchNode(b *testing.B, urls string, kek []byte, id string, replicas int) *testNode {
-	ctx := context.Background()
-	js := natstest.Connect(b, urls)
-	var jl *jslog.Log
-	for try := 0; ; try++ {
-		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
-		var err error
-		jl, err = jslog.Open(attempt, js, jslog.Config{KEK: kek, Replicas: replicas})
-		stop()
-		if err == nil {
-			break
-		}
-		if try == 30 {
-			b.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	l := NewLog(jl)
-	e, err := memor.Open(b.TempDir(), memor.Options{Log: l})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close() })
-	n, err := Join(ctx, js, e, l, Config{Node: id, Shards: 1, LeaseTTL: time.Second, Replicas: replicas})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(n.Stop)
-	return &testNode{n: n, e: e, l: l}
+	return joinNode(b, urls, kek, replicas, "", Config{Node: id, Shards: 1})
 }

@@ -3,11 +3,10 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,15 +30,13 @@ func TestNATSServerKilledAndRestarted(t *testing.T) {
 }
 
 func natsServerKilled(t *testing.T, leader bool) {
-	ctx := context.Background()
-	users, rounds := 16, 6
+	users, rounds := userNames(16), 6
 	if *long {
-		users, rounds = 120, 20
+		users, rounds = userNames(120), 20
 	}
 	const shards = 4
 	rc := natstest.RestartableCluster(t, 3)
-	kek := make([]byte, 32)
-	rand.Read(kek)
+	kek := newKEK()
 	c := &client{nodes: map[string]*testNode{}, r: mrand.New(mrand.NewPCG(3, 4))}
 	var all []*testNode
 	for i := range 2 {
@@ -49,10 +46,8 @@ func natsServerKilled(t *testing.T, leader bool) {
 	}
 	waitFor(t, "every shard served", 30*time.Second, func() bool { return covered(shards, all...) })
 
-	acked := map[string][]string{}
-	var mu sync.Mutex
+	w := newAckedWriter(c)
 	restarted := make(chan struct{})
-	userName := func(i int) string { return fmt.Sprintf("user-%03d", i) }
 	for round := range rounds {
 		if round == rounds/3 {
 			victim := -1
@@ -70,29 +65,10 @@ func natsServerKilled(t *testing.T, leader bool) {
 				rc.Start(i)
 			}(victim)
 		}
-		var wg sync.WaitGroup
-		for i := range users {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				u := userName(i)
-				text := fmt.Sprintf("I live in %s. Round %d.", cities[(round+i)%len(cities)], round)
-				err := c.write(ctx, u, func(e *memor.Engine) error {
-					_, err := e.Add(ctx, u, text)
-					return err
-				})
-				if err != nil {
-					t.Errorf("write %s round %d: %v", u, round, err)
-					return
-				}
-				mu.Lock()
-				acked[u] = append(acked[u], text)
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
+		w.round(t, users, round)
 	}
 	<-restarted
+	acked := w.acked
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -102,38 +78,81 @@ func natsServerKilled(t *testing.T, leader bool) {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	for i := range users {
-		u := userName(i)
-		tn := servingNode(t, u, all...)
+	for _, u := range users {
 		// The log holds exactly the acknowledged episodes.
-		logged := readLog(t, tn.l.JS(), u)
+		logged := readLog(t, all[0].l.JS(), u)
 		if len(logged) != len(acked[u]) {
 			t.Fatalf("%s: the log holds %d episodes, %d were acknowledged", u, len(logged), len(acked[u]))
 		}
-		waitFor(t, "episodes of "+u, 20*time.Second, func() bool {
-			f, err := tn.e.Freshness(ctx, u)
-			return err == nil && f.Latest == uint64(len(acked[u])) && f.Pending == 0
+		readServed(t, u, len(logged), all, func(e *memor.Engine) {
+			episodesOnce(t, e, u, acked[u])
+			sameAsImported(t, e, ref, u)
 		})
-		eps, err := tn.e.Episodes(ctx, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := map[string]bool{}
-		for _, ep := range eps {
-			if !contains(acked[u], ep.Text) || seen[ep.Text] {
-				t.Fatalf("%s episode %d %q: not acknowledged, or twice", u, ep.Seq, ep.Text)
-			}
-			seen[ep.Text] = true
-		}
-		var buf bytes.Buffer
-		if _, err := tn.e.Export(ctx, &buf, u); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ref.Import(ctx, &buf); err != nil {
-			t.Fatal(err)
-		}
-		enginetest.SameMemory(t, tn.e, ref, u)
 	}
+}
+
+// readServed runs fn on a node of nodes that serves user and has applied
+// its episodes up to want, holding the user's shard there meanwhile
+// (Node.Read), so that a hand-over of the shard (the nodes rebalancing)
+// cannot evict the user under fn. It waits while the shard moves.
+func readServed(t *testing.T, user string, want int, nodes []*testNode, fn func(e *memor.Engine)) {
+	t.Helper()
+	errNotYet := errors.New("not caught up")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, tn := range nodes {
+			attempt, stop := context.WithTimeout(context.Background(), 5*time.Second)
+			err := tn.n.Read(attempt, user, func(e *memor.Engine) error {
+				f, err := e.Freshness(attempt, user)
+				if err != nil || f.Latest != uint64(want) || f.Pending != 0 {
+					return errNotYet
+				}
+				fn(e)
+				return nil
+			})
+			stop()
+			if err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for a node serving %d episodes of %s", want, user)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// episodesOnce reads user's episodes on e, fails the test on one that is
+// in none of written or is there twice, and returns the texts seen.
+func episodesOnce(t *testing.T, e *memor.Engine, user string, written ...[]string) map[string]bool {
+	t.Helper()
+	eps, err := e.Episodes(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, ep := range eps {
+		if seen[ep.Text] || !slices.ContainsFunc(written, func(ts []string) bool { return slices.Contains(ts, ep.Text) }) {
+			t.Fatalf("%s episode %d %q: not written, or twice", user, ep.Seq, ep.Text)
+		}
+		seen[ep.Text] = true
+	}
+	return seen
+}
+
+// sameAsImported imports user's export from e into ref and compares the
+// two memories.
+func sameAsImported(t *testing.T, e, ref *memor.Engine, user string) {
+	t.Helper()
+	ctx := context.Background()
+	var buf bytes.Buffer
+	if _, err := e.Export(ctx, &buf, user); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ref.Import(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.SameMemory(t, e, ref, user)
 }
 
 // TestLostAckRetriedOnce: the connection to JetStream is cut right after
@@ -141,20 +160,10 @@ func natsServerKilled(t *testing.T, leader bool) {
 // write retried (by the log under Add, or by the client after an error)
 // leaves exactly one episode in the log and in the store.
 func TestLostAckRetriedOnce(t *testing.T) {
-	if !*long {
-		// Not yet reliable: in 1 of about 4 runs the node serving u
-		// answered Episodes with none of its three acknowledged episodes
-		// (the log held all three, once each): the user's projection was
-		// evicted or not restored around the lease lost with the cut
-		// connection. Not yet diagnosed; runs only with -cluster.long.
-		t.Skip("flaky: run with -args -cluster.long")
-	}
 	ctx := context.Background()
 	s := natstest.Server(t, "")
 	p := natstest.NewProxy(t, s.Addr().String())
-	kek := make([]byte, 32)
-	rand.Read(kek)
-	tn := startNodeR(t, "nats://"+p.Addr(), kek, "m1", 1, 1)
+	tn := startNodeR(t, "nats://"+p.Addr(), newKEK(), "m1", 1, 1)
 	waitFor(t, "m1 serving", 10*time.Second, func() bool { return len(tn.n.Owned()) == 1 })
 	c := &client{nodes: map[string]*testNode{"m1": tn}, r: mrand.New(mrand.NewPCG(5, 6))}
 	add := func(text string) {
@@ -176,16 +185,25 @@ func TestLostAckRetriedOnce(t *testing.T) {
 	if n := len(readLog(t, tn.l.JS(), "u")); n != 3 {
 		t.Fatalf("the log holds %d episodes; want 3 (one per write)", n)
 	}
-	eps, err := tn.e.Episodes(ctx, "u")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A served read: through the node, which holds the shard meanwhile.
 	var got []string
-	for _, ep := range eps {
-		got = append(got, ep.Text)
+	if err := tn.n.Read(ctx, "u", func(e *memor.Engine) error {
+		eps, err := e.Episodes(ctx, "u")
+		for _, ep := range eps {
+			got = append(got, ep.Text)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if len(got) != 3 || got[1] != "I moved to Lyon." {
 		t.Fatalf("the store holds %q; want each write once", got)
+	}
+	// The write held up by the lost acknowledgement (its append retried
+	// for seconds, holding the user) must not have kept the lease from
+	// being renewed: the shard was taken once, never lost and taken again.
+	if tks := tn.n.Takeovers(); len(tks) != 1 {
+		t.Fatalf("the shard was taken %d times; want once (a lease lost during the retried append)", len(tks))
 	}
 }
 
@@ -223,21 +241,14 @@ func readLog(t *testing.T, jl *jslog.Log, user string) []jslog.Entry {
 // episode is in the log once, and every user equals a single-node
 // reference.
 func TestPartitionedServer(t *testing.T) {
-	if !*long {
-		// Not yet reliable: in about 1 run in 4 the minority's Add was
-		// acknowledged, or the majority's node never took every shard
-		// (the test stalled), so it runs only with -cluster.long.
-		t.Skip("flaky: run with -args -cluster.long")
-	}
 	ctx := context.Background()
-	users := 12
+	users := userNames(12)
 	if *long {
-		users = 80
+		users = userNames(80)
 	}
 	const shards = 4
 	pc := natstest.PartitionableCluster(t, 3)
-	kek := make([]byte, 32)
-	rand.Read(kek)
+	kek := newKEK()
 	minority := startNode(t, pc.Servers[2].ClientURL(), kek, "m1", shards)
 	majority := startNode(t, pc.Servers[0].ClientURL()+","+pc.Servers[1].ClientURL(), kek, "m2", shards)
 	c := &client{nodes: map[string]*testNode{"m1": minority, "m2": majority}, r: mrand.New(mrand.NewPCG(7, 8))}
@@ -245,36 +256,15 @@ func TestPartitionedServer(t *testing.T) {
 	waitFor(t, "every shard served by both", 30*time.Second, func() bool {
 		return covered(shards, both...) && len(minority.n.Owned()) > 0 && len(majority.n.Owned()) > 0
 	})
-	acked := map[string][]string{}
+	w := newAckedWriter(c)
 	unknown := map[string][]string{}
-	var mu sync.Mutex
-	userName := func(i int) string { return fmt.Sprintf("user-%03d", i) }
-	round := func(r int) {
-		var wg sync.WaitGroup
-		for i := range users {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				u := userName(i)
-				text := fmt.Sprintf("I live in %s. Round %d.", cities[(r+i)%len(cities)], r)
-				if err := c.write(ctx, u, func(e *memor.Engine) error { _, err := e.Add(ctx, u, text); return err }); err != nil {
-					t.Errorf("write %s round %d: %v", u, r, err)
-					return
-				}
-				mu.Lock()
-				acked[u] = append(acked[u], text)
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-	}
-	round(0)
+	w.round(t, users, 0)
 	pc.Isolate(2)
 	// The minority node's own users: its appends get no quorum.
 	var probe string
-	for i := range users {
-		if minority.n.Route(ctx, userName(i)) == nil {
-			probe = userName(i)
+	for _, u := range users {
+		if minority.n.Route(ctx, u) == nil {
+			probe = u
 			break
 		}
 	}
@@ -292,7 +282,7 @@ func TestPartitionedServer(t *testing.T) {
 	c.mu.Lock()
 	minority.dead = true // clients reach only the majority's node
 	c.mu.Unlock()
-	round(1)
+	w.round(t, users, 1)
 	pc.Heal()
 	waitFor(t, "both nodes serving again", 60*time.Second, func() bool {
 		return covered(shards, both...) && len(minority.n.Owned()) > 0
@@ -300,7 +290,8 @@ func TestPartitionedServer(t *testing.T) {
 	c.mu.Lock()
 	minority.dead = false
 	c.mu.Unlock()
-	round(2)
+	w.round(t, users, 2)
+	acked := w.acked
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -309,54 +300,16 @@ func TestPartitionedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ref.Close()
-	for i := range users {
-		u := userName(i)
-		tn := servingNode(t, u, both...)
-		logged := readLog(t, tn.l.JS(), u)
-		waitFor(t, "episodes of "+u, 20*time.Second, func() bool {
-			f, err := tn.e.Freshness(ctx, u)
-			return err == nil && f.Latest == uint64(len(logged)) && f.Pending == 0
+	for _, u := range users {
+		logged := readLog(t, majority.l.JS(), u)
+		readServed(t, u, len(logged), both, func(e *memor.Engine) {
+			seen := episodesOnce(t, e, u, acked[u], unknown[u])
+			for _, text := range acked[u] {
+				if !seen[text] {
+					t.Fatalf("%s: acknowledged %q is lost", u, text)
+				}
+			}
+			sameAsImported(t, e, ref, u)
 		})
-		eps, err := tn.e.Episodes(ctx, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := map[string]bool{}
-		for _, ep := range eps {
-			if seen[ep.Text] || !contains(acked[u], ep.Text) && !contains(unknown[u], ep.Text) {
-				t.Fatalf("%s episode %d %q: not written, or twice", u, ep.Seq, ep.Text)
-			}
-			seen[ep.Text] = true
-		}
-		for _, text := range acked[u] {
-			if !seen[text] {
-				t.Fatalf("%s: acknowledged %q is lost", u, text)
-			}
-		}
-		var buf bytes.Buffer
-		if _, err := tn.e.Export(ctx, &buf, u); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ref.Import(ctx, &buf); err != nil {
-			t.Fatal(err)
-		}
-		enginetest.SameMemory(t, tn.e, ref, u)
 	}
-}
-
-// servingNode waits for a node that serves user (a shard may be between
-// two owners while the nodes rebalance).
-func servingNode(t *testing.T, user string, nodes ...*testNode) *testNode {
-	t.Helper()
-	var tn *testNode
-	waitFor(t, "a node serving "+user, 20*time.Second, func() bool {
-		for _, n := range nodes {
-			if n.n.Route(context.Background(), user) == nil {
-				tn = n
-				return true
-			}
-		}
-		return false
-	})
-	return tn
 }

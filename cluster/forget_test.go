@@ -52,12 +52,22 @@ func snapshotTokens(t *testing.T, r *rig, s int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := obs.GetBytes(ctx, snapshotName(s))
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
+	// A read that meets the owner replacing the object (its old chunks
+	// purged under the read) times out: read it again.
+	var b []byte
+	for try := 0; ; try++ {
+		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
+		b, err = obs.GetBytes(attempt, snapshotName(s))
+		stop()
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			return nil
+		}
+		if err == nil {
+			break
+		}
+		if try == 5 {
+			t.Fatal(err)
+		}
 	}
 	sn, err := decodeSnapshot(b)
 	if err != nil {

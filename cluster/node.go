@@ -140,12 +140,17 @@ type Node struct {
 
 	mu      sync.Mutex
 	owned   map[int]shard.Lease
+	valid   map[int]time.Time     // per owned shard: until when its lease surely holds
 	ready   map[int]chan struct{} // closed once the shard's users are caught up
 	owners  map[int]string        // as last listed
 	addrs   map[string]string     // node → address, as last listed
 	changed chan struct{}         // closed and replaced whenever ownership changes
 	stopped bool
-	writes  map[int]*sync.WaitGroup // per owned shard: writes running (Write)
+	// gates, one per shard, kept across ownerships: a read or write of a
+	// user (Read, Write) holds its shard's for reading, and whatever
+	// evicts or restores the shard's users holds it for writing, so that
+	// no served read or write meets a projection being replaced.
+	gates []sync.RWMutex
 
 	snapMu    sync.Mutex
 	snapMark  map[int]uint64    // per shard: episodes its last snapshot (or restore) held
@@ -155,6 +160,7 @@ type Node struct {
 
 	nc     *nats.Conn
 	sub    *nats.Subscription // ForgetSubject (forget.go)
+	loop   context.Context    // ends when the node stops: bounds its takeovers
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	ops    sync.WaitGroup // takeovers running
@@ -200,23 +206,29 @@ func Join(ctx context.Context, js jetstream.JetStream, e *memor.Engine, l *Log, 
 		return nil, err
 	}
 	n := &Node{cfg: cfg, e: e, log: l, leases: leases, nodes: nodes, snaps: snaps, lg: lg.With("node", cfg.Node),
-		owned: map[int]shard.Lease{}, ready: map[int]chan struct{}{}, changed: make(chan struct{}),
-		writes: map[int]*sync.WaitGroup{}, snapMark: map[int]uint64{}, snapAt: map[int]time.Time{}, snapDirty: map[int]bool{}}
+		owned: map[int]shard.Lease{}, valid: map[int]time.Time{}, ready: map[int]chan struct{}{}, changed: make(chan struct{}),
+		gates: make([]sync.RWMutex, cfg.Shards), snapMark: map[int]uint64{}, snapAt: map[int]time.Time{}, snapDirty: map[int]bool{}}
 	n.nc = js.Conn()
 	if n.sub, err = n.nc.Subscribe(ForgetSubject, n.onForgotten); err != nil {
 		return nil, fmt.Errorf("cluster: forget notices: %w", err)
 	}
 	l.onForget(n.forgotten)
-	loop, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
+	n.loop, n.cancel = context.WithCancel(context.Background())
 	if err := n.tick(ctx); err != nil {
-		cancel()
-		n.stopForgets()
+		n.stopLoop()
 		return nil, err
 	}
 	n.wg.Add(2)
-	go n.run(loop)
-	go n.snapshotLoop(loop)
+	go n.rounds(n.loop, "lease", true, n.tick)
+	// Beside the lease rounds: a catch-up or an eviction waits for the
+	// user's write running (a write whose append is being retried holds
+	// the user for seconds), and a renewal must never wait for that.
+	go n.rounds(n.loop, "follow", false, n.followRound)
+	if cfg.SnapshotEvery > 0 || cfg.SnapshotInterval > 0 {
+		// Beside them too, so that a long snapshot never delays a renewal.
+		n.wg.Add(1)
+		go n.rounds(n.loop, "snapshot", false, n.snapshotRound)
+	}
 	return n, nil
 }
 
@@ -239,7 +251,9 @@ func (n *Node) ID() string { return n.cfg.Node }
 // Shard is user's shard.
 func (n *Node) Shard(user string) int { return shard.Of(user, n.cfg.Shards) }
 
-func (n *Node) run(ctx context.Context) {
+// rounds runs round every lease round (a third of LeaseTTL) until ctx
+// ends, and logs its failures; bounded gives each round a round's time.
+func (n *Node) rounds(ctx context.Context, what string, bounded bool, round func(context.Context) error) {
 	defer n.wg.Done()
 	every := n.cfg.LeaseTTL / 3
 	t := time.NewTicker(every)
@@ -250,52 +264,38 @@ func (n *Node) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		tctx, cancel := context.WithTimeout(ctx, every)
-		if err := n.tick(tctx); err != nil && ctx.Err() == nil {
-			n.lg.Warn("cluster: lease round failed", "err", err)
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if bounded {
+			rctx, cancel = context.WithTimeout(ctx, every)
 		}
+		err := round(rctx)
 		cancel()
+		if err != nil && ctx.Err() == nil {
+			n.lg.Warn("cluster: "+what+" round failed", "err", err)
+		}
 	}
 }
 
 // tick is one round: publish this node, renew its leases, hand over
 // shards above its fair share, take free shards up to it.
 func (n *Node) tick(ctx context.Context) error {
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	// Renewals first, and each one tried: they are what keeps the shards
+	// served.
+	if err := n.renew(ctx); err != nil {
+		return err
+	}
 	live, err := n.liveNodes(ctx)
 	if err != nil {
 		return err
 	}
 	live[n.cfg.Node] = n.cfg.Addr
 	target := (n.cfg.Shards + len(live) - 1) / len(live)
-
-	n.mu.Lock()
-	if n.stopped {
-		n.mu.Unlock()
-		return nil
-	}
-	held := make([]shard.Lease, 0, len(n.owned))
-	for _, le := range n.owned {
-		held = append(held, le)
-	}
-	n.mu.Unlock()
-	slices.SortFunc(held, func(a, b shard.Lease) int { return cmp.Compare(a.Shard, b.Shard) })
-	for _, le := range held {
-		next, err := n.leases.Renew(ctx, le)
-		n.stats.renewed(err)
-		switch {
-		case errors.Is(err, shard.ErrLost):
-			n.lg.Warn("cluster: lease lost", "shard", le.Shard)
-			n.drop(le.Shard)
-		case err != nil:
-			return err
-		default:
-			n.mu.Lock()
-			if _, ok := n.owned[le.Shard]; ok {
-				n.owned[le.Shard] = next
-			}
-			n.mu.Unlock()
-		}
-	}
 	owners, err := n.leases.Owners(ctx)
 	if err != nil {
 		return err
@@ -307,13 +307,26 @@ func (n *Node) tick(ctx context.Context) error {
 	// Above the fair share (a node joined): hand the highest shards over,
 	// at most MovesPerRound a round, so that moves stay few and the
 	// cluster stays served.
+	// The hand-over runs beside the round: it waits for the shard's
+	// writes running, and the round must go on renewing the others.
 	moves := 0
 	for ; mine > target && moves < n.cfg.MovesPerRound; moves++ {
 		s := n.highestReady()
 		if s < 0 {
 			break
 		}
-		n.handOver(ctx, s)
+		le, ok := n.give(s)
+		if !ok {
+			break
+		}
+		n.ops.Add(1)
+		go func() {
+			defer n.ops.Done()
+			// Not ended by Stop or Drain: a hand-over begun is finished.
+			hctx, cancel := context.WithTimeout(context.Background(), handOverTimeout)
+			defer cancel()
+			n.handOver(hctx, s, le)
+		}()
 		mine--
 	}
 	if n.cfg.hooks != nil && n.cfg.hooks.handedOver != nil {
@@ -328,9 +341,15 @@ func (n *Node) tick(ctx context.Context) error {
 			break
 		}
 		s := (start + i) % n.cfg.Shards
-		if _, taken := owners[s]; taken {
+		if owner, taken := owners[s]; taken && owner != n.cfg.Node {
 			continue
 		}
+		if n.owns(s) {
+			continue
+		}
+		// Free, or still this node's (a lease it dropped unrenewed, or
+		// held before a restart): Acquire takes it, or renews it.
+		acquired := time.Now()
 		le, err := n.leases.Acquire(ctx, s)
 		if errors.Is(err, shard.ErrHeld) {
 			continue
@@ -339,8 +358,23 @@ func (n *Node) tick(ctx context.Context) error {
 			return err
 		}
 		mine++
-		n.take(le)
+		n.take(le, acquired.Add(n.cfg.LeaseTTL))
 	}
+	return n.publish(ctx)
+}
+
+// owns says whether the node holds shard s's lease (serving it or
+// catching it up).
+func (n *Node) owns(s int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.owned[s]
+	return ok
+}
+
+// followRound, run every lease round, copies the log's new episodes of
+// the shards the node serves and evicts the users it must not hold.
+func (n *Node) followRound(ctx context.Context) error {
 	// The store's users are listed before the log's: a user in the store
 	// is in the log unless forgotten (an episode is appended before it
 	// commits), so one missing from the later listing was forgotten.
@@ -352,19 +386,70 @@ func (n *Node) tick(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	serving := map[int]bool{}
 	for _, s := range n.Owned() {
-		serving[s] = true
-	}
-	if len(serving) > 0 {
-		if _, _, err := n.follow(ctx, counts, func(s int) bool { return serving[s] }); err != nil {
+		if err := n.followShard(ctx, s, counts); err != nil {
 			return err
 		}
 	}
-	if err := n.sweep(ctx, local, counts); err != nil {
-		return err
+	return n.sweep(ctx, local, counts)
+}
+
+// followShard catches shard s's users up from the log if the node still
+// serves it, holding its gate so that no eviction interleaves.
+func (n *Node) followShard(ctx context.Context, s int, counts map[string]uint64) error {
+	n.gates[s].RLock()
+	defer n.gates[s].RUnlock()
+	if !n.serves(s) {
+		return nil
 	}
-	return n.publish(ctx)
+	_, _, err := n.follow(ctx, counts, func(shard int) bool { return shard == s })
+	return err
+}
+
+// renew renews every lease the node holds. A lease lost, or not renewed
+// for a whole TTL, is dropped; the first other failure is returned.
+func (n *Node) renew(ctx context.Context) error {
+	n.mu.Lock()
+	held := make([]shard.Lease, 0, len(n.owned))
+	for _, le := range n.owned {
+		held = append(held, le)
+	}
+	n.mu.Unlock()
+	slices.SortFunc(held, func(a, b shard.Lease) int { return cmp.Compare(a.Shard, b.Shard) })
+	var failed error
+	for _, le := range held {
+		start := time.Now()
+		next, err := n.leases.Renew(ctx, le)
+		n.stats.renewed(err)
+		switch {
+		case errors.Is(err, shard.ErrLost):
+			n.lg.Warn("cluster: lease lost", "shard", le.Shard)
+			n.drop(le.Shard)
+		case err != nil:
+			n.mu.Lock()
+			expired := !time.Now().Before(n.valid[le.Shard])
+			n.mu.Unlock()
+			if !expired {
+				if failed == nil {
+					failed = err
+				}
+				continue
+			}
+			// Unrenewed for a whole TTL: another node may hold the lease
+			// now. The shard is not served from here until a round takes
+			// it again (Acquire renews a lease still this node's).
+			n.lg.Warn("cluster: lease expired unrenewed", "shard", le.Shard, "err", err)
+			n.drop(le.Shard)
+		default:
+			n.mu.Lock()
+			if _, ok := n.owned[le.Shard]; ok {
+				n.owned[le.Shard] = next
+				n.valid[le.Shard] = start.Add(n.cfg.LeaseTTL)
+			}
+			n.mu.Unlock()
+		}
+	}
+	return failed
 }
 
 func hash(s string) uint64 {
@@ -450,14 +535,14 @@ func (n *Node) notify() {
 	n.changed = make(chan struct{})
 }
 
-// take records a new lease and catches the shard's users up from the log
-// before serving them.
-func (n *Node) take(le shard.Lease) {
+// take records a new lease, valid until valid, and catches the shard's
+// users up from the log before serving them.
+func (n *Node) take(le shard.Lease, valid time.Time) {
 	ready := make(chan struct{})
 	n.mu.Lock()
 	n.owned[le.Shard] = le
+	n.valid[le.Shard] = valid
 	n.ready[le.Shard] = ready
-	n.writes[le.Shard] = new(sync.WaitGroup)
 	n.notify()
 	n.mu.Unlock()
 	n.lg.Info("cluster: shard taken", "shard", le.Shard)
@@ -466,7 +551,9 @@ func (n *Node) take(le shard.Lease) {
 	go func() {
 		defer n.ops.Done()
 		start := time.Now()
-		tk, err := n.restoreShard(context.Background(), le.Shard)
+		n.gates[le.Shard].Lock()
+		tk, err := n.restoreShard(n.loop, le.Shard)
+		n.gates[le.Shard].Unlock()
 		if err != nil {
 			// Not served half caught up: the lease goes, another node (or
 			// this one, next round) tries again.
@@ -476,7 +563,9 @@ func (n *Node) take(le shard.Lease) {
 			n.mu.Unlock()
 			if ok {
 				n.drop(le.Shard)
-				_ = n.leases.Release(context.Background(), cur)
+				rctx, cancel := context.WithTimeout(context.Background(), n.cfg.LeaseTTL)
+				_ = n.leases.Release(rctx, cur)
+				cancel()
 			}
 			return
 		}
@@ -496,7 +585,8 @@ func (n *Node) take(le shard.Lease) {
 	}()
 }
 
-// restoreShard makes the store hold shard s as the log does: it evicts
+// restoreShard makes the store hold shard s as the log does (the caller
+// holds the shard's gate): it evicts
 // what the store held of s from an earlier ownership (possibly stale:
 // a user forgotten and written again since), restores the shard's latest
 // snapshot, and copies the log's tail.
@@ -545,7 +635,7 @@ func (n *Node) catchUpShard(ctx context.Context, s int) (users, copied int, err 
 // the log holds past the store's: the log's per-subject counts come in
 // one request, and only users whose count is past the store's latest
 // episode are read. It is how an owner consumes its shards' subjects: a
-// takeover runs it, and so does every lease round, which catches the
+// takeover runs it, and so does every follow round, which catches the
 // appends of a node that still believed it owned a shard.
 func (n *Node) follow(ctx context.Context, counts map[string]uint64, mine func(int) bool) (users, copied int, err error) {
 	for u, count := range counts {
@@ -578,30 +668,47 @@ func (n *Node) follow(ctx context.Context, counts map[string]uint64, mine func(i
 // restart). A node's store holds only the shards it owns: the log and
 // the snapshots are the truth, and a projection left behind would keep a
 // forgotten user's data on a disk nobody erases.
+//
+// A shard not owned is evicted under its gate, its ownership checked
+// again there: a takeover of it that began meanwhile evicts and restores
+// the shard itself, and must not have its restored users evicted after.
 func (n *Node) sweep(ctx context.Context, local []string, counts map[string]uint64) error {
-	n.mu.Lock()
-	owned := map[int]bool{}
-	for s := range n.owned {
-		owned[s] = true
-	}
-	n.mu.Unlock()
 	var gone []string
+	notOwned := map[int][]string{}
 	for _, u := range local {
 		s := n.Shard(u)
 		if _, ok := counts[u]; !ok {
 			gone = append(gone, u)
-			if owned[s] {
+			if n.owns(s) {
 				n.snapMu.Lock()
 				n.snapDirty[s] = true // rewrite the shard's snapshot without the user
 				n.snapMu.Unlock()
 			}
 			continue
 		}
-		if !owned[s] {
-			gone = append(gone, u)
+		if !n.owns(s) {
+			notOwned[s] = append(notOwned[s], u)
 		}
 	}
-	return n.evict(ctx, gone)
+	if err := n.evict(ctx, gone); err != nil {
+		return err
+	}
+	for s, us := range notOwned {
+		if err := n.evictShard(ctx, s, us); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evictShard evicts users of shard s unless the node owns s again.
+func (n *Node) evictShard(ctx context.Context, s int, users []string) error {
+	n.gates[s].Lock()
+	defer n.gates[s].Unlock()
+	if n.owns(s) {
+		return nil
+	}
+	return n.evict(ctx, users)
 }
 
 func (n *Node) evict(ctx context.Context, users []string) error {
@@ -654,7 +761,7 @@ func (n *Node) Forget(ctx context.Context, user string) error {
 // owned the shard), it copies the log's new episodes and runs fn once
 // more.
 func (n *Node) Write(ctx context.Context, user string, fn func(*memor.Engine) error) error {
-	done, err := n.enterWrite(ctx, user)
+	done, err := n.enter(ctx, user)
 	if err != nil {
 		return err
 	}
@@ -663,36 +770,56 @@ func (n *Node) Write(ctx context.Context, user string, fn func(*memor.Engine) er
 	if !errors.Is(err, jslog.ErrConflict) {
 		return err
 	}
+	n.lg.Info("cluster: the log refused a write (another writer appended): catching up, writing again", "user", user, "err", err)
 	if _, cerr := n.e.CatchUp(ctx, user); cerr != nil {
 		return errors.Join(err, cerr)
 	}
-	if done, err = n.enterWrite(ctx, user); err != nil {
+	if done, err = n.enter(ctx, user); err != nil {
 		return err
 	}
 	defer done()
 	return fn(n.e)
 }
 
-// enterWrite waits until the node serves user (Route) and counts a write
-// of the user's shard running until done is called: a hand-over waits for
-// them, so that every write it acknowledged is in the log before it
-// releases the lease.
-func (n *Node) enterWrite(ctx context.Context, user string) (done func(), err error) {
+// Read runs fn, a read of user on the node's engine, once the node serves
+// user (see Route), and holds the user's shard meanwhile: the shard's
+// users are not evicted or restored under the read, so a served read
+// never sees a projection that is being replaced.
+func (n *Node) Read(ctx context.Context, user string, fn func(*memor.Engine) error) error {
+	done, err := n.enter(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(n.e)
+}
+
+// enter waits until the node serves user (Route) and holds the user's
+// shard's gate for reading until done is called: a hand-over, a takeover
+// and an eviction wait for it, so that every write acknowledged here is
+// in the log (and the store) before the shard's users are evicted, and
+// no read sees them half gone.
+func (n *Node) enter(ctx context.Context, user string) (done func(), err error) {
 	s := n.Shard(user)
 	for {
 		if err := n.Route(ctx, user); err != nil {
 			return nil, err
 		}
-		n.mu.Lock()
-		ready, ok := n.ready[s]
-		if ok && isClosed(ready) {
-			wg := n.writes[s]
-			wg.Add(1)
-			n.mu.Unlock()
-			return wg.Done, nil
+		n.gates[s].RLock()
+		if n.serves(s) {
+			return n.gates[s].RUnlock, nil
 		}
-		n.mu.Unlock()
+		n.gates[s].RUnlock()
 	}
+}
+
+// serves says whether the node serves shard s now: it holds the lease,
+// the lease has not run out unrenewed, and the shard is caught up.
+func (n *Node) serves(s int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ready, ok := n.ready[s]
+	return ok && isClosed(ready) && time.Now().Before(n.valid[s])
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -707,10 +834,26 @@ func isClosed(ch chan struct{}) bool {
 func (n *Node) drop(s int) {
 	n.mu.Lock()
 	delete(n.owned, s)
+	delete(n.valid, s)
 	delete(n.ready, s)
-	delete(n.writes, s)
 	n.notify()
 	n.mu.Unlock()
+}
+
+// handOverTimeout bounds a rebalancing hand-over's snapshot and release;
+// past it the lease expires on its own and the next owner replays the
+// log.
+const handOverTimeout = 30 * time.Second
+
+// give drops shard s, if the node owns it, and returns its lease.
+func (n *Node) give(s int) (shard.Lease, bool) {
+	n.mu.Lock()
+	le, ok := n.owned[s]
+	n.mu.Unlock()
+	if ok {
+		n.drop(s)
+	}
+	return le, ok
 }
 
 func (n *Node) highestReady() int {
@@ -734,19 +877,13 @@ func (n *Node) highestReady() int {
 // in the log), snapshots the shard (the next owner restores it and
 // replays next to nothing), releases the lease so the next owner need not
 // wait for it to expire, and evicts the shard's users from the store.
-func (n *Node) handOver(ctx context.Context, s int) {
-	n.mu.Lock()
-	le, ok := n.owned[s]
-	writes := n.writes[s]
-	n.mu.Unlock()
-	if !ok {
-		return
-	}
+//
+// give does the first step (Route stops sending the shard's users here)
+// and returns the lease; handOver the rest.
+func (n *Node) handOver(ctx context.Context, s int, le shard.Lease) {
 	start := time.Now()
-	n.drop(s)
-	if writes != nil {
-		writes.Wait()
-	}
+	n.gates[s].Lock()
+	defer n.gates[s].Unlock()
 	if n.cfg.SnapshotEvery > 0 || n.cfg.SnapshotInterval > 0 {
 		if _, _, err := n.writeSnapshot(ctx, s, true); err != nil {
 			n.lg.Warn("cluster: snapshot at hand-over failed", "shard", s, "err", err)
@@ -767,7 +904,8 @@ func (n *Node) handOver(ctx context.Context, s int) {
 
 // Route says whether this node serves user now. It waits while the
 // user's shard is being caught up here; for a shard another node owns it
-// returns a *NotOwnerError, and ErrNoOwner for one nobody holds.
+// returns a *NotOwnerError, and ErrNoOwner for one nobody holds, or one
+// whose lease this node could not renew for a whole TTL.
 func (n *Node) Route(ctx context.Context, user string) error {
 	s := n.Shard(user)
 	for {
@@ -777,6 +915,7 @@ func (n *Node) Route(ctx context.Context, user string) error {
 			return ErrStopped
 		}
 		ready, mine := n.ready[s]
+		valid := n.valid[s]
 		owner, addr := n.owners[s], n.addrs[n.owners[s]]
 		changed := n.changed
 		n.mu.Unlock()
@@ -786,6 +925,12 @@ func (n *Node) Route(ctx context.Context, user string) error {
 			}
 			return &NotOwnerError{Shard: s, Node: owner, Addr: addr}
 		}
+		if !time.Now().Before(valid) {
+			// Not renewed for a whole TTL (JetStream unreachable): another
+			// node may own the shard by now, so this one serves nothing of
+			// it until a renewal or a new lease.
+			return fmt.Errorf("%w: shard %d: its lease here ran out unrenewed", ErrNoOwner, s)
+		}
 		select {
 		case <-ready:
 			return nil
@@ -793,7 +938,7 @@ func (n *Node) Route(ctx context.Context, user string) error {
 		}
 		select {
 		case <-ready:
-			return nil
+			continue // checked again: the lease may have run out meanwhile
 		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -801,16 +946,16 @@ func (n *Node) Route(ctx context.Context, user string) error {
 	}
 }
 
-// Owned lists the shards this node owns and serves (caught up).
+// Owned lists the shards this node owns and serves (caught up, and the
+// lease renewed within its TTL).
 func (n *Node) Owned() []int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []int
+	now := time.Now()
 	for s, ch := range n.ready {
-		select {
-		case <-ch:
+		if isClosed(ch) && now.Before(n.valid[s]) {
 			out = append(out, s)
-		default:
 		}
 	}
 	slices.Sort(out)
@@ -828,7 +973,9 @@ func (n *Node) Drain(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	for _, s := range held {
-		n.handOver(ctx, s)
+		if le, ok := n.give(s); ok {
+			n.handOver(ctx, s, le)
+		}
 	}
 	n.mu.Lock()
 	n.stopped = true

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/memor-db/memor/cluster/internal/natstest"
 	"github.com/memor-db/memor/cluster/jslog"
 	"github.com/memor-db/memor/internal/enginetest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var long = flag.Bool("cluster.long", false, "run the long cluster scenario")
@@ -36,33 +38,68 @@ func startNode(t *testing.T, urls string, kek []byte, id string, shards int) *te
 // startNodeR starts a node on a stream and buckets of replicas replicas.
 func startNodeR(t *testing.T, urls string, kek []byte, id string, shards, replicas int) *testNode {
 	t.Helper()
-	ctx := context.Background()
-	js := natstest.Connect(t, urls)
-	var jl *jslog.Log
-	var err error
-	for try := 0; ; try++ { // the meta leader is elected a moment after the mesh forms
-		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
-		jl, err = jslog.Open(attempt, js, jslog.Config{KEK: kek, Replicas: replicas})
+	return joinNode(t, urls, kek, replicas, "", Config{Node: id, Shards: shards})
+}
+
+// newKEK is a random key-encryption key.
+func newKEK() []byte {
+	kek := make([]byte, 32)
+	rand.Read(kek)
+	return kek
+}
+
+// openLogRetrying opens the episode log on js, retrying while a new
+// cluster elects its meta leader (a moment after the mesh forms).
+func openLogRetrying(tb testing.TB, js jetstream.JetStream, kek []byte, replicas int) *jslog.Log {
+	tb.Helper()
+	for try := 0; ; try++ {
+		attempt, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		jl, err := jslog.Open(attempt, js, jslog.Config{KEK: kek, Replicas: replicas})
 		stop()
 		if err == nil {
-			break
+			return jl
 		}
 		if try == 30 {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	l := NewLog(jl)
-	e, err := memor.Open(t.TempDir(), memor.Options{Log: l})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// joinNode starts a memor node on the NATS servers at urls, with a log
+// stream and buckets of replicas replicas, on the store in dir ("" for a
+// new one). cfg's LeaseTTL defaults to 1 s; without cfg.Logger the
+// node's log is shown if the test fails.
+func joinNode(tb testing.TB, urls string, kek []byte, replicas int, dir string, cfg Config) *testNode {
+	tb.Helper()
+	js := natstest.Connect(tb, urls)
+	l := NewLog(openLogRetrying(tb, js, kek, replicas))
+	if dir == "" {
+		dir = tb.TempDir()
 	}
-	t.Cleanup(func() { e.Close() })
-	n, err := Join(ctx, js, e, l, Config{Node: id, Shards: shards, LeaseTTL: time.Second, Replicas: replicas})
+	e, err := memor.Open(dir, memor.Options{Log: l})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(n.Stop)
+	tb.Cleanup(func() { e.Close() })
+	cfg.Replicas = replicas
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = time.Second
+	}
+	if cfg.Logger == nil {
+		logs := new(syncBuffer)
+		tb.Cleanup(func() {
+			if tb.Failed() {
+				tb.Logf("node %s log:\n%s", cfg.Node, logs.String())
+			}
+		})
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	n, err := Join(context.Background(), js, e, l, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(n.Stop)
 	return &testNode{n: n, e: e, l: l}
 }
 
@@ -107,6 +144,49 @@ func (c *client) write(ctx context.Context, user string, fn func(*memor.Engine) 
 	return last
 }
 
+// ackedWriter writes as a client of the cluster does (client) and
+// records, per user and in order, what was acknowledged.
+type ackedWriter struct {
+	c     *client
+	mu    sync.Mutex
+	acked map[string][]string
+}
+
+func newAckedWriter(c *client) *ackedWriter {
+	return &ackedWriter{c: c, acked: map[string][]string{}}
+}
+
+// add writes text as an episode of user. A write still failing after the
+// client's retries fails the test (Errorf: add runs on a round's
+// goroutines).
+func (w *ackedWriter) add(t *testing.T, user, text string) {
+	ctx := context.Background()
+	err := w.c.write(ctx, user, func(e *memor.Engine) error {
+		_, err := e.Add(ctx, user, text)
+		return err
+	})
+	if err != nil {
+		t.Errorf("write %s %q: %v", user, text, err)
+		return
+	}
+	w.mu.Lock()
+	w.acked[user] = append(w.acked[user], text)
+	w.mu.Unlock()
+}
+
+// round writes one episode of round r to each of users, all at once.
+func (w *ackedWriter) round(t *testing.T, users []string, r int) {
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.add(t, u, fmt.Sprintf("I live in %s. Round %d.", cities[(r+i)%len(cities)], r))
+		}()
+	}
+	wg.Wait()
+}
+
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -138,9 +218,9 @@ var cities = []string{"Paris", "Lyon", "Nice", "Oslo", "Rome", "Bern"}
 // episodes.
 func TestClusterFailover(t *testing.T) {
 	ctx := context.Background()
-	users, rounds, nNodes := 24, 6, 2
+	users, rounds, nNodes := userNames(24), 6, 2
 	if *long {
-		users, rounds, nNodes = 200, 20, 3
+		users, rounds, nNodes = userNames(200), 20, 3
 	}
 	const shards = 8
 	servers := natstest.Cluster(t, 3)
@@ -148,8 +228,7 @@ func TestClusterFailover(t *testing.T) {
 	for _, s := range servers {
 		urls = append(urls, s.ClientURL())
 	}
-	kek := make([]byte, 32)
-	rand.Read(kek)
+	kek := newKEK()
 	c := &client{nodes: map[string]*testNode{}, r: mrand.New(mrand.NewPCG(1, 2))}
 	var all []*testNode
 	for i := range nNodes {
@@ -171,23 +250,7 @@ func TestClusterFailover(t *testing.T) {
 	victim := all[0]
 	survivors := all[1:]
 
-	acked := map[string][]string{}
-	var mu sync.Mutex
-	write := func(u string, round int) {
-		text := fmt.Sprintf("I live in %s. Round %d.", cities[(round+len(u))%len(cities)], round)
-		err := c.write(ctx, u, func(e *memor.Engine) error {
-			_, err := e.Add(ctx, u, text)
-			return err
-		})
-		if err != nil {
-			t.Errorf("write %s round %d: %v", u, round, err)
-			return
-		}
-		mu.Lock()
-		acked[u] = append(acked[u], text)
-		mu.Unlock()
-	}
-	userName := func(i int) string { return fmt.Sprintf("user-%03d", i) }
+	w := newAckedWriter(c)
 	for round := range rounds {
 		if round == rounds/3 {
 			// The victim stops renewing but still believes it owns its
@@ -202,18 +265,18 @@ func TestClusterFailover(t *testing.T) {
 			victim.dead = true
 			c.mu.Unlock()
 		}
-		var wg sync.WaitGroup
-		for i := range users {
+		var some []string
+		for i, u := range users {
 			if i%4 == 0 && round >= rounds/3 {
 				// A quarter of the users are written before the stall only:
 				// nothing but the takeover's catch-up brings them over.
 				continue
 			}
-			wg.Add(1)
-			go func() { defer wg.Done(); write(userName(i), round) }()
+			some = append(some, u)
 		}
-		wg.Wait()
+		w.round(t, some, round)
 	}
+	acked := w.acked
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -235,8 +298,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("no survivor serves %s", u)
 		return nil
 	}
-	for i := range users {
-		u := userName(i)
+	for _, u := range users {
 		tn := owner(u)
 		waitFor(t, "episodes of "+u, 20*time.Second, func() bool {
 			f, err := tn.e.Freshness(ctx, u)
@@ -278,28 +340,9 @@ func contains(xs []string, s string) bool {
 func TestTwoOwnersSecondWriterStopped(t *testing.T) {
 	ctx := context.Background()
 	s := natstest.Server(t, "")
-	kek := make([]byte, 32)
-	rand.Read(kek)
+	kek := newKEK()
 	// One server: R1.
-	mk := func(id string) *testNode {
-		js := natstest.Connect(t, s.ClientURL())
-		jl, err := jslog.Open(ctx, js, jslog.Config{KEK: kek})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := NewLog(jl)
-		e, err := memor.Open(t.TempDir(), memor.Options{Log: l})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		n, err := Join(ctx, js, e, l, Config{Node: id, Shards: 1, LeaseTTL: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(n.Stop)
-		return &testNode{n: n, e: e, l: l}
-	}
+	mk := func(id string) *testNode { return startNodeR(t, s.ClientURL(), kek, id, 1, 1) }
 	a := mk("a")
 	waitFor(t, "a serving", 10*time.Second, func() bool { return len(a.n.Owned()) == 1 })
 	if err := a.n.Write(ctx, "u", func(e *memor.Engine) error { _, err := e.Add(ctx, "u", "I live in Paris.", memor.Sync()); return err }); err != nil {
@@ -348,5 +391,35 @@ func TestTwoOwnersSecondWriterStopped(t *testing.T) {
 	}
 	if sz, _ := a.l.JS().Size(ctx); sz.Msgs != 2 {
 		t.Fatalf("log holds %d messages after the retry; want 2", sz.Msgs)
+	}
+}
+
+// TestExpiredLeaseNotServed: a node whose lease rounds stall (a paused
+// process, or JetStream unreachable) stops serving the shard once a whole
+// TTL has passed since its last renewal, before another node can take
+// it: reads and writes are ErrNoOwner, and Owned leaves the shard out.
+func TestExpiredLeaseNotServed(t *testing.T) {
+	ctx := context.Background()
+	s := natstest.Server(t, "")
+	a := startNodeR(t, s.ClientURL(), newKEK(), "a", 1, 1)
+	waitFor(t, "a serving", 10*time.Second, func() bool { return len(a.n.Owned()) == 1 })
+	add := func(e *memor.Engine) error { _, err := e.Add(ctx, "u", "I live in Paris.", memor.Sync()); return err }
+	if err := a.n.Write(ctx, "u", add); err != nil {
+		t.Fatal(err)
+	}
+	a.n.cancel() // the rounds stall; the node still holds the shard
+	a.n.wg.Wait()
+	time.Sleep(a.n.cfg.LeaseTTL + 100*time.Millisecond)
+	if err := a.n.Route(ctx, "u"); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Route after the lease ran out: %v; want ErrNoOwner", err)
+	}
+	if err := a.n.Write(ctx, "u", add); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Write after the lease ran out: %v; want ErrNoOwner", err)
+	}
+	if err := a.n.Read(ctx, "u", func(*memor.Engine) error { return nil }); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Read after the lease ran out: %v; want ErrNoOwner", err)
+	}
+	if got := a.n.Owned(); len(got) != 0 {
+		t.Fatalf("Owned after the lease ran out: %v; want none", got)
 	}
 }

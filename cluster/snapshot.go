@@ -317,30 +317,10 @@ func (n *Node) restoreSnapshot(ctx context.Context, s int, inLog uint64) (users 
 	return users, episodes
 }
 
-// snapshotLoop snapshots, every lease round, each shard this node serves
-// whose log has grown by Config.SnapshotEvery episodes since its last
-// snapshot, or changed and is older than Config.SnapshotInterval, or lost
-// a forgotten user. It runs beside the lease rounds, so that a long
-// snapshot never delays a renewal.
-func (n *Node) snapshotLoop(ctx context.Context) {
-	defer n.wg.Done()
-	if n.cfg.SnapshotEvery < 0 && n.cfg.SnapshotInterval <= 0 {
-		return
-	}
-	t := time.NewTicker(n.cfg.LeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := n.snapshotRound(ctx); err != nil && ctx.Err() == nil {
-			n.lg.Warn("cluster: snapshot round failed", "err", err)
-		}
-	}
-}
-
+// snapshotRound, run every lease round beside the lease rounds,
+// snapshots each shard this node serves whose log has grown by
+// Config.SnapshotEvery episodes since its last snapshot, or changed and is
+// older than Config.SnapshotInterval, or lost a forgotten user.
 func (n *Node) snapshotRound(ctx context.Context) error {
 	owned := n.Owned()
 	if len(owned) == 0 {

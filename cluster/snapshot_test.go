@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/internal/natstest"
-	"github.com/memor-db/memor/cluster/jslog"
 	"github.com/memor-db/memor/internal/enginetest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,8 +32,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, servers int) *rig {
-	r := &rig{t: t, kek: make([]byte, 32), replicas: 1}
-	rand.Read(r.kek)
+	r := &rig{t: t, kek: newKEK(), replicas: 1}
 	if servers == 1 {
 		r.servers = []*server.Server{natstest.Server(t, "")}
 	} else {
@@ -52,43 +49,8 @@ func newRig(t *testing.T, servers int) *rig {
 
 // node starts a memor node on the store in dir ("" for a new one).
 func (r *rig) node(dir string, cfg Config) *testNode {
-	t := r.t
-	t.Helper()
-	ctx := context.Background()
-	js := natstest.Connect(t, r.urls)
-	var jl *jslog.Log
-	var err error
-	for try := 0; ; try++ { // a cluster's meta leader is elected a moment after the mesh forms
-		attempt, stop := context.WithTimeout(ctx, 2*time.Second)
-		jl, err = jslog.Open(attempt, js, jslog.Config{KEK: r.kek, Replicas: r.replicas})
-		stop()
-		if err == nil {
-			break
-		}
-		if try == 30 {
-			t.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	l := NewLog(jl)
-	e, err := memor.Open(dir, memor.Options{Log: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	cfg.Replicas = r.replicas
-	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = time.Second
-	}
-	n, err := Join(ctx, js, e, l, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
-	return &testNode{n: n, e: e, l: l}
+	r.t.Helper()
+	return joinNode(r.t, r.urls, r.kek, r.replicas, dir, cfg)
 }
 
 // kill stops tn as a crash does and closes its store.

@@ -313,7 +313,15 @@ func (l *Log) Append(ctx context.Context, user string, seq uint64, record []byte
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
 			// Outside the duplicate window a retry meets its own earlier
 			// append as the user's last entry.
-			if last, ok, lerr := l.lastRaw(ctx, user); lerr == nil && ok && last.Header.Get(jetstream.MsgIDHeader) == id {
+			last, ok, lerr := l.lastRaw(ctx, user)
+			if lerr != nil {
+				// Not known whose entry is last: maybe this append's, stored
+				// by an attempt whose acknowledgement was lost. Not a
+				// conflict (after which the caller would write the record
+				// again, at the next sequence): the outcome is unknown.
+				return Entry{}, fmt.Errorf("jslog: append: %w", lerr)
+			}
+			if ok && last.Header.Get(jetstream.MsgIDHeader) == id {
 				return Entry{Seq: seq, StreamSeq: last.Sequence, Record: record, Time: last.Time}, nil
 			}
 			return Entry{}, fmt.Errorf("%w (expected last sequence %d)", ErrConflict, expect)
@@ -391,6 +399,11 @@ func (l *Log) Read(ctx context.Context, user string, after uint64) iter.Seq2[Ent
 			FilterSubjects: []string{l.cfg.SubjectPrefix + "." + token},
 			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 			OptStartSeq:    after + 1,
+			// Every Fetch of an ordered consumer recreates it, retrying
+			// without end and without ctx by default: one attempt, so that
+			// a read without a JetStream quorum fails and its caller (a
+			// takeover, a catch-up round) retries under its own deadline.
+			MaxResetAttempts: 1,
 		})
 		if err != nil {
 			yield(Entry{}, fmt.Errorf("jslog: read: %w", err))

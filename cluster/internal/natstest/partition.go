@@ -19,8 +19,13 @@ type Partitionable struct {
 }
 
 // PartitionableCluster runs n JetStream servers routed through proxies.
-// The servers do not advertise their cluster addresses, so they learn no
-// route that bypasses a proxy.
+// A server tells the servers it meets about the others (route gossip),
+// by their advertised cluster address, and they connect there directly
+// unless a configured route names that address: each server advertises
+// a closed port (127.0.0.1:1), so that such a dial is refused at once
+// and every route goes through a proxy. Advertising nothing would let
+// them gossip the real route ports, and an isolated server would keep
+// its gossiped routes (TestIsolateCutsEveryRoute).
 func PartitionableCluster(t testing.TB, n int) *Partitionable {
 	t.Helper()
 	var rports []int
@@ -41,7 +46,7 @@ func PartitionableCluster(t testing.TB, n int) *Partitionable {
 		s, err := server.NewServer(&server.Options{
 			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1,
 			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: quiet(),
-			Cluster: server.ClusterOpts{Name: "memor", Host: "127.0.0.1", Port: rports[i], NoAdvertise: true},
+			Cluster: server.ClusterOpts{Name: "memor", Host: "127.0.0.1", Port: rports[i], NoAdvertise: true, Advertise: gossipSink},
 			Routes:  routes,
 		})
 		if err != nil {
@@ -57,6 +62,10 @@ func PartitionableCluster(t testing.TB, n int) *Partitionable {
 	}
 	return p
 }
+
+// gossipSink is the cluster address every server of a Partitionable
+// advertises: a port nothing listens on.
+const gossipSink = "127.0.0.1:1"
 
 // Isolate cuts server k's routes to and from every other server.
 func (p *Partitionable) Isolate(k int) {
