@@ -219,6 +219,22 @@ func routeErr(err error) (string, error) {
 	return "", err
 }
 
+func (r nodeRouter) Read(ctx context.Context, user string, fn func() error) (string, error) {
+	// The wait for the shard is bounded as Owner's; fn runs on the
+	// request's own context.
+	rctx, cancel := context.WithTimeout(ctx, routeWait)
+	defer cancel()
+	ran := false
+	err := r.n.Read(rctx, user, func(*memor.Engine) error {
+		ran = true
+		return fn()
+	})
+	if ran {
+		return "", err
+	}
+	return routeErr(err)
+}
+
 func (r nodeRouter) Write(ctx context.Context, user string, fn func() error) error {
 	return writeErr(r.n.Write(ctx, user, func(*memor.Engine) error { return fn() }))
 }

@@ -78,6 +78,13 @@ type Router interface {
 	// log refuses because another node appended is retried once after
 	// catching up (an error wrapping ErrBehind if that fails too).
 	Write(ctx context.Context, user string, fn func() error) error
+	// Read runs fn, a read of user on this node's engine, when this node
+	// serves the user, and holds the user's shard while fn runs, so that no
+	// hand-over, takeover or eviction replaces the user's projection under
+	// the read (Owner alone answers for an instant only). When another node
+	// serves the user it returns that node's address and does not run fn;
+	// when none does, an error as Owner's. fn's own error is returned as is.
+	Read(ctx context.Context, user string, fn func() error) (addr string, err error)
 	// Stats reports the node for /metrics.
 	Stats(ctx context.Context) (ClusterStats, error)
 	// Users lists every user of the cluster, in any order: the users the
@@ -112,18 +119,43 @@ func (h *Handler) routed(fn http.HandlerFunc) http.HandlerFunc {
 // the user, else forwards it to the owner (or redirects it there).
 func (h *Handler) serveUser(w http.ResponseWriter, r *http.Request, user string, fn http.HandlerFunc) {
 	rt := h.o.Router
-	addr, err := rt.Owner(r.Context(), user)
+	var addr string
+	var err error
+	if gatedRead(r) {
+		addr, err = rt.Read(r.Context(), user, func() error {
+			w.Header().Set(NodeHeader, rt.Node())
+			fn(w, r)
+			return nil
+		})
+	} else {
+		// A write goes through rt.Write, which holds the shard itself (a
+		// second hold inside Read could deadlock behind a waiting takeover).
+		if addr, err = rt.Owner(r.Context(), user); err == nil && addr == "" {
+			w.Header().Set(NodeHeader, rt.Node())
+			fn(w, r)
+			return
+		}
+	}
 	if err != nil {
 		w.Header().Set(NodeHeader, rt.Node())
 		h.fail(w, r, err)
 		return
 	}
-	if addr == "" {
-		w.Header().Set(NodeHeader, rt.Node())
-		fn(w, r)
-		return
+	if addr != "" {
+		h.forward(w, r, addr)
 	}
-	h.forward(w, r, addr)
+}
+
+// gatedRead reports whether r is a read served while holding the user's
+// shard (Router.Read): a GET or HEAD, except an export, which streams for
+// as long as the client reads and must not hold a hand-over back that long
+// (an export cut by a hand-over ends without its end line, which Import
+// refuses).
+func gatedRead(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	return !strings.HasSuffix(r.URL.EscapedPath(), "/export")
 }
 
 // notInCluster answers a route a cluster node does not serve.

@@ -26,6 +26,7 @@ type fakeRouter struct {
 	log    *fakeLog
 	writes atomic.Int64
 	behind atomic.Int64
+	reads  atomic.Int64 // reads run through Read (the shard held)
 }
 
 // fakeLog is the users written through a pair's routers.
@@ -60,6 +61,15 @@ func (f *fakeRouter) Owner(_ context.Context, user string) (string, error) {
 		return "", nil
 	}
 	return f.addrs[o], nil
+}
+
+func (f *fakeRouter) Read(ctx context.Context, user string, fn func() error) (string, error) {
+	addr, err := f.Owner(ctx, user)
+	if err != nil || addr != "" {
+		return addr, err
+	}
+	f.reads.Add(1)
+	return "", fn()
 }
 
 func (f *fakeRouter) Write(_ context.Context, user string, fn func() error) error {
@@ -150,6 +160,38 @@ func TestForwardToOwner(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("a's /metrics lacks %q", want)
 		}
+	}
+}
+
+// TestReadsHoldTheShard: a read of a user this node serves runs through
+// Router.Read (which holds the user's shard against a hand-over or an
+// eviction for as long as it runs), whether it reached the owner first or
+// was forwarded there; a write runs through Router.Write instead, and an
+// export, which streams for as long as its client reads, through neither.
+func TestReadsHoldTheShard(t *testing.T) {
+	p := newPair(t, Options{})
+	if st, _, _ := p.b.raw("POST", "/v1/users/bob/episodes?wait=true", `{"text":"I live in Oslo."}`, map[string]string{"Content-Type": "application/json"}); st != http.StatusCreated {
+		t.Fatalf("write of bob: %d", st)
+	}
+	if r, w := p.rb.reads.Load(), p.rb.writes.Load(); r != 0 || w != 1 {
+		t.Fatalf("after a write: %d reads, %d writes through b's router; want 0, 1", r, w)
+	}
+	for i, via := range []*api{p.b, p.a} {
+		if st, _, hd := via.raw("GET", "/v1/users/bob/state", "", nil); st != http.StatusOK || hd.Get(NodeHeader) != "b" {
+			t.Fatalf("read of bob: %d %v", st, hd)
+		}
+		if got := p.rb.reads.Load(); got != int64(i+1) {
+			t.Fatalf("reads through b's router: %d, want %d", got, i+1)
+		}
+	}
+	if got := p.ra.reads.Load(); got != 0 {
+		t.Fatalf("a ran %d reads of bob, b's user", got)
+	}
+	if st, _, _ := p.b.raw("GET", "/v1/users/bob/export", "", nil); st != http.StatusOK {
+		t.Fatalf("export of bob: %d", st)
+	}
+	if got := p.rb.reads.Load(); got != 2 {
+		t.Fatalf("an export held the shard (reads %d, want 2)", got)
 	}
 }
 

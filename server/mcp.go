@@ -83,13 +83,13 @@ func MCPThrough(rt Router) func(ctx context.Context, user string, write bool, fn
 		if write {
 			return rt.Write(ctx, user, fn)
 		}
-		addr, err := rt.Owner(ctx, user)
+		addr, err := rt.Read(ctx, user, fn)
 		if err != nil {
 			return err
 		}
 		if addr != "" {
 			return fmt.Errorf("%w: node %s does not serve this user (its owner is at %s)", ErrForwardLoop, rt.Node(), addr)
 		}
-		return fn()
+		return nil
 	}
 }
