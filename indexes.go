@@ -109,6 +109,9 @@ type userIndex struct {
 	// its vector and perDocOverhead in setDoc), for the cache's budget.
 	bytes atomic.Int64
 	dim   int
+	// pathTok is bm25.Tokenize of the labels and entity names the user's
+	// queries reached in graph paths (string → []string; see tokens).
+	pathTok sync.Map
 	// pending holds the documents that a write in progress changed in
 	// these indexes and has not committed yet (a new version, episode or
 	// document map entry, an expired version): for them the indexes may
@@ -118,6 +121,29 @@ type userIndex struct {
 	// indexes it drops. Nil when empty.
 	pending *roaring.Bitmap
 }
+
+// tokens returns bm25.Tokenize(s) for a label or an entity name of a
+// graph path, from pathTok if an earlier query made it. Tokenize depends
+// on its argument only, so an entry is never stale; each is written once
+// and read by every later query, the case sync.Map is built for.
+func (ui *userIndex) tokens(s string) []string {
+	if ts, ok := ui.pathTok.Load(s); ok {
+		return ts.([]string)
+	}
+	ts := bm25.Tokenize(s)
+	if _, loaded := ui.pathTok.LoadOrStore(s, ts); !loaded {
+		n := len(s) + tokenEntryOverhead
+		for _, t := range ts {
+			n += len(t) + 16
+		}
+		ui.bytes.Add(int64(n))
+	}
+	return ts
+}
+
+// tokenEntryOverhead is roughly what an entry of pathTok costs beside its
+// strings: the map's entry and the key's and slice's headers.
+const tokenEntryOverhead = 96
 
 // touch marks doc as changed by the write in progress (see pending).
 func (ui *userIndex) touch(doc uint32) {
