@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"github.com/memor-db/memor/embed"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,11 +180,9 @@ func TestPathTokensAreTheUsers(t *testing.T) {
 	if err != nil || len(first) == 0 {
 		t.Fatalf("%d results, %v", len(first), err)
 	}
-	held := map[string][]string{}
-	qv.ui.pathTok.Range(func(k, v any) bool {
-		held[k.(string)] = v.([]string)
-		return true
-	})
+	qv.ui.pathTokMu.RLock()
+	held := maps.Clone(qv.ui.pathTok)
+	qv.ui.pathTokMu.RUnlock()
 	if len(held) == 0 {
 		t.Fatal("the query's paths left no tokens with the user")
 	}
@@ -207,8 +207,20 @@ func TestPathTokensAreTheUsers(t *testing.T) {
 	if got := qv.ui.bytes.Load(); got != bytes {
 		t.Errorf("the same query again grew the indexes' bytes %d -> %d: it tokenised again", bytes, got)
 	}
+	// Queries at once share the tokens (go test -race).
+	var wg sync.WaitGroup
+	for _, q := range []string{q, "where does Alex live?", "what is Rex?", "where do I work?"} {
+		wg.Go(func() {
+			if _, err := e.Query(ctx, "u", q, QueryOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 	// What explains a path is read from the user's tokens.
-	qv.ui.pathTok.Store("Rex", []string{"zebra"})
+	qv.ui.pathTokMu.Lock()
+	qv.ui.pathTok["Rex"] = []string{"zebra"}
+	qv.ui.pathTokMu.Unlock()
 	p := graph.Path{Hops: []graph.Hop{{From: "Alex", Label: "has_pet", To: "Rex"}}}
 	if got := pathWords(p, map[string]bool{"zebra": true}, newPathTokens(qv.ui), e.preds.gloss, nil); !slices.Equal(got, []string{"zebra"}) {
 		t.Errorf("pathWords did not read the user's tokens: %q", got)
