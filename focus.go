@@ -371,27 +371,23 @@ func pathScore(p graph.Path, words map[string]bool, tokens *pathTokens, gloss fu
 
 // pathTokens memoises the tokens of the labels, their glosses and the
 // entities of one query's paths: the paths share most of them, and a gloss
-// costs a catalogue lookup and a few strings each time it is made.
+// costs a catalogue lookup and a few strings each time it is made. The
+// tokens of a label or an entity are the user's (userIndex.tokens), so a
+// query tokenises only the names no earlier query of the user reached; a
+// gloss's follow the predicate catalogue, which RegisterPredicate changes,
+// and stay the query's.
 type pathTokens struct {
-	of      map[string][]string // label or entity → its tokens
+	ui      *userIndex
 	glossOf map[string][]string // label → its gloss's tokens
 }
 
-func newPathTokens() *pathTokens {
-	return &pathTokens{of: map[string][]string{}, glossOf: map[string][]string{}}
+func newPathTokens(ui *userIndex) *pathTokens {
+	return &pathTokens{ui: ui, glossOf: map[string][]string{}}
 }
 
 // pathWords appends to matched the question's words a path explains: in
 // its predicates (their names and glosses) and the entities it reaches.
 func pathWords(p graph.Path, words map[string]bool, tokens *pathTokens, gloss func(string) string, matched []string) []string {
-	tok := func(s string) []string {
-		ts, ok := tokens.of[s]
-		if !ok {
-			ts = bm25.Tokenize(s)
-			tokens.of[s] = ts
-		}
-		return ts
-	}
 	glossTok := func(label string) []string {
 		ts, ok := tokens.glossOf[label]
 		if !ok {
@@ -401,7 +397,7 @@ func pathWords(p graph.Path, words map[string]bool, tokens *pathTokens, gloss fu
 		return ts
 	}
 	for _, h := range p.Hops {
-		for _, ts := range [...][]string{tok(h.Label), glossTok(h.Label), tok(h.To)} {
+		for _, ts := range [...][]string{tokens.ui.tokens(h.Label), glossTok(h.Label), tokens.ui.tokens(h.To)} {
 			for _, t := range ts {
 				if words[t] && !slices.Contains(matched, t) {
 					matched = append(matched, t)
@@ -437,7 +433,7 @@ func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate
 	if len(terms) == 0 {
 		return 1
 	}
-	tokens := newPathTokens()
+	tokens := newPathTokens(ui)
 	best := 0
 	var matched []string
 	for _, c := range cands {

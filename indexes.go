@@ -109,6 +109,11 @@ type userIndex struct {
 	// its vector and perDocOverhead in setDoc), for the cache's budget.
 	bytes atomic.Int64
 	dim   int
+	// pathTok is bm25.Tokenize of the labels and entity names the user's
+	// queries reached in graph paths (see tokens), under its own lock: a
+	// query reads it while others may add to it.
+	pathTokMu sync.RWMutex
+	pathTok   map[string][]string
 	// pending holds the documents that a write in progress changed in
 	// these indexes and has not committed yet (a new version, episode or
 	// document map entry, an expired version): for them the indexes may
@@ -118,6 +123,38 @@ type userIndex struct {
 	// indexes it drops. Nil when empty.
 	pending *roaring.Bitmap
 }
+
+// tokens returns bm25.Tokenize(s) for a label or an entity name of a
+// graph path, from pathTok if an earlier query made it. Tokenize depends
+// on its argument only, so an entry is never stale.
+func (ui *userIndex) tokens(s string) []string {
+	ui.pathTokMu.RLock()
+	ts, ok := ui.pathTok[s]
+	ui.pathTokMu.RUnlock()
+	if ok {
+		return ts
+	}
+	ts = bm25.Tokenize(s)
+	ui.pathTokMu.Lock()
+	defer ui.pathTokMu.Unlock()
+	if held, ok := ui.pathTok[s]; ok {
+		return held // another query made it meanwhile
+	}
+	if ui.pathTok == nil {
+		ui.pathTok = map[string][]string{}
+	}
+	ui.pathTok[s] = ts
+	n := len(s) + tokenEntryOverhead
+	for _, t := range ts {
+		n += len(t) + 16
+	}
+	ui.bytes.Add(int64(n))
+	return ts
+}
+
+// tokenEntryOverhead is roughly what an entry of pathTok costs beside its
+// strings: the map's slot and the key's and slice's headers.
+const tokenEntryOverhead = 96
 
 // touch marks doc as changed by the write in progress (see pending).
 func (ui *userIndex) touch(doc uint32) {

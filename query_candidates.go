@@ -108,7 +108,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 	for _, t := range bm25.Tokenize(text) {
 		words[t] = true
 	}
-	tokens := newPathTokens()
+	tokens := newPathTokens(ui)
 	for _, p := range paths {
 		score := pathScore(p, words, tokens, e.preds.gloss)
 		if score == 0 {

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"github.com/memor-db/memor/embed"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/graph"
+	"github.com/memor-db/memor/index/bm25"
 )
 
 // stageEngine opens an engine at a fixed now whose user "u" said a few
@@ -162,6 +166,64 @@ func TestCandidateStages(t *testing.T) {
 			t.Errorf("get made a second candidate for document %d", doc)
 		}
 		break
+	}
+}
+
+// TestPathTokensAreTheUsers: the tokens of the entities and labels a
+// query's paths reach stay with the user's indexes, so a later query reads
+// them instead of tokenising again, and what they explain is unchanged.
+func TestPathTokensAreTheUsers(t *testing.T) {
+	ctx := context.Background()
+	e, qv := stageEngine(t, Options{})
+	const q = "what kind of dog does my brother have?"
+	first, err := e.Query(ctx, "u", q, QueryOptions{})
+	if err != nil || len(first) == 0 {
+		t.Fatalf("%d results, %v", len(first), err)
+	}
+	qv.ui.pathTokMu.RLock()
+	held := maps.Clone(qv.ui.pathTok)
+	qv.ui.pathTokMu.RUnlock()
+	if len(held) == 0 {
+		t.Fatal("the query's paths left no tokens with the user")
+	}
+	for s, ts := range held {
+		if want := bm25.Tokenize(s); !slices.Equal(ts, want) {
+			t.Errorf("tokens of %q: %q, want %q", s, ts, want)
+		}
+	}
+	bytes := qv.ui.bytes.Load()
+	again, err := e.Query(ctx, "u", q, QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again) != len(first) {
+		t.Fatalf("again: %d results, first %d", len(again), len(first))
+	}
+	for i := range first {
+		if a, f := again[i], first[i]; a.Text() != f.Text() || a.Score != f.Score || a.Signals != f.Signals || a.Path != f.Path {
+			t.Errorf("result %d: %q %v %+v, first %q %v %+v", i, a.Text(), a.Score, a.Signals, f.Text(), f.Score, f.Signals)
+		}
+	}
+	if got := qv.ui.bytes.Load(); got != bytes {
+		t.Errorf("the same query again grew the indexes' bytes %d -> %d: it tokenised again", bytes, got)
+	}
+	// Queries at once share the tokens (go test -race).
+	var wg sync.WaitGroup
+	for _, q := range []string{q, "where does Alex live?", "what is Rex?", "where do I work?"} {
+		wg.Go(func() {
+			if _, err := e.Query(ctx, "u", q, QueryOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// What explains a path is read from the user's tokens.
+	qv.ui.pathTokMu.Lock()
+	qv.ui.pathTok["Rex"] = []string{"zebra"}
+	qv.ui.pathTokMu.Unlock()
+	p := graph.Path{Hops: []graph.Hop{{From: "Alex", Label: "has_pet", To: "Rex"}}}
+	if got := pathWords(p, map[string]bool{"zebra": true}, newPathTokens(qv.ui), e.preds.gloss, nil); !slices.Equal(got, []string{"zebra"}) {
+		t.Errorf("pathWords did not read the user's tokens: %q", got)
 	}
 }
 
