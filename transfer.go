@@ -681,12 +681,8 @@ func (e *Engine) newEpisodes(ctx context.Context, r kv.Reader, user string, eps 
 			skipped++
 			continue
 		}
-		if k := l.ep.Key; k != "" {
-			if keys[k] {
-				return nil, 0, &ImportError{Line: l.line, Field: "key", Err: fmt.Errorf(
-					"%w: user %q has another episode added under idempotency key %q", ErrHistoryConflict, user, k)}
-			}
-			keys[k] = true
+		if err := claimKey(keys, user, l); err != nil {
+			return nil, 0, err
 		}
 		if rec <= m.Txn {
 			return nil, 0, &ImportError{Line: l.line, Field: "recorded_at", Err: fmt.Errorf(
@@ -703,14 +699,25 @@ func (e *Engine) newEpisodes(ctx context.Context, r kv.Reader, user string, eps 
 func keyTwice(user string, eps []importLine) error {
 	keys := map[string]bool{}
 	for _, l := range eps {
-		if k := l.ep.Key; k != "" {
-			if keys[k] {
-				return &ImportError{Line: l.line, Field: "key", Err: fmt.Errorf(
-					"%w: user %q has another episode added under idempotency key %q", ErrHistoryConflict, user, k)}
-			}
-			keys[k] = true
+		if err := claimKey(keys, user, l); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// claimKey adds l's idempotency key, if any, to keys, the keys user's
+// episodes hold: ErrHistoryConflict when one holds it already.
+func claimKey(keys map[string]bool, user string, l importLine) error {
+	k := l.ep.Key
+	if k == "" {
+		return nil
+	}
+	if keys[k] {
+		return &ImportError{Line: l.line, Field: "key", Err: fmt.Errorf(
+			"%w: user %q has another episode added under idempotency key %q", ErrHistoryConflict, user, k)}
+	}
+	keys[k] = true
 	return nil
 }
 

@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/memor-db/memor"
 )
 
 // Headers of a server that is one node of a cluster (Options.Router).
@@ -193,14 +191,8 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, addr string) {
 		// The owner refuses an import as behind when another node appended
 		// to the user meanwhile; the body, read whole within the import
 		// limit, is sent again (see behindRetry).
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r, importBody)
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				err = fmt.Errorf("%w: import body larger than %d bytes (Options.MaxImportBytes)", memor.ErrTooLarge, tooBig.Limit)
-			} else {
-				err = fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
-			}
 			w.Header().Set(NodeHeader, rt.Node())
 			h.fail(w, r, err)
 			return

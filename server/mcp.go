@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,12 +25,8 @@ func (h *Handler) mcpRouted(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
+		body, err := readBody(r, "MCP message")
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if !errors.As(err, &tooBig) {
-				err = fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
-			}
 			w.Header().Set(NodeHeader, h.o.Router.Node())
 			h.fail(w, r, err)
 			return

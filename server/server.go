@@ -661,6 +661,24 @@ func Status(err error) (int, string) {
 	return http.StatusInternalServerError, "internal"
 }
 
+// readBody reads r's body whole, within the limit its route set: a body
+// over the limit is memor.ErrTooLarge naming what was read, any other
+// failure ErrBadRequest.
+func readBody(r *http.Request, what string) ([]byte, error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, fmt.Errorf("%w: %s larger than %d bytes", memor.ErrTooLarge, what, tooBig.Limit)
+		}
+		return nil, fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
+	}
+	return data, nil
+}
+
+// importBody names an import's body in readBody's errors.
+const importBody = "import body (Options.MaxImportBytes)"
+
 // decodeBody reads one JSON object into v, rejecting unknown fields so a
 // misspelt field fails loudly instead of being ignored.
 //
@@ -668,13 +686,9 @@ func Status(err error) (int, string) {
 // encoding/json would silently replace either with U+FFFD, storing text
 // the client did not send (or merging two user IDs).
 func decodeBody(r *http.Request, v any) error {
-	data, err := io.ReadAll(r.Body)
+	data, err := readBody(r, "body")
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return fmt.Errorf("%w: body larger than %d bytes", memor.ErrTooLarge, tooBig.Limit)
-		}
-		return fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
+		return err
 	}
 	// The decoder would replace invalid UTF-8 and unpaired surrogate
 	// escapes with U+FFFD without an error: refuse what it would not

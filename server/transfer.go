@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -64,7 +63,7 @@ func (h *Handler) importUser(w http.ResponseWriter, r *http.Request) {
 		// after catching up): the body is read once, within the import
 		// limit, and each run imports from the bytes.
 		var body []byte
-		if body, err = io.ReadAll(r.Body); err == nil {
+		if body, err = readBody(r, importBody); err == nil {
 			err = h.write(r, func() (err error) {
 				sum, err = h.e.Import(r.Context(), bytes.NewReader(body), memor.ImportOnly(user))
 				return err
@@ -72,8 +71,8 @@ func (h *Handler) importUser(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		err = fmt.Errorf("%w: import body larger than %d bytes (Options.MaxImportBytes)", memor.ErrTooLarge, tooBig.Limit)
+	if errors.As(err, &tooBig) { // read by Import itself
+		err = fmt.Errorf("%w: %s larger than %d bytes", memor.ErrTooLarge, importBody, tooBig.Limit)
 	}
 	if err != nil {
 		h.fail(w, r, err)
