@@ -818,8 +818,13 @@ func (n *Node) enter(ctx context.Context, user string) (done func(), err error) 
 func (n *Node) serves(s int) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.servesLocked(s, time.Now())
+}
+
+// servesLocked is serves at now, n.mu held.
+func (n *Node) servesLocked(s int, now time.Time) bool {
 	ready, ok := n.ready[s]
-	return ok && isClosed(ready) && time.Now().Before(n.valid[s])
+	return ok && isClosed(ready) && now.Before(n.valid[s])
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -953,8 +958,8 @@ func (n *Node) Owned() []int {
 	defer n.mu.Unlock()
 	var out []int
 	now := time.Now()
-	for s, ch := range n.ready {
-		if isClosed(ch) && now.Before(n.valid[s]) {
+	for s := range n.ready {
+		if n.servesLocked(s, now) {
 			out = append(out, s)
 		}
 	}
