@@ -56,17 +56,27 @@ func (n *Node) onForgotten(m *nats.Msg) {
 		return
 	}
 	for _, u := range local {
-		if jslog.Token(u) != token {
-			continue
+		if jslog.Token(u) == token {
+			n.evictForgotten(ctx, u)
 		}
-		_, found, err := n.log.JS().Last(ctx, u)
-		if found || (err != nil && !errors.Is(err, jslog.ErrForgotten)) {
-			continue
-		}
-		if err := n.evict(ctx, []string{u}); err != nil {
-			n.lg.Warn("cluster: evict after a forget notice failed (the next lease round retries)", "err", err)
-			continue
-		}
-		n.markForgotten(u)
 	}
+}
+
+// evictForgotten evicts user from the store if the log no longer holds
+// it. It holds the user's shard's gate from the check to the eviction, as
+// the sweep does: a write of the user (written again since the Forget)
+// cannot commit between them and be evicted once acknowledged.
+func (n *Node) evictForgotten(ctx context.Context, user string) {
+	s := n.Shard(user)
+	n.gates[s].Lock()
+	defer n.gates[s].Unlock()
+	_, found, err := n.log.JS().Last(ctx, user)
+	if found || (err != nil && !errors.Is(err, jslog.ErrForgotten)) {
+		return
+	}
+	if err := n.evict(ctx, []string{user}); err != nil {
+		n.lg.Warn("cluster: evict after a forget notice failed (the next lease round retries)", "err", err)
+		return
+	}
+	n.markForgotten(user)
 }
