@@ -123,10 +123,9 @@ func TestForgetDuringReplay(t *testing.T) {
 
 	// Another engine of the cluster (one that owns nothing) forgets.
 	js := natstest.Connect(t, r.urls)
-	jl, err := jslog.Open(ctx, js, jslog.Config{KEK: r.kek, Replicas: r.replicas})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Right after a node dies the servers' JetStream API can time out a
+	// first stream lookup, as it does for a joining node.
+	jl := openLogRetrying(t, js, r.kek, r.replicas)
 	other, err := memor.Open(t.TempDir(), memor.Options{Log: NewLog(jl)})
 	if err != nil {
 		t.Fatal(err)
