@@ -496,6 +496,61 @@ func TestWaitParameter(t *testing.T) {
 	}
 }
 
+// TestUnknownQueryParameters: a query parameter a route does not read, or
+// one it reads given twice, is 400 bad_request and changes nothing; the
+// parameters each route documents are taken.
+func TestUnknownQueryParameters(t *testing.T) {
+	a := newAPI(t, Options{})
+	js := map[string]string{"Content-Type": "application/json"}
+	a.must(http.StatusCreated, "POST", "/v1/users/u/episodes?wait=true", map[string]any{"text": "I live in Oslo.", "at": "2026-01-10"})
+	id := factID(t, a.must(http.StatusOK, "GET", "/v1/users/u/state", nil), "Oslo")
+	refused := []struct{ method, path, body string }{
+		{"GET", "/v1/health?verbose=1", ""},
+		{"GET", "/v1/users?limit=5&page=2", ""},
+		{"GET", "/v1/users?limit=5&limit=6", ""},
+		{"POST", "/v1/users/u/episodes?wiat=true", `{"text":"I live in Rome."}`},
+		{"POST", "/v1/users/u/episodes?speaker=Ann", `{"text":"I live in Rome."}`},
+		{"GET", "/v1/users/u/state?valid=2026-01-01", ""},
+		{"GET", "/v1/users/u/history?predicate=lives_in&valid=2026-01-01", ""},
+		{"GET", "/v1/users/u/query?q=where+do+I+live&valid_at=2025-01-01", ""},
+		{"GET", "/v1/users/u/query?q=where&q=live", ""},
+		{"GET", "/v1/users/u/query?q=where+do+I+live&k=1&k=20", ""},
+		{"GET", "/v1/users/u/asof?valid_at=2025-01-01", ""},
+		{"GET", "/v1/users/u/asof?valid=2025-01-01&valid=2027-01-01", ""},
+		{"GET", "/v1/users/u/conflicts?all=1", ""},
+		{"GET", "/v1/users/u/freshness?x", ""},
+		{"GET", "/v1/users/u/export?format=2", ""},
+		{"POST", "/v1/users/u/facts/" + id + "/correct?reason=typo", ""},
+		{"POST", "/v1/users/u/facts/" + id + "/accept?x=1", ""},
+		{"DELETE", "/v1/users/u?confirm=yes", ""},
+	}
+	for _, c := range refused {
+		var h map[string]string
+		if c.body != "" {
+			h = js
+		}
+		if st, code, _ := a.raw(c.method, c.path, c.body, h); st != 400 || code != "bad_request" {
+			t.Errorf("%s %s: %d %s, want 400 bad_request", c.method, c.path, st, code)
+		}
+	}
+	if eps, _ := a.e.Episodes(context.Background(), "u"); len(eps) != 1 {
+		t.Errorf("%d episodes after the refused requests, want 1", len(eps))
+	}
+	if st, _ := a.e.State(context.Background(), "u"); len(st) != 1 || st[0].Object != "Oslo" {
+		t.Errorf("state after the refused requests: %v, want Oslo only (nothing corrected or forgotten)", st)
+	}
+	for _, p := range []string{
+		"/v1/health", "/v1/users?limit=5&after=a",
+		"/v1/users/u/history?predicate=lives_in&subject=user",
+		"/v1/users/u/query?q=where+do+I+live&k=3&valid=2026-02-01&known=2027-01-01&explain=true&min_support=0.3",
+		"/v1/users/u/asof?valid=2026-02-01&known=2027-01-01",
+	} {
+		if st, code, _ := a.raw("GET", p, "", nil); st != 200 {
+			t.Errorf("GET %s: %d %s, want 200", p, st, code)
+		}
+	}
+}
+
 // refusalLog: a refused page request is logged once per origin, so that a
 // person sees which page tried, and a page cannot flood the log.
 func TestRefusalIsLogged(t *testing.T) {

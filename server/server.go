@@ -159,20 +159,20 @@ func New(e *memor.Engine, o Options) *Handler {
 		}
 	}
 	m := h.mux
-	m.HandleFunc("GET /v1/health", h.health)
-	m.HandleFunc("GET /v1/users", h.users)
-	m.HandleFunc("POST /v1/users/{user}/episodes", h.routed(h.addEpisode))
-	m.HandleFunc("GET /v1/users/{user}/state", h.routed(h.state))
-	m.HandleFunc("GET /v1/users/{user}/history", h.routed(h.history))
-	m.HandleFunc("GET /v1/users/{user}/query", h.routed(h.query))
-	m.HandleFunc("GET /v1/users/{user}/asof", h.routed(h.asOf))
-	m.HandleFunc("GET /v1/users/{user}/conflicts", h.routed(h.conflicts))
-	m.HandleFunc("GET /v1/users/{user}/freshness", h.routed(h.freshness))
-	m.HandleFunc("GET /v1/users/{user}/export", h.routed(h.exportUser))
-	m.HandleFunc("POST /v1/users/{user}/import", h.routed(h.importUser))
-	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.routed(h.correct))
-	m.HandleFunc("POST /v1/users/{user}/facts/{id}/accept", h.routed(h.accept))
-	m.HandleFunc("DELETE /v1/users/{user}", h.routed(h.forget))
+	m.HandleFunc("GET /v1/health", h.takes(h.health))
+	m.HandleFunc("GET /v1/users", h.takes(h.users, "limit", "after"))
+	m.HandleFunc("POST /v1/users/{user}/episodes", h.takes(h.routed(h.addEpisode), "wait"))
+	m.HandleFunc("GET /v1/users/{user}/state", h.takes(h.routed(h.state)))
+	m.HandleFunc("GET /v1/users/{user}/history", h.takes(h.routed(h.history), "subject", "predicate"))
+	m.HandleFunc("GET /v1/users/{user}/query", h.takes(h.routed(h.query), "q", "k", "valid", "known", "explain", "min_support"))
+	m.HandleFunc("GET /v1/users/{user}/asof", h.takes(h.routed(h.asOf), "valid", "known"))
+	m.HandleFunc("GET /v1/users/{user}/conflicts", h.takes(h.routed(h.conflicts)))
+	m.HandleFunc("GET /v1/users/{user}/freshness", h.takes(h.routed(h.freshness)))
+	m.HandleFunc("GET /v1/users/{user}/export", h.takes(h.routed(h.exportUser)))
+	m.HandleFunc("POST /v1/users/{user}/import", h.takes(h.routed(h.importUser)))
+	m.HandleFunc("POST /v1/users/{user}/facts/{id}/correct", h.takes(h.routed(h.correct)))
+	m.HandleFunc("POST /v1/users/{user}/facts/{id}/accept", h.takes(h.routed(h.accept)))
+	m.HandleFunc("DELETE /v1/users/{user}", h.takes(h.routed(h.forget)))
 	if o.Metrics != nil {
 		o.Metrics.watch(e)
 		if o.Router != nil {
@@ -355,8 +355,8 @@ func (h *Handler) addEpisode(w http.ResponseWriter, r *http.Request) {
 	wait := req.Wait
 	if vs, ok := r.URL.Query()["wait"]; ok {
 		b, err := strconv.ParseBool(vs[0])
-		if err != nil || len(vs) > 1 {
-			h.fail(w, r, fmt.Errorf("%w: wait must be true or false once, got %q", ErrBadRequest, vs))
+		if err != nil { // given once: takes refuses a repeat
+			h.fail(w, r, fmt.Errorf("%w: wait must be true or false, got %q", ErrBadRequest, vs[0]))
 			return
 		}
 		wait = wait || b

@@ -14,7 +14,7 @@ func TestUserIDRefused(t *testing.T) {
 	a := newAPI(t, Options{})
 	routes := []struct{ method, suffix string }{
 		{"POST", "/episodes"}, {"GET", "/state"}, {"GET", "/history?predicate=lives_in"}, {"GET", "/query?q=where"},
-		{"GET", "/asof?valid_at=2026-01-01"}, {"GET", "/conflicts"}, {"GET", "/freshness"},
+		{"GET", "/asof?valid=2026-01-01"}, {"GET", "/conflicts"}, {"GET", "/freshness"},
 		{"POST", "/facts/" + "abababababababababababababababab" + "/correct"},
 		{"POST", "/facts/" + "abababababababababababababababab" + "/accept"},
 	}
