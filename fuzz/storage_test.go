@@ -231,11 +231,13 @@ func TestOpenBadStorage(t *testing.T) {
 				if !errors.Is(uerr, memor.ErrCorrupt) {
 					t.Errorf("first use: %v, want ErrCorrupt", uerr)
 				}
+				checkDamageNamed(t, uerr, damage.name)
 			} else {
 				t.Logf("Open: %v", err)
 				if !errors.Is(err, memor.ErrCorrupt) {
 					t.Errorf("Open: %v, want ErrCorrupt", err)
 				}
+				checkDamageNamed(t, err, damage.name)
 				// A refused store is checked before Pebble may write.
 				if ch := changedFiles(before, dirSnapshot(t, dir)); len(ch) > 0 {
 					t.Errorf("a refused Open changed files: %v", ch)
@@ -254,6 +256,18 @@ func TestOpenBadStorage(t *testing.T) {
 				t.Errorf("data files changed: %v", data)
 			}
 		})
+	}
+}
+
+// checkDamageNamed: the error of a damaged table's block names the
+// damaged file, in words a person can act on.
+func checkDamageNamed(t *testing.T, err error, damage string) {
+	t.Helper()
+	if strings.Contains(err.Error(), "<corruption detail carrier>") {
+		t.Errorf("the error shows Pebble's internal carrier text: %v", err)
+	}
+	if damage == "corrupted table" && !strings.Contains(err.Error(), ".sst is damaged") {
+		t.Errorf("the error does not name the damaged table file: %v", err)
 	}
 }
 

@@ -343,8 +343,14 @@ func writeSidecar(dir string, encrypted bool) error {
 	return os.Rename(tmp, filepath.Join(dir, sidecarName))
 }
 
-// wrapErr marks Pebble's corruption errors with ErrCorrupt.
+// wrapErr marks Pebble's corruption errors with ErrCorrupt. A damaged
+// table block names its file: Pebble joins the cause with a detail
+// carrier whose text ("<corruption detail carrier>") says nothing to a
+// person, so the message is the file and the cause instead.
 func wrapErr(op string, err error) error {
+	if info := pebble.ExtractDataCorruptionInfo(err); info != nil && info.Details != nil {
+		return fmt.Errorf("%w: %s: file %s is damaged: %v", ErrCorrupt, op, info.Path, info.Details)
+	}
 	if pebble.IsCorruptionError(err) || errors.Is(err, pebble.ErrCorruption) {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, op, err)
 	}
