@@ -948,3 +948,41 @@ func TestQueryExplain(t *testing.T) {
 		t.Errorf("query without --explain explains:\n%s", out)
 	}
 }
+
+// TestMCPScriptedStdin: `memor mcp < calls.jsonl`, the way a script or a
+// host that closes stdin after its last call uses it: every call read
+// before the end is carried out and answered before memor exits.
+func TestMCPScriptedStdin(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cmd := exec.Command(memorBin, "mcp")
+	cmd.Env = e.vars
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_memory","arguments":{"user_id":"me","text":"I live in Oslo."}}}`,
+	}, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("memor mcp: %v\n%s", err, stderr.String())
+	}
+	answered := map[float64]bool{}
+	for line := range strings.Lines(string(out)) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", line)
+		}
+		if res, _ := m["result"].(map[string]any); res != nil && res["isError"] != true {
+			id, _ := m["id"].(float64)
+			answered[id] = true
+		}
+	}
+	if !answered[1] || !answered[2] {
+		t.Errorf("answered %v, want calls 1 and 2; stdout:\n%s\nstderr:\n%s", answered, out, stderr.String())
+	}
+	if got := objects(e.facts("state")); got != "Oslo" {
+		t.Errorf("state after the script = %s, want Oslo", got)
+	}
+}

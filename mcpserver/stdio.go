@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -59,8 +60,9 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = MaxLineBytes
 	}
-	w := &lockedWriter{w: t.Writer}
-	f := &lineFilter{src: bufio.NewReaderSize(t.Reader, 64<<10), closer: t.Reader, out: w, log: t.Logger, limit: limit}
+	calls := newCalls(ctx)
+	w := &lockedWriter{w: t.Writer, calls: calls}
+	f := &lineFilter{src: bufio.NewReaderSize(t.Reader, 64<<10), closer: t.Reader, out: w, log: t.Logger, limit: limit, calls: calls}
 	// The SDK sees only lines that passed, each whole and newline
 	// terminated, so its own frame limit is not needed.
 	inner := &mcp.IOTransport{Reader: f, Writer: w, MaxLineLength: -1}
@@ -68,16 +70,112 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 }
 
 // lockedWriter serialises the SDK's writes and the filter's error
-// responses; each is one Write of one whole line.
+// responses; each is one Write of one whole line. A response marks its
+// call answered.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	calls *calls
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if msg, derr := jsonrpc.DecodeMessage(bytes.TrimSpace(p)); derr == nil {
+		if r, ok := msg.(*jsonrpc.Response); ok {
+			l.calls.done(r.ID)
+		}
+	}
+	return n, err
+}
+
+// drainTimeout bounds how long the input's end waits for the calls read
+// before it to be answered.
+const drainTimeout = 2 * time.Minute
+
+// calls are the requests the SDK has read and not yet answered. The SDK
+// ends the session at the input's end and drops the calls still running
+// (unanswered, a write possibly not made), so a host that closes stdin
+// right after a call, or `memor mcp < calls.jsonl`, would lose its last
+// calls: the filter holds the end back until they are answered, the
+// session's context ends, a call is cancelled by the client (MCP sends no
+// answer to a cancelled request), or drainTimeout passes.
+type calls struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending map[any]int // by jsonrpc.ID.Raw(): a string or a float64
+	ended   bool
+}
+
+func newCalls(ctx context.Context) *calls {
+	c := &calls{pending: map[any]int{}}
+	c.cond = sync.NewCond(&c.mu)
+	context.AfterFunc(ctx, c.end)
+	return c
+}
+
+func (c *calls) read(id jsonrpc.ID) {
+	c.mu.Lock()
+	c.pending[id.Raw()]++
+	c.mu.Unlock()
+}
+
+func (c *calls) done(id jsonrpc.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := id.Raw()
+	if c.pending[k] <= 1 {
+		delete(c.pending, k)
+	} else {
+		c.pending[k]--
+	}
+	c.cond.Broadcast()
+}
+
+func (c *calls) end() {
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	c.cond.Broadcast()
+}
+
+// wait returns once every call read has been answered, or the wait ended.
+func (c *calls) wait() {
+	t := time.AfterFunc(drainTimeout, c.end)
+	defer t.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.pending) > 0 && !c.ended {
+		c.cond.Wait()
+	}
+}
+
+// note records a good line the SDK will read: a call to be answered, or
+// the client's cancellation of one.
+func (c *calls) note(line []byte) {
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	if req.ID.IsValid() {
+		c.read(req.ID)
+		return
+	}
+	if req.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
+				c.done(id)
+			}
+		}
+	}
 }
 
 func (l *lockedWriter) Close() error { return nil }
@@ -89,6 +187,7 @@ type lineFilter struct {
 	out    io.Writer
 	log    *slog.Logger
 	limit  int
+	calls  *calls
 
 	line    int    // number of the last line read
 	buf     []byte // the line being read
@@ -99,6 +198,7 @@ type lineFilter struct {
 func (f *lineFilter) Read(p []byte) (int, error) {
 	for len(f.pending) == 0 {
 		if f.err != nil {
+			f.calls.wait()
 			return 0, f.err
 		}
 		line, tooLong, err := f.next()
@@ -121,6 +221,7 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 			}
 			continue
 		}
+		f.calls.note(line)
 		f.pending = append(line, '\n')
 	}
 	n := copy(p, f.pending)

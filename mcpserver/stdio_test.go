@@ -228,3 +228,81 @@ func TestCheckLine(t *testing.T) {
 		}
 	}
 }
+
+// TestInputEndAnswersCallsRead: calls written just before the input ends
+// (a host closing stdin right after its last call, or `memor mcp <
+// calls.jsonl`) are carried out and answered before the session ends; the
+// SDK alone drops them unanswered, the write not made.
+func TestInputEndAnswersCallsRead(t *testing.T) {
+	e, err := memor.Open(t.TempDir(), memor.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := newRawSession(t, e, 0)
+	r.write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.next("initialize")
+	r.write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	const n = 5
+	for i := range n {
+		r.write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"add_memory","arguments":{"user_id":"me","text":"I visited museum number %d in Oslo."}}}`, 10+i, i))
+	}
+	r.write(`{"jsonrpc":"2.0","id":"last","method":"tools/call","params":{"name":"query_memory","arguments":{"user_id":"me","text":"museum"}}}`)
+	r.in.Close()
+	answered := map[any]bool{}
+	for line := range r.lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		if res, _ := m["result"].(map[string]any); res == nil || res["isError"] == true {
+			t.Errorf("call %v failed: %v", m["id"], m)
+		}
+		answered[m["id"]] = true
+	}
+	if err := <-r.done; err != nil {
+		t.Logf("session ended: %v", err)
+	}
+	for i := range n {
+		if !answered[float64(10+i)] {
+			t.Errorf("call %d was not answered", 10+i)
+		}
+	}
+	if !answered["last"] {
+		t.Error("the last call was not answered")
+	}
+	if eps, err := e.Episodes(context.Background(), "me"); err != nil || len(eps) != n {
+		t.Errorf("%d episodes stored (%v), want %d", len(eps), err, n)
+	}
+}
+
+// TestCancelledCallDoesNotHoldTheEnd: a call the client cancels gets no
+// answer (MCP's rule), so the input's end does not wait for one.
+func TestCancelledCallDoesNotHoldTheEnd(t *testing.T) {
+	c := newCalls(context.Background())
+	c.note([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`))
+	c.note([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`))
+	ended := make(chan struct{})
+	go func() { c.wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the end waits for a cancelled call")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c = newCalls(ctx)
+	c.note([]byte(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"x"}}`))
+	ended = make(chan struct{})
+	go func() { c.wait(); close(ended) }()
+	select {
+	case <-ended:
+		t.Fatal("the end did not wait for an unanswered call")
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the end still waits after the session's context ended")
+	}
+}
