@@ -107,6 +107,9 @@ func (p *predicates) gloss(pred string) string {
 			}
 		}
 	}
+	if m := en.MatterGloss(pred); m != "" {
+		g += " " + m
+	}
 	return g
 }
 

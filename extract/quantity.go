@@ -52,6 +52,11 @@ type figure struct {
 	n       int // tokens read, rate included
 }
 
+// measuresTime reports whether f is a span of time ("5-7 months").
+func (f figure) measuresTime() bool {
+	return len(f.toks) > 1 && en.DurationUnit(f.toks[len(f.toks)-1].w)
+}
+
 // isNumberTok reports whether t is a written number ("12", "5-7", "1.5",
 // "15k").
 func isNumberTok(t tok) bool {
@@ -286,7 +291,7 @@ func figureFits(f figure) func(head string) bool {
 	switch {
 	case len(f.toks) > 0 && currencies[f.toks[0].w]:
 		return en.MoneyNoun
-	case len(f.toks) > 1 && en.DurationUnit(f.toks[len(f.toks)-1].w):
+	case f.measuresTime():
 		return en.DurationNoun
 	}
 	return func(string) bool { return false }
@@ -338,7 +343,7 @@ func (st *state) durationAt(toks []tok, i int, conf float64) {
 		k++
 	}
 	fig, ok := st.valueAt(toks, k)
-	if !ok || !en.DurationUnit(fig.toks[len(fig.toks)-1].w) {
+	if !ok || !fig.measuresTime() {
 		return
 	}
 	st.emitQuantity(toks, i, np, j, k+fig.n, fig, conf, en.DurationNoun)
@@ -508,6 +513,11 @@ func (st *state) emitQuantity(toks []tok, from int, np []tok, at, end int, fig f
 	qend = max(qend, end)
 	if matter == "" || (fits != nil && !fits(head)) {
 		return false
+	}
+	if topic, h, ok := strings.Cut(matter, " "); ok && h == head && fig.measuresTime() && en.TimeMeasureNoun(head) {
+		// "the probate process" and "the probate timeline", measured in
+		// time, are both how long probate takes.
+		matter = topic + " " + en.DurationMatter
 	}
 	obj := st.objText(fig.toks)
 	rate := fig.rate

@@ -62,9 +62,9 @@ func TestQuantities(t *testing.T) {
 		// The speaker's own phrase measured in time, and "it" resolved to
 		// the nearest earlier phrase the figure's unit fits.
 		{"I'm worried about the probate process taking 6-9 months in Montserrat.",
-			[]q{{"amount_probate_process", "6-9 months", ""}}},
+			[]q{{"amount_probate_duration", "6-9 months", ""}}},
 		{"I'm worried about the probate process, so can you tell me how it was shortened to 5-7 months?",
-			[]q{{"amount_probate_process", "5-7 months", ""}}},
+			[]q{{"amount_probate_duration", "5-7 months", ""}}},
 		{"I asked about the grocery budget and the meal plan, and it was raised to $600.",
 			[]q{{"amount_grocery_budget", "$600", ""}}},
 		{"I feel drained even after cutting my work hours to 45 weekly.",
@@ -74,7 +74,7 @@ func TestQuantities(t *testing.T) {
 		{"I'm thinking about cutting my work hours to 30 weekly.", nil},
 		{"I want to move after I cut my hours, so I might set my budget to $900.", nil},
 		{"I've got a question about the probate timeline that Stephanie explained, which typically takes 6-9 months.",
-			[]q{{"amount_probate_timeline", "6-9 months", ""}}},
+			[]q{{"amount_probate_duration", "6-9 months", ""}}},
 		{"My commute was shortened to 25 minutes.", []q{{"amount_commute", "25 minutes", ""}}},
 		{"The movie took 3 hours.", nil},
 		{"The process might take 6 months.", nil},

@@ -110,13 +110,43 @@ func DurationUnit(w string) bool { return durationUnits[Singular(w)] }
 
 // durationNouns head phrases whose figure is how long they take ("the
 // probate process", "my commute"): a pronoun's figure of time is theirs.
-var durationNouns = set("process", "timeline", "procedure", "wait", "delay", "commute", "review",
+var durationNouns = set("process", "timeline", "timeframe", "duration", "procedure", "wait", "delay", "commute", "review",
 	"approval", "processing", "period", "term", "stay", "trip", "course", "program", "programme",
 	"recovery", "treatment", "appointment", "session", "shift", "workout", "journey", "drive", "ride")
 
 // DurationNoun reports whether a noun (singular, lower case) is measured
 // by how long it takes.
 func DurationNoun(w string) bool { return durationNouns[w] }
+
+// timeMeasureNouns head phrases that, measured in time, name how long
+// their modifier takes rather than a thing of their own: "the probate
+// process takes 6-9 months", "the probate timeline is 6-9 months" and
+// "probate takes 6-9 months" state one figure.
+var timeMeasureNouns = set("process", "procedure", "timeline", "timeframe", "duration", "length")
+
+// DurationMatter ends the name of a matter measured in time whose head
+// was a time-measure noun ("probate duration"; see TimeMeasureNoun).
+const DurationMatter = "duration"
+
+// MatterGloss returns the words, beyond its own, that a predicate naming
+// a figure goes by: one for how long something takes ("…_duration")
+// goes by every head merged into it and the words that ask for a span
+// of time, since "how long does the probate process take?" names neither
+// "duration" nor a unit. Others have none.
+func MatterGloss(pred string) string {
+	if !strings.HasSuffix(pred, "_"+DurationMatter) {
+		return ""
+	}
+	return durationGloss
+}
+
+// durationGloss is MatterGloss for a span of time, in a fixed order.
+var durationGloss = "long take takes took time process procedure timeline timeframe length"
+
+// TimeMeasureNoun reports whether a noun (singular, lower case), heading
+// a phrase with a noun modifier and measured in time, stands for how long
+// the modifier takes.
+func TimeMeasureNoun(w string) bool { return timeMeasureNouns[w] }
 
 // moneyNouns head phrases whose figure is a sum of money ("the grocery
 // budget", "my rent").
