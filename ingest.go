@@ -58,8 +58,12 @@ type ingester struct {
 	queued  map[string]bool // scheduled or being drained
 	dirty   map[string]bool // new work arrived while being drained
 	counted map[string]int  // queue slots held by a user's pending episodes
-	wake    chan struct{}
-	slots   chan struct{}
+	// applying holds, per user, the first episode a drain is applying:
+	// its commit is visible to WaitFor before the drain has counted it
+	// and timed it, so WaitFor waits for the drain to finish it too.
+	applying map[string]uint64
+	wake     chan struct{}
+	slots    chan struct{}
 	// progress is closed and replaced whenever an episode is applied.
 	progress chan struct{}
 	stop     context.CancelFunc
@@ -69,7 +73,7 @@ type ingester struct {
 
 func newIngester(e *Engine, workers, queue int) *ingester {
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &ingester{e: e, queued: map[string]bool{}, dirty: map[string]bool{}, counted: map[string]int{},
+	in := &ingester{e: e, queued: map[string]bool{}, dirty: map[string]bool{}, counted: map[string]int{}, applying: map[string]uint64{},
 		wake: make(chan struct{}, 1), slots: make(chan struct{}, queue), progress: make(chan struct{}),
 		stop: cancel, ctx: ctx}
 	for range workers {
@@ -196,6 +200,30 @@ func (in *ingester) progressChan() <-chan struct{} {
 	return in.progress
 }
 
+// startApplying marks seq as being applied by a drain of user; the
+// returned func clears the mark (done episodes applied, or none) and
+// wakes waiters.
+func (in *ingester) startApplying(user string, seq uint64) func(done int) {
+	in.mu.Lock()
+	in.applying[user] = seq
+	in.mu.Unlock()
+	return func(done int) {
+		in.mu.Lock()
+		delete(in.applying, user)
+		in.mu.Unlock()
+		in.applied(user, done)
+	}
+}
+
+// settling reports whether a drain of user is still finishing an episode
+// at or before seq (committed, but not yet counted and timed).
+func (in *ingester) settling(user string, seq uint64) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	a, ok := in.applying[user]
+	return ok && a <= seq
+}
+
 // forget drops a forgotten user's slots.
 func (in *ingester) forget(user string) {
 	in.mu.Lock()
@@ -294,10 +322,12 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 		if err != nil {
 			return err
 		}
+		settled := e.ing.startApplying(user, seq)
 		actx, as := e.tel.startApply(ctx, user, seq)
 		pre := e.tel.extract(actx, func(ctx context.Context) *extracted { return e.extractEpisode(ctx, nil, ep) })
 		if ctx.Err() != nil {
 			as.end(actx, ctx.Err())
+			settled(0)
 			return ctx.Err()
 		}
 		done, err := e.applyPending(actx, user, seq, pre, nil)
@@ -307,9 +337,10 @@ func (e *Engine) drain(ctx context.Context, user string) error {
 		}
 		as.end(actx, err)
 		if err != nil {
+			settled(0)
 			return err
 		}
-		e.ing.applied(user, done)
+		settled(done)
 	}
 }
 
@@ -569,8 +600,8 @@ func (e *Engine) Freshness(ctx context.Context, user string) (Freshness, error) 
 	return f, nil
 }
 
-// WaitFor returns once episode seq of user is applied (or failed), or when
-// ctx is done.
+// WaitFor returns once episode seq of user is applied (or failed), and
+// counted in Stats and the metrics, or when ctx is done.
 func (e *Engine) WaitFor(ctx context.Context, user string, seq uint64) error {
 	release, err := e.admit(ctx, user)
 	if err != nil {
@@ -586,7 +617,7 @@ func (e *Engine) WaitFor(ctx context.Context, user string, seq uint64) error {
 		if seq > m.Seq {
 			return fmt.Errorf("%w: episode %d of user (latest is %d)", ErrNotFound, seq, m.Seq)
 		}
-		if m.Applied >= seq {
+		if m.Applied >= seq && !e.ing.settling(user, seq) {
 			return nil
 		}
 		select {
