@@ -29,8 +29,11 @@ func halfLen(dim int) int { return halfHeader + 2*dim }
 // magnitudes of non-negative floats order as their bit patterns do (and
 // the builtin max's NaN handling made this a tenth of an Add). On amd64
 // the bulk of v goes through an AVX2 kernel doing the same integer max.
-func maxAbs(v []float32) float32 {
-	m, done := maxAbsBits(v)
+func maxAbs(v []float32) float32 { return maxAbsK(v, hasF16C) }
+
+// maxAbsK is maxAbs, with the kernel if kernels.
+func maxAbsK(v []float32, kernels bool) float32 {
+	m, done := maxAbsBits(v, kernels)
 	for _, x := range v[done:] {
 		m = max(m, math.Float32bits(x)&0x7fffffff)
 	}
@@ -52,7 +55,12 @@ func roundAppendHalf(b []byte, v []float32) []byte { return encodeHalf(b, v, tru
 // half, one component at a time. Both give the bits of the original
 // scalar code (half_ref_test.go) for every input.
 func encodeHalf(b []byte, v []float32, round bool) []byte {
-	scale := maxAbs(v)
+	return encodeHalfK(b, v, round, hasF16C)
+}
+
+// encodeHalfK is encodeHalf, with the kernels if kernels.
+func encodeHalfK(b []byte, v []float32, round, kernels bool) []byte {
+	scale := maxAbsK(v, kernels)
 	b = append(b, halfMarker)
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
 	n := len(b)
@@ -62,7 +70,7 @@ func encodeHalf(b []byte, v []float32, round bool) []byte {
 		clear(out)
 		return b
 	}
-	halfScaled(out, v, 1/scale, scale, round)
+	halfScaledK(out, v, 1/scale, scale, round, kernels)
 	return b
 }
 
@@ -73,10 +81,15 @@ func encodeHalf(b []byte, v []float32, round bool) []byte {
 // golden_test.go) the sign of x·inv depends on the operand order the
 // compiler picks, and the original's is what stores hold.
 func halfScaled(out []byte, v []float32, inv, scale float32, round bool) {
+	halfScaledK(out, v, inv, scale, round, hasF16C)
+}
+
+// halfScaledK is halfScaled, with the kernel if kernels.
+func halfScaledK(out []byte, v []float32, inv, scale float32, round, kernels bool) {
 	for i := 0; i < len(v); {
 		end := len(v)
-		if useF16C {
-			i += halfBlocks(out[2*i:], v[i:], inv, scale, round)
+		if kernels {
+			i += halfBlocks(out[2*i:], v[i:], inv, scale, round, kernels)
 			end = min(i+8, len(v)) // the block the kernel refused, or the tail
 		}
 		for ; i < end; i++ {

@@ -11,11 +11,11 @@ import (
 // checkHalfScaled runs halfScaled (inv = scale = 1, so each component is
 // converted as it is) over ys and compares every stored half and rounded
 // value with halfRef, the original scalar conversion.
-func checkHalfScaled(t *testing.T, ys []float32) {
+func checkHalfScaled(t *testing.T, ys []float32, kernels bool) {
 	t.Helper()
 	out := make([]byte, 2*len(ys))
 	v := slices.Clone(ys)
-	halfScaled(out, v, 1, 1, true)
+	halfScaledK(out, v, 1, 1, true, kernels)
 	for i, y := range ys {
 		h, r := halfRef(y * 1)
 		r *= 1
@@ -28,14 +28,12 @@ func checkHalfScaled(t *testing.T, ys []float32) {
 }
 
 // forF16C runs f with the kernels on (where the CPU has them) and off.
-func forF16C(t *testing.T, f func(t *testing.T)) {
-	defer func(u bool) { useF16C = u }(useF16C)
+func forF16C(t *testing.T, f func(t *testing.T, kernels bool)) {
 	for _, on := range []bool{true, false} {
-		if on && !useF16C {
+		if on && !hasF16C {
 			continue
 		}
-		useF16C = on
-		f(t)
+		f(t, on)
 	}
 }
 
@@ -51,10 +49,10 @@ func TestHalfScaledAllInputs(t *testing.T) {
 	if os.Getenv("MEMOR_HALF_EXHAUSTIVE") != "" {
 		step = 1
 	}
-	forF16C(t, func(t *testing.T) {
+	forF16C(t, func(t *testing.T, kernels bool) {
 		ys := make([]float32, 0, 1<<16)
 		flush := func() {
-			checkHalfScaled(t, ys)
+			checkHalfScaled(t, ys, kernels)
 			ys = ys[:0]
 		}
 		for b := uint64(0); b < 1<<32; b += step {
@@ -82,7 +80,7 @@ func TestHalfScaledAllInputs(t *testing.T) {
 // huge, subnormal and non-finite components.
 func TestEncodeHalfMatchesReference(t *testing.T) {
 	t.Parallel()
-	forF16C(t, func(t *testing.T) {
+	forF16C(t, func(t *testing.T, kernels bool) {
 		r := rand.New(rand.NewPCG(11, 12))
 		for trial := range 60_000 {
 			n := trial % 71
@@ -108,12 +106,12 @@ func TestEncodeHalfMatchesReference(t *testing.T) {
 			if n > 0 && mode >= 4 && r.IntN(3) == 0 {
 				v[r.IntN(n)] = float32(r.ExpFloat64() * 1e4)
 			}
-			if math.Float32bits(maxAbs(v)) != math.Float32bits(maxAbsRef(v)) {
-				t.Fatalf("maxAbs(%v) = %v, reference %v", v, maxAbs(v), maxAbsRef(v))
+			if math.Float32bits(maxAbsK(v, kernels)) != math.Float32bits(maxAbsRef(v)) {
+				t.Fatalf("maxAbs(%v) = %v, reference %v", v, maxAbsK(v, kernels), maxAbsRef(v))
 			}
 			for _, round := range []bool{false, true} {
 				got, want := slices.Clone(v), slices.Clone(v)
-				gb := encodeHalf([]byte{7}, got, round)
+				gb := encodeHalfK([]byte{7}, got, round, kernels)
 				wb := encodeHalfRef([]byte{7}, want, round)
 				if !slices.Equal(gb, wb) {
 					t.Fatalf("round %v, %v: encoded %x, reference %x", round, v, gb, wb)
