@@ -109,6 +109,9 @@ type userIndex struct {
 	// its vector and perDocOverhead in setDoc), for the cache's budget.
 	bytes atomic.Int64
 	dim   int
+	// vecCost is what setDoc counts for a document's vector: 4·dim, or
+	// once loaded the average the vector index holds per vector.
+	vecCost int
 	// pathTok is bm25.Tokenize of the labels and entity names the user's
 	// queries reached in graph paths (see tokens), under its own lock: a
 	// query reads it while others may add to it.
@@ -192,7 +195,7 @@ const perDocOverhead = 1536
 func (ui *userIndex) setDoc(doc uint32, v []byte) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	ui.bytes.Add(int64(len(v) + 8 + 4*ui.dim + perDocOverhead))
+	ui.bytes.Add(int64(len(v) + 8 + ui.vecCost + perDocOverhead))
 	if n := int(doc) + 1; n > len(ui.docAt) {
 		if n > 2*len(ui.docAt)+1024 {
 			return // not the next documents (a damaged key?): read from the store
@@ -289,6 +292,9 @@ func (s *indexSet) cached(user string) *userIndex {
 	s.lru.MoveToFront(el)
 	c := el.Value.(*cachedIndex)
 	s.recount(c)
+	// Writes grow a cached user's indexes after they were put: the total
+	// is brought back within the budget here too, not only at a load.
+	s.shrinkLocked(el)
 	return c.ui
 }
 
@@ -304,6 +310,12 @@ func (s *indexSet) put(user string, ui *userIndex) {
 	keep := s.lru.PushFront(c)
 	s.users[user] = keep
 	s.recount(c)
+	s.shrinkLocked(keep)
+}
+
+// shrinkLocked evicts the least recently used users but keep while the
+// estimated total exceeds the budget (s.mu held).
+func (s *indexSet) shrinkLocked(keep *list.Element) {
 	if s.budget <= 0 {
 		return
 	}
@@ -383,10 +395,9 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 		tmp *temporal.Index
 		g   *graph.Graph
 		// ui holds the document map and the maps built from it until the
-		// indexes are in; the dimension (its share of ui.bytes per
-		// document) comes with the vector index.
-		ui   = s.newUserIndex(nil, nil, nil, nil)
-		docs int64
+		// indexes are in; the vectors' share of ui.bytes comes with the
+		// vector index.
+		ui = s.newUserIndex(nil, nil, nil, nil)
 	)
 	// Every document up to the counter is in the map, and most are
 	// versions of distinct facts: sized once, not grown as they come.
@@ -417,8 +428,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 			if tmp, err = temporal.Load(ctx, r, kv.UserKey(user, kv.SubTemporal)); err != nil {
 				return err
 			}
-			docs, err = loadDocs(ctx, r, user, ui, tmp)
-			return err
+			return loadDocs(ctx, r, user, ui, tmp)
 		},
 		func() (err error) {
 			g, err = graph.LoadSized(ctx, r, kv.UserKey(user, kv.SubGraph), int(m.Doc))
@@ -429,7 +439,13 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 		return nil, err
 	}
 	ui.bm, ui.vec, ui.tmp, ui.g, ui.dim = bm, vec, tmp, g, vec.Dim()
-	ui.bytes.Add(docs * int64(4*ui.dim))
+	// The vectors as held (a hashing embedder's sparse, see hnsw), and
+	// each later document's at their average.
+	ui.bytes.Add(int64(vec.Bytes()))
+	ui.vecCost = 4 * ui.dim
+	if n := vec.Len(); n > 0 {
+		ui.vecCost = vec.Bytes() / n
+	}
 	return ui, nil
 }
 
@@ -479,23 +495,20 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 }
 
 // loadDocs reads user's document map into ui (before its indexes are set:
-// the vector dimension's share of ui.bytes is left to the caller), with
-// the versions that tmp holds as active, and returns how many documents
-// it read.
-func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) (int64, error) {
+// the vectors' share of ui.bytes is left to the caller), with the
+// versions that tmp holds as active.
+func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
 	docs := kv.UserKey(user, kv.SubDoc)
 	// The fact ID in hex, the subject and the context are decoded into
 	// buffers reused across documents (see addFactOfLocked).
 	var id [2 * idLen]byte
 	var subj, ctxKey []byte
-	n := int64(0)
-	err := r.Scan(ctx, docs, func(k, v []byte) error {
+	return r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
 		if len(v) < 9 {
 			return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
 		}
 		ui.setDoc(doc, v)
-		n++
 		seq := kv.NewDecoder(v[1:9]).Uint64()
 		switch v[0] {
 		case docVersion:
@@ -522,7 +535,6 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 		}
 		return nil
 	})
-	return n, err
 }
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
@@ -530,7 +542,7 @@ func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.I
 	if vec != nil {
 		dim = vec.Dim()
 	}
-	return &userIndex{dim: dim, bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
+	return &userIndex{dim: dim, vecCost: 4 * dim, bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
 		factsOf: map[uint64]map[string]*factDocs{}, versionsOf: map[string]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
 		contextsOf: map[uint64]map[string]bool{}}
 }

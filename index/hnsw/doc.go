@@ -42,6 +42,9 @@
 // vectors, so the results' order and scores are exact; exact scans use
 // float32 throughout, through github.com/viterin/vek (AVX2/FMA, about
 // twice gonum's SSE float32 dot product at 384 dimensions). See quant.go.
+// Until there is a graph, a vector with fewer than dim/2 non-zero
+// components (a hashing embedder's) is held sparse, its non-zero
+// components only, and scored over them (list.go).
 //
 // # Key layout
 //

@@ -148,7 +148,12 @@ func (ix *Index) dist(q qvec, s uint32) float32 {
 // qv is the quantised vector of slot s.
 func (ix *Index) qv(s uint32) qvec { return qvec{ix.code(s), ix.scales[s]} }
 
-func (ix *Index) exactDist(q []float32, s uint32) float32 { return -dot(q, ix.vec(s)) }
+func (ix *Index) exactDist(q []float32, s uint32) float32 {
+	if !ix.graph {
+		return -ix.listDot(q, s)
+	}
+	return -dot(q, ix.vec(s))
+}
 
 func (ix *Index) allowed(s uint32, allow *roaring.Bitmap) bool {
 	return allow == nil || allow.Contains(ix.ids[s])
@@ -398,14 +403,20 @@ func (g *Index) buildFrom(ix *Index) {
 	for i, s := range order {
 		inPlace = inPlace && s == uint32(i)
 	}
+	// The graph holds every vector dense, in its slot (the list's are
+	// sparse or elsewhere in the slab, see list.go).
+	g.vecs = newSlab[float32](ix.dim)
+	g.vecs.reserve(n)
 	if inPlace {
-		g.vecs, g.ids, g.slotOf = ix.vecs, ix.ids, ix.slotOf
+		g.ids, g.slotOf = ix.ids, ix.slotOf
 	} else {
-		g.vecs = newSlab[float32](ix.dim)
 		g.ids = make([]uint32, n, cap(ix.ids))
 		g.slotOf = make(map[uint32]uint32, n)
-		for i, s := range order {
-			copy(g.vecs.add(), ix.vec(s))
+	}
+	buf := make([]float32, ix.dim)
+	for i, s := range order {
+		copy(g.vecs.add(), ix.vecInto(s, buf))
+		if !inPlace {
 			g.ids[i] = ix.ids[s]
 			g.slotOf[g.ids[i]] = uint32(i)
 		}
@@ -429,6 +440,7 @@ func (g *Index) buildFrom(ix *Index) {
 func (ix *Index) install(g *Index) {
 	ix.graph = true
 	ix.vecs, ix.ids, ix.levels, ix.slotOf, ix.free = g.vecs, g.ids, g.levels, g.slotOf, nil
+	ix.list, ix.dense = listVecs{}, nil
 	ix.links0, ix.upper = g.links0, g.upper
 	ix.codes, ix.scales, ix.qerr = g.codes, g.scales, g.qerr
 	ix.entry, ix.top, ix.rng = g.entry, g.top, g.rng
@@ -467,6 +479,7 @@ func (ix *Index) addLink(sc *searcher, n, s uint32, d float32, l int) {
 // offered s's own neighbours as replacements, then s is freed.
 func (ix *Index) remove(s uint32) {
 	if !ix.graph {
+		ix.list.release(s)
 		delete(ix.slotOf, ix.ids[s])
 		ix.levels[s] = -1
 		ix.free = append(ix.free, s)

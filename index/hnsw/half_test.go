@@ -139,7 +139,7 @@ func TestLoadFloat32Vectors(t *testing.T) {
 			s, _ := ix.scaleOf(v)
 			f := make([]float32, len(v))
 			put(f, v, s)
-			if !slices.Equal(re.vec(re.slotOf[uint32(i)]), f) {
+			if !slices.Equal(vecOf(re, re.slotOf[uint32(i)]), f) {
 				t.Fatalf("vector %d not loaded at float32", i)
 			}
 		}

@@ -181,7 +181,9 @@ type Index struct {
 	graph bool
 
 	// Nodes live in dense slots; neighbour lists hold slots, not IDs.
-	vecs   slab[float32]     // slot → the (normalised) vector
+	vecs   slab[float32]     // slot → the (normalised) vector; without a graph, see list
+	list   listVecs          // without a graph: slot → its vector, sparse or in vecs (list.go)
+	dense  []float32         // a writer's scratch vector (under wmu)
 	codes  slab[int8]        // slot → its int8 codes (graph only, see quant.go)
 	scales []float32         // slot → scale of its codes (graph only)
 	qerr   []qbound          // slot → what its codes' error bounds need (graph only)
@@ -268,7 +270,13 @@ func (ix *Index) Reserve(n int) {
 	defer ix.wmu.Unlock()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.vecs.reserve(n)
+	if ix.graph {
+		// Without a graph a vector may be held sparse (list.go): nothing
+		// is known of their size until they come.
+		ix.vecs.reserve(n)
+	} else {
+		ix.list.refs = slices.Grow(ix.list.refs, n)
+	}
 	ix.ids = slices.Grow(ix.ids, n)
 	ix.levels = slices.Grow(ix.levels, n)
 	ix.pendingRecs = slices.Grow(ix.pendingRecs, n)
@@ -335,21 +343,32 @@ func put(dst, v []float32, scale float32) {
 	vek32.MulNumber_Into(dst, v, scale)
 }
 
+// vec is slot s's vector with a graph (without one, see vecInto).
 func (ix *Index) vec(s uint32) []float32 { return ix.vecs.at(s) }
 
 // store sets slot s (of id) to v·scale at the precision it is persisted
 // with, so that a reloaded index holds the same values, and returns the
-// record to persist.
+// record to persist. Without a graph, the slot's vector is new or was
+// released.
 func (ix *Index) store(s, id uint32, v []float32, scale float32, deferred bool) vecRecord {
-	dst := ix.vec(s)
-	put(dst, v, scale)
 	var b []byte
 	if deferred {
 		b = ix.deferredVecRecord(id)
 	} else {
 		b = ix.newVecRecord(id)
 	}
-	return roundAppendVec(b, dst)
+	if ix.graph {
+		dst := ix.vec(s)
+		put(dst, v, scale)
+		return roundAppendVec(b, dst)
+	}
+	if len(ix.dense) != ix.dim {
+		ix.dense = make([]float32, ix.dim)
+	}
+	put(ix.dense, v, scale)
+	rec := roundAppendVec(b, ix.dense) // rounds ix.dense to the record's values
+	ix.place(s, ix.dense)
+	return rec
 }
 
 func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }
@@ -451,7 +470,9 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int, deferre
 		ix.levels[s] = int8(level)
 	} else {
 		s = uint32(len(ix.ids))
-		ix.vecs.add()
+		if ix.graph {
+			ix.vecs.add()
+		}
 		ix.ids = append(ix.ids, id)
 		ix.levels = append(ix.levels, int8(level))
 		if ix.graph {
@@ -522,6 +543,7 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		var rec vecRecord
 		if ok {
 			// Nothing points at the slot: overwrite it in place.
+			ix.list.release(old)
 			rec = ix.store(old, id, vec, scale, w == nil)
 		} else {
 			_, rec = ix.alloc(id, vec, scale, 0, w == nil)

@@ -94,7 +94,7 @@ func bruteForceHeld(ix *Index, q []float32, k int, allow *roaring.Bitmap) []uint
 			continue
 		}
 		d := 0.0
-		for j, x := range ix.vec(s) {
+		for j, x := range vecOf(ix, s) {
 			d += float64(x) * float64(qn[j])
 		}
 		all = append(all, sc{id, d})

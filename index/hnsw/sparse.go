@@ -96,21 +96,31 @@ func nonZeroHalves(b []byte) int {
 	return n
 }
 
+// sparseHeader checks sparse record b of a vector of dim up to its
+// entries (see decodeSparse) and returns its scale and entries.
+func sparseHeader(b []byte, dim int) (scale float32, entries []byte, ok bool) {
+	if len(b) < halfHeader || b[0] != sparseMarker || (len(b)-halfHeader)%sparseEntry != 0 {
+		return 0, nil, false
+	}
+	entries = b[halfHeader:]
+	if k := len(entries) / sparseEntry; 2*k >= dim || dim > maxSparseDim {
+		return 0, nil, false
+	}
+	scale = math.Float32frombits(binary.LittleEndian.Uint32(b[1:]))
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+		return 0, nil, false
+	}
+	return scale, entries, true
+}
+
 // decodeSparse writes the sparse vector b into dst, reporting false for a
 // malformed record: a length that is not the header and whole entries, a
 // scale the dense form rejects, an index out of order or range, a +0
 // entry, or as many entries as the dense form would have been written
 // with (every encoder writes the shorter form).
 func decodeSparse(dst []float32, b []byte, zeroed bool) bool {
-	if len(b) < halfHeader || b[0] != sparseMarker || (len(b)-halfHeader)%sparseEntry != 0 {
-		return false
-	}
-	entries := b[halfHeader:]
-	if k := len(entries) / sparseEntry; 2*k >= len(dst) || len(dst) > maxSparseDim {
-		return false
-	}
-	scale := math.Float32frombits(binary.LittleEndian.Uint32(b[1:]))
-	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+	scale, entries, ok := sparseHeader(b, len(dst))
+	if !ok {
 		return false
 	}
 	if !zeroed {

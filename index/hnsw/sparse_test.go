@@ -181,7 +181,7 @@ func TestSparseIndexPaths(t *testing.T) {
 				t.Fatal(err)
 			}
 			for id, s := range c.ix.slotOf {
-				if !slices.Equal(re.vec(re.slotOf[id]), c.ix.vec(s)) {
+				if !slices.Equal(vecOf(re, re.slotOf[id]), vecOf(c.ix, s)) {
 					t.Fatalf("vector %d reloaded differently", id)
 				}
 			}
@@ -194,7 +194,7 @@ func TestSparseIndexPaths(t *testing.T) {
 			old[k] = v
 		}
 		for id, s := range a.slotOf {
-			old[string(a.vecKey(id))] = appendHalf(nil, a.vec(s))
+			old[string(a.vecKey(id))] = appendHalf(nil, vecOf(a, s))
 		}
 		re, err := Load(ctx, old, prefix, o)
 		if err != nil {
@@ -259,3 +259,6 @@ func TestLaneMask(t *testing.T) {
 		}
 	}
 }
+
+// vecOf is slot s's vector, however ix holds it.
+func vecOf(ix *Index, s uint32) []float32 { return ix.vecInto(s, make([]float32, ix.dim)) }

@@ -312,14 +312,19 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	ix.dim = md.dim
 	ix.vnni = fullVNNI(ix.dim)
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
-	ix.vecs.reserve(o.Capacity)
+	ix.o.Metric = md.metric
+	ix.graph = md.graph
+	if ix.graph {
+		ix.vecs.reserve(o.Capacity)
+	}
 	if o.Capacity > 0 {
+		if !ix.graph {
+			ix.list.refs = make([]vecRef, 0, o.Capacity)
+		}
 		ix.ids = make([]uint32, 0, o.Capacity)
 		ix.levels = make([]int8, 0, o.Capacity)
 		ix.slotOf = make(map[uint32]uint32, o.Capacity)
 	}
-	ix.o.Metric = md.metric
-	ix.graph = md.graph
 	ix.setM(md.m)
 	var lv0 int8 = -1 // set from the link keys
 	if !ix.graph {
@@ -327,15 +332,40 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	}
 
 	vp := append(slices.Clip(ix.prefix), tagVector)
+	var dense []float32 // a dense record's values, without a graph
 	err = r.Scan(ctx, vp, func(k, v []byte) error {
 		if len(k) != len(vp)+4 {
 			return fmt.Errorf("%w: vector key %x", ErrCorrupt, k)
 		}
 		id := binary.BigEndian.Uint32(k[len(vp):])
 		s := uint32(len(ix.ids))
-		// A fresh slab's slots are zero (its chunks come from make), so a
-		// sparse record need not clear its slot first.
-		if !decodeVec(ix.vecs.add(), v, true) {
+		ok := true
+		switch {
+		case !ix.graph && len(v) > 0 && v[0] == sparseMarker:
+			if cap(ix.list.sidx) == 0 && o.Capacity > 0 {
+				// Sized once from the first vector: the vectors of one
+				// embedder have about as many components each.
+				n := min(o.Capacity*(len(v)/sparseEntry+4), o.Capacity*ix.dim/2)
+				ix.list.sidx, ix.list.sval = make([]uint16, 0, n), make([]float32, 0, n)
+			}
+			at := uint32(len(ix.list.sidx))
+			ix.list.sidx, ix.list.sval, ok = appendSparse(ix.list.sidx, ix.list.sval, v, ix.dim)
+			ix.list.refs = append(ix.list.refs, vecRef{at, uint32(len(ix.list.sidx)) - at})
+		case !ix.graph:
+			// A dense record (float32, or half precision from before
+			// sparse records) may hold a sparse vector: place decides.
+			if len(dense) != ix.dim {
+				dense = make([]float32, ix.dim)
+			}
+			if ok = decodeVec(dense, v, false); ok {
+				ix.place(uint32(len(ix.ids)), dense)
+			}
+		default:
+			// A fresh slab's records are zero (its chunks come from
+			// make), so a sparse record need not clear its record first.
+			ok = decodeVec(ix.vecs.add(), v, true)
+		}
+		if !ok {
 			return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
 		}
 		ix.ids = append(ix.ids, id)
@@ -435,6 +465,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	// Structure.
 	top := -1
 	code := make([]int8, ix.dim)
+	buf := make([]float32, ix.dim)
 	for s := range uint32(len(ix.ids)) {
 		lv := int(ix.levels[s])
 		if lv < 0 {
@@ -480,6 +511,9 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	if len(ix.slotOf) == 0 && ix.entry >= 0 {
 		add("empty index has an entry point")
 	}
+	if !ix.graph && len(ix.list.refs) != len(ix.ids) {
+		add("%d vectors held for %d slots", len(ix.list.refs), len(ix.ids))
+	}
 	if len(ix.slotOf)+len(ix.free) != len(ix.ids) {
 		add("%d live + %d free slots != %d slots", len(ix.slotOf), len(ix.free), len(ix.ids))
 	}
@@ -511,7 +545,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 				return nil
 			}
 			seenVec++
-			if !bytes.Equal(v, vecBytes(ix.vec(s), v)) {
+			if !bytes.Equal(v, vecBytes(ix.vecInto(s, buf), v)) {
 				add("persisted vector %d differs", id)
 			}
 		case len(rest) == 6 && rest[0] == tagLinks:
