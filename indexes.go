@@ -202,6 +202,13 @@ func (ui *userIndex) setDoc(doc uint32, v []byte) {
 		}
 		ui.docAt = append(ui.docAt, make([]uint32, n-len(ui.docAt))...)
 	}
+	if ui.docArena == nil && cap(ui.docAt) > 1 {
+		// A load sized docAt from the user's document count: the arena
+		// is sized once from the first value (bounded, should it be an
+		// outlier), not grown by doubling, which allocated twice what
+		// it kept.
+		ui.docArena = make([]byte, 0, (cap(ui.docAt)-1)*min(len(v)+2, 160)*5/4)
+	}
 	ui.docAt[doc] = uint32(len(ui.docArena)) + 1
 	ui.docArena = binary.AppendUvarint(ui.docArena, uint64(len(v)))
 	ui.docArena = append(ui.docArena, v...)
