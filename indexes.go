@@ -105,13 +105,14 @@ type userIndex struct {
 	// length, bytes); 0 means not held. Values are never rewritten.
 	docArena []byte
 	docAt    []uint32
-	// bytes estimates the memory these indexes hold (each document adds
-	// its vector and perDocOverhead in setDoc), for the cache's budget.
+	// bytes estimates the memory these indexes hold but the vectors
+	// (each document adds perDocOverhead and its map value in setDoc);
+	// size adds the vectors as the vector index holds them.
 	bytes atomic.Int64
+	// grown: a reader added to bytes (see tokens), which the cache has
+	// not counted yet.
+	grown atomic.Bool
 	dim   int
-	// vecCost is what setDoc counts for a document's vector: 4·dim, or
-	// once loaded the average the vector index holds per vector.
-	vecCost int
 	// pathTok is bm25.Tokenize of the labels and entity names the user's
 	// queries reached in graph paths (see tokens), under its own lock: a
 	// query reads it while others may add to it.
@@ -152,6 +153,7 @@ func (ui *userIndex) tokens(s string) []string {
 		n += len(t) + 16
 	}
 	ui.bytes.Add(int64(n))
+	ui.grown.Store(true)
 	return ts
 }
 
@@ -186,6 +188,15 @@ func (ui *userIndex) pendingDocs() *roaring.Bitmap {
 	return ui.pending.Clone()
 }
 
+// size estimates the memory these indexes hold, for the cache's budget.
+func (ui *userIndex) size() int64 {
+	n := ui.bytes.Load()
+	if ui.vec != nil {
+		n += int64(ui.vec.Bytes())
+	}
+	return n
+}
+
 // perDocOverhead is roughly what a document costs the in-memory indexes
 // besides its vector: postings, graph edge, interval, maps (measured: 1.5
 // KB per fact of a 100-fact user).
@@ -195,7 +206,7 @@ const perDocOverhead = 1536
 func (ui *userIndex) setDoc(doc uint32, v []byte) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	ui.bytes.Add(int64(len(v) + 8 + ui.vecCost + perDocOverhead))
+	ui.bytes.Add(int64(len(v) + 8 + perDocOverhead))
 	if n := int(doc) + 1; n > len(ui.docAt) {
 		if n > 2*len(ui.docAt)+1024 {
 			return // not the next documents (a damaged key?): read from the store
@@ -275,12 +286,12 @@ type indexSet struct {
 type cachedIndex struct {
 	user    string
 	ui      *userIndex
-	counted int64 // ui.bytes when last added to total
+	counted int64 // ui.size() when last added to total
 }
 
 // recount brings c's share of the total up to date (s.mu held).
 func (s *indexSet) recount(c *cachedIndex) {
-	n := c.ui.bytes.Load()
+	n := c.ui.size()
 	s.total += n - c.counted
 	c.counted = n
 }
@@ -303,6 +314,21 @@ func (s *indexSet) cached(user string) *userIndex {
 	// is brought back within the budget here too, not only at a load.
 	s.shrinkLocked(el)
 	return c.ui
+}
+
+// grew brings user's share of the total up to date after a write grew
+// ui, its cached indexes, and evicts others while the total exceeds the
+// budget: a user written once and not read since (an import of many
+// users) would otherwise stay counted at the size it was loaded with.
+func (s *indexSet) grew(user string, ui *userIndex) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el := s.users[user]
+	if el == nil || el.Value.(*cachedIndex).ui != ui {
+		return // evicted meanwhile, or a Rebuild's indexes
+	}
+	s.recount(el.Value.(*cachedIndex))
+	s.shrinkLocked(el)
 }
 
 // put caches user's freshly loaded indexes and evicts the least recently
@@ -351,7 +377,7 @@ func (s *indexSet) size() (int, int64) {
 	defer s.mu.Unlock()
 	total := int64(0)
 	for el := s.lru.Front(); el != nil; el = el.Next() {
-		total += el.Value.(*cachedIndex).ui.bytes.Load()
+		total += el.Value.(*cachedIndex).ui.size()
 	}
 	return s.lru.Len(), total
 }
@@ -402,8 +428,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 		tmp *temporal.Index
 		g   *graph.Graph
 		// ui holds the document map and the maps built from it until the
-		// indexes are in; the vectors' share of ui.bytes comes with the
-		// vector index.
+		// indexes are in.
 		ui = s.newUserIndex(nil, nil, nil, nil)
 	)
 	// Every document up to the counter is in the map, and most are
@@ -446,13 +471,6 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 		return nil, err
 	}
 	ui.bm, ui.vec, ui.tmp, ui.g, ui.dim = bm, vec, tmp, g, vec.Dim()
-	// The vectors as held (a hashing embedder's sparse, see hnsw), and
-	// each later document's at their average.
-	ui.bytes.Add(int64(vec.Bytes()))
-	ui.vecCost = 4 * ui.dim
-	if n := vec.Len(); n > 0 {
-		ui.vecCost = vec.Bytes() / n
-	}
 	return ui, nil
 }
 
@@ -501,9 +519,8 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 	return nil
 }
 
-// loadDocs reads user's document map into ui (before its indexes are set:
-// the vectors' share of ui.bytes is left to the caller), with the
-// versions that tmp holds as active.
+// loadDocs reads user's document map into ui (before its indexes are
+// set), with the versions that tmp holds as active.
 func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
 	docs := kv.UserKey(user, kv.SubDoc)
 	// The fact ID in hex, the subject and the context are decoded into
@@ -549,7 +566,7 @@ func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.I
 	if vec != nil {
 		dim = vec.Dim()
 	}
-	return &userIndex{dim: dim, vecCost: 4 * dim, bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
+	return &userIndex{dim: dim, bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
 		factsOf: map[uint64]map[string]*factDocs{}, versionsOf: map[string]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
 		contextsOf: map[uint64]map[string]bool{}}
 }

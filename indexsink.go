@@ -105,6 +105,7 @@ func (w *indexWrite) done() {
 	w.committed = true
 	if w.ui != nil {
 		w.ui.settle()
+		w.s.grew(w.user, w.ui)
 	}
 }
 

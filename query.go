@@ -231,6 +231,13 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	defer qv.snap.Close()
 	ui, facts := qv.ui, qv.facts
+	// A query grows the user's indexes too (the tokens of the graph
+	// paths it reached): counted once it is done.
+	defer func() {
+		if ui.grown.Swap(false) {
+			e.idx.grew(user, ui)
+		}
+	}()
 	qs.setInt(attrK, p.k)
 	ex := newExplainer(opts, p.rr != nil)
 	ex.view(qv, opts, p.textAt)

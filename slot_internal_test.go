@@ -364,3 +364,42 @@ func TestImportDropsCachedIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIndexCacheBoundAfterWrites: users each written once and never read
+// (an import of many users, each one AssertBatch) are counted at the size
+// their writes grew them to, so the cache stays within its budget; it
+// used to count each at the empty size it was made with and held every
+// user.
+func TestIndexCacheBoundAfterWrites(t *testing.T) {
+	const budget = 200 << 10
+	e, err := Open(t.TempDir(), Options{NoSync: true, IndexCacheBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	const users = 40
+	for u := range users {
+		var batch []FactInput
+		for i := range 30 {
+			batch = append(batch, FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("thing %d of %d", i, u)})
+		}
+		if _, err := e.AssertBatch(ctx, fmt.Sprintf("u%d", u), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := e.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.IndexBytes > budget || st.IndexedUsers == users || st.IndexEvictions == 0 {
+		t.Fatalf("%d users cached, %d bytes, %d evictions: the %d-byte budget was not kept", st.IndexedUsers, st.IndexBytes, st.IndexEvictions, budget)
+	}
+	// Every user still answers, loaded again when evicted.
+	for u := range users {
+		rs, err := e.Query(ctx, fmt.Sprintf("u%d", u), fmt.Sprintf("thing 7 of %d", u), QueryOptions{})
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("user u%d: %d results, %v", u, len(rs), err)
+		}
+	}
+}

@@ -117,6 +117,10 @@ func BenchmarkQuery(b *testing.B) {
 			questions := []string{"where do I live?", "where do I work?", "do I like %s?", "%s"}
 			var lat []time.Duration
 			empty := 0
+			st0, err := e.Stats(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.ResetTimer()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -137,6 +141,15 @@ func BenchmarkQuery(b *testing.B) {
 			if empty == len(lat) {
 				b.Fatal("no query returned anything")
 			}
+			// How often a query found its user evicted (and loaded it),
+			// and how many users the cache held at the end: what the
+			// shape measures.
+			st, err := e.Stats(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(st.IndexEvictions-st0.IndexEvictions)/float64(len(lat)), "evictions/op")
+			b.ReportMetric(float64(st.IndexedUsers), "cached-users")
 			b.ReportMetric(float64(empty)/float64(len(lat)), "empty-frac")
 			b.ReportMetric(percentile(lat, 0.5), "p50-ns")
 			b.ReportMetric(percentile(lat, 0.99), "p99-ns")

@@ -186,7 +186,10 @@ func (l *listVecs) bytes() int {
 
 // Bytes estimates the memory the index holds: its vectors as held (see
 // listVecs), their codes and neighbour lists, the slots' IDs and levels,
-// and the ID map (about 24 bytes an entry).
+// and the ID map (about 24 bytes an entry). It costs the same at any
+// size (the index cache calls it at every read): the upper layers'
+// lists are estimated from the level distribution, a 1/M share of the
+// nodes reaching each next layer.
 func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -197,8 +200,8 @@ func (ix *Index) Bytes() int {
 	for _, c := range ix.codes.chunks {
 		n += cap(c)
 	}
-	for _, u := range ix.upper {
-		n += 4 * cap(u)
+	if ix.graph && ix.m > 1 {
+		n += len(ix.upper) * (24 + 4*(ix.m+1)/(ix.m-1))
 	}
 	return n
 }
