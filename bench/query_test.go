@@ -23,8 +23,9 @@ var queryShapes = []struct {
 	reopen bool
 }{
 	{"10k-users", 10_000, 100, -1, false},
-	// A 1 GiB index cache (the default) holds about a third of the
-	// users: most queries load the user's indexes first.
+	// A 1 GiB index cache (the default) holds about half of the users
+	// (evictions/op and cached-users report it): most queries load the
+	// user's indexes first.
 	{"10k-users-1GiB-cache", 10_000, 100, 1 << 30, false},
 	// A cold start: a reopened store whose cache holds one user, so
 	// every query loads its user's indexes from the store.
