@@ -432,8 +432,18 @@ func (st *state) pMove(f *frame, v []tok) bool {
 	if at(v, i) != "to" {
 		return false
 	}
-	if obj, _, ok := st.place(v, i+1); ok {
-		st.emit(f, "lives_in", obj)
+	obj, next, ok := st.place(v, i+1)
+	if !ok {
+		return true
+	}
+	st.emit(f, "lives_in", obj)
+	// The move's purpose, after at most a time phrase: "moved to Denver
+	// last week for a new job at Denver Health".
+	for j := next; j < len(v) && j < next+4; j++ {
+		if v[j].w == "for" {
+			st.jobPhrase(f, v, j+1)
+			break
+		}
 	}
 	return true
 }
@@ -619,6 +629,14 @@ func (st *state) pGot(f *frame, v []tok) bool {
 		}
 		return false
 	}
+	return st.jobPhrase(f, v, i)
+}
+
+// jobPhrase reads "a (new) job|position|role (at|with|for ORG) (as
+// TITLE)" from v[i]: the job the speaker got, started or moved for. It
+// reports whether v[i:] names such a job; "a new job" alone records
+// nothing, and a job that is someone else's ("my wife's job") is none.
+func (st *state) jobPhrase(f *frame, v []tok, i int) bool {
 	for i < len(v) && (determiners[v[i].w] || v[i].w == "new" || v[i].w == "dream" ||
 		v[i].w == "full-time" || v[i].w == "part-time" || v[i].w == "first" || v[i].w == "great" || v[i].w == "my") {
 		i++
@@ -628,8 +646,9 @@ func (st *state) pGot(f *frame, v []tok) bool {
 	default:
 		return false
 	}
-	// "got a new job" alone records nothing, but the clause is handled.
-	for i++; i < len(v) && i < 14; i++ {
+	// The employer and title follow within a few words of the noun.
+	end := max(14, i+10)
+	for i++; i < len(v) && i < end; i++ {
 		switch v[i].w {
 		case "at", "with", "for":
 			if org, next, ok := st.proper(v, i+1); ok {

@@ -71,6 +71,11 @@ var ruleCases = []ruleCase{
 	{"I also live in Boston.", []string{"+user lives_in Boston ~"}},
 	{"I have lived in Tokyo for 5 years.", []string{"+user lives_in Tokyo @2021-07-11T15:04"}},
 	{"Last month I got a new job and moved to Pune.", []string{"+user lives_in Pune @2026-06-11T15:04"}},
+	{"I moved to Denver last week for a new job at Denver Health.", []string{"+user lives_in Denver @2026-07-04T15:04", "+user works_at Denver Health @2026-07-04T15:04"}},
+	{"We relocated to Austin for my new position at Dell.", []string{"+user lives_in Austin", "+user works_at Dell"}},
+	{"I moved to Seattle for my wife's job at Amazon.", []string{"+user lives_in Seattle"}},
+	{"I moved to Boston to look for a job at a hospital.", []string{"+user lives_in Boston"}},
+	{"I moved to Lyon for a job interview at Renault.", []string{"+user lives_in Lyon"}},
 	{"I settled in Porto last year.", []string{"+user lives_in Porto @2025-07-11T15:04"}},
 	// works_at / job_title
 	{"I work at Google.", []string{"+user works_at Google"}},
