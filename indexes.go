@@ -112,7 +112,6 @@ type userIndex struct {
 	// grown: a reader added to bytes (see tokens), which the cache has
 	// not counted yet.
 	grown atomic.Bool
-	dim   int
 	// pathTok is bm25.Tokenize of the labels and entity names the user's
 	// queries reached in graph paths (see tokens), under its own lock: a
 	// query reads it while others may add to it.
@@ -470,7 +469,7 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	if err != nil {
 		return nil, err
 	}
-	ui.bm, ui.vec, ui.tmp, ui.g, ui.dim = bm, vec, tmp, g, vec.Dim()
+	ui.bm, ui.vec, ui.tmp, ui.g = bm, vec, tmp, g
 	return ui, nil
 }
 
@@ -562,11 +561,7 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 }
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
-	dim := 0
-	if vec != nil {
-		dim = vec.Dim()
-	}
-	return &userIndex{dim: dim, bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
+	return &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
 		factsOf: map[uint64]map[string]*factDocs{}, versionsOf: map[string]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
 		contextsOf: map[uint64]map[string]bool{}}
 }
