@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/viterin/vek/vek32"
@@ -198,7 +199,11 @@ type Index struct {
 	pool   sync.Pool         // *searcher
 	dirty  []uint64          // (slot<<8 | layer) lists to persist, may repeat
 	metaOK bool              // the meta key is written and current
-	build  *searcher
+	// held is Bytes' answer, refreshed by each writer as it ends (see
+	// noteBytes): the index cache reads it at every read of the user,
+	// holding its own lock, so it must not wait for a writer's.
+	held  atomic.Int64
+	build *searcher
 	// Writes deferred by Adds with a nil writer until Flush: link keys
 	// to delete and vector records, in order (dirty lists and the meta key
 	// wait in dirty and metaOK).
@@ -268,6 +273,7 @@ func (ix *Index) Reserve(n int) {
 	}
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	defer ix.noteBytes()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.graph {
@@ -533,6 +539,7 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	}
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	defer ix.noteBytes()
 	ix.mu.Lock()
 	if err := ix.flushPending(w); err != nil {
 		ix.mu.Unlock()
@@ -596,6 +603,7 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 func (ix *Index) Delete(w kv.Writer, id uint32) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	defer ix.noteBytes()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err := ix.flushPending(w); err != nil {

@@ -186,11 +186,16 @@ func (l *listVecs) bytes() int {
 
 // Bytes estimates the memory the index holds: its vectors as held (see
 // listVecs), their codes and neighbour lists, the slots' IDs and levels,
-// and the ID map (about 24 bytes an entry). It costs the same at any
-// size (the index cache calls it at every read): the upper layers'
-// lists are estimated from the level distribution, a 1/M share of the
-// nodes reaching each next layer.
-func (ix *Index) Bytes() int {
+// and the ID map (about 24 bytes an entry). It is as of the last Add,
+// Delete, Reserve, Flush or Load to end, and never waits for one that is
+// running.
+func (ix *Index) Bytes() int { return int(ix.held.Load()) }
+
+// noteBytes refreshes what Bytes reports (a writer, holding wmu). It
+// costs the same at any size: the upper layers' lists are estimated from
+// the level distribution, a 1/M share of the nodes reaching each next
+// layer.
+func (ix *Index) noteBytes() {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	n := ix.list.bytes() + 5*cap(ix.ids) + 24*len(ix.slotOf) + 4*cap(ix.links0) + 8*len(ix.scales)
@@ -203,5 +208,5 @@ func (ix *Index) Bytes() int {
 	if ix.graph && ix.m > 1 {
 		n += len(ix.upper) * (24 + 4*(ix.m+1)/(ix.m-1))
 	}
-	return n
+	ix.held.Store(int64(n))
 }

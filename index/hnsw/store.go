@@ -179,6 +179,7 @@ func (md meta) encode() []byte {
 func (ix *Index) Flush(w kv.Writer) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	defer ix.noteBytes()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if len(ix.pendingRecs) == 0 && len(ix.pendingDels) == 0 && len(ix.dirty) == 0 {
@@ -439,6 +440,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	// Continue the level sequence from a state fixed by the seed and size,
 	// so reloading and inserting the same vectors is reproducible.
 	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), uint64(len(ix.ids))))
+	ix.noteBytes()
 	return ix, nil
 }
 
