@@ -19,7 +19,7 @@ const PruneBatch = 500
 
 // derivedSubs are the keyspaces Rebuild recomputes from the episode log.
 var derivedSubs = []kv.Sub{kv.SubClaim, kv.SubFactIndex, kv.SubLive, kv.SubHistory, kv.SubArchive,
-	kv.SubDoc, kv.SubLog, kv.SubEpState, kv.SubBM25, kv.SubVector, kv.SubTemporal, kv.SubGraph}
+	kv.SubDoc, kv.SubLog, kv.SubEpState, kv.SubBM25, kv.SubVector, kv.SubTemporal, kv.SubGraph, kv.SubImage}
 
 // Forget hard-deletes everything of user: episodes, facts, history,
 // archive, resolution log and index entries, then compacts the range so

@@ -88,6 +88,16 @@ type Options struct {
 	// single user larger than the budget stays loaded while it is the one
 	// in use.
 	IndexCacheBytes int64
+	// NoIndexImages turns off the users' index images: by default, a
+	// user of at least 256 documents whose indexes were loaded from their
+	// records has a copy of those records packed into a few large values
+	// written in the background (and by Close), which the next load
+	// reads instead — a load after a reopen or an eviction then walks a
+	// handful of values, not thousands of records. The copy costs about
+	// as much disk as the records it copies; a write of the user makes it
+	// stale at once (it is not read again) and the next load from the
+	// records writes a new one.
+	NoIndexImages bool
 	// Ungoverned turns resolution off: every predicate is treated as Many,
 	// so contradicting values all stand (ends and restatements still
 	// apply). It exists to measure what resolution buys (memortest's
@@ -177,6 +187,9 @@ type Engine struct {
 	preds *predicates
 	ext   extract.Extractor
 	idx   *indexSet
+	// images writes the index images loads ask for; nil when the tuning
+	// has none.
+	images *imageWriter
 
 	lastTick atomic.Int64
 	locks    [lockStripes]sync.Mutex
@@ -222,15 +235,19 @@ func Open(dir string, o Options) (*Engine, error) {
 // in parallel.
 type tuning struct {
 	// appendPath enables resolveSub's append path (see txn.appended),
-	// bulk the bulk loader (see bulkWrite).
-	appendPath, bulk bool
+	// bulk the bulk loader (see bulkWrite), images the users' index
+	// images (see image.go).
+	appendPath, bulk, images bool
 	// bulkMinOps is the fewest ops of a new user's first write that
 	// the bulk loader takes (see bulkable).
 	bulkMinOps int
+	// imageMinDocs is the fewest documents of a user whose loads use
+	// and keep an index image.
+	imageMinDocs int
 }
 
 func defaultTuning() tuning {
-	return tuning{appendPath: true, bulk: true, bulkMinOps: 256}
+	return tuning{appendPath: true, bulk: true, images: true, bulkMinOps: 256, imageMinDocs: defaultImageMinDocs}
 }
 
 // openTuned is Open with the write path's tuning.
@@ -294,6 +311,9 @@ func openTuned(dir string, o Options, tune tuning) (*Engine, error) {
 		emb = embed.NewHash(0)
 	}
 	e.idx = newIndexSet(e, emb, max(o.IndexCacheBytes, 0)) // negative: no bound
+	if tune.images && !o.NoIndexImages {
+		e.images = newImageWriter(e)
+	}
 	e.ing = newIngester(e, o.Workers, o.QueueSize)
 	// Before any episode is applied: its vectors must be the store's kind.
 	if err := e.checkEmbedder(dir); err != nil {
@@ -331,6 +351,10 @@ func (e *Engine) Close() error {
 		// rest stay committed and are applied after the next Open.
 		e.ing.stop()
 		e.ing.wg.Wait()
+		// Then the images asked for are written (see imageWriter).
+		if e.images != nil {
+			e.images.wg.Wait()
+		}
 	})
 	if !first {
 		return ErrClosed

@@ -280,6 +280,8 @@ type indexSet struct {
 	total int64
 	// evictions counts the entries put dropped to fit the budget.
 	evictions atomic.Uint64
+	// imageLoads counts the loads read from an index image.
+	imageLoads atomic.Uint64
 }
 
 type cachedIndex struct {
@@ -421,6 +423,37 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 			hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO),
 			temporal.New(kv.UserKey(user, kv.SubTemporal)), graph.New(kv.UserKey(user, kv.SubGraph))), nil
 	}
+	if m.Doc < uint32(s.e.tune.imageMinDocs) || s.e.images == nil {
+		return s.loadFrom(ctx, r, r, user, m)
+	}
+	// A user with an image is read from it (see image.go); one without
+	// is read from its records, and its image written after.
+	img, err := openImage(r, user)
+	if err == nil && img != nil {
+		var ui *userIndex
+		if ui, err = s.loadFrom(ctx, r, img, user, m); !errors.Is(err, errImageDamaged) {
+			if err == nil {
+				s.imageLoads.Add(1)
+			}
+			return ui, err
+		}
+	}
+	damaged := errors.Is(err, errImageDamaged)
+	if err != nil && !damaged {
+		return nil, err
+	}
+	if damaged {
+		s.e.log.Warn("memor: a user's index image is damaged; its indexes are loaded from the records", "user", user, "err", err)
+	}
+	ui, err := s.loadFrom(ctx, r, r, user, m)
+	if err == nil && m.Doc <= imageMaxDocs {
+		s.e.images.request(user, damaged)
+	}
+	return ui, err
+}
+
+// loadFrom is load from src: r itself or an image read through r.
+func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, m userMeta) (*userIndex, error) {
 	var (
 		bm  *bm25.Index
 		vec *hnsw.Index
@@ -439,30 +472,30 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	// (which versions are active) and follows it. The first part's error
 	// in this order is the load's, whichever finished first.
 	_, atOnce := r.(*kv.DB)
-	err = s.loadParts(atOnce && m.Doc >= loadAtOnceDocs, user,
+	err := s.loadParts(atOnce && m.Doc >= loadAtOnceDocs, user,
 		func() (err error) {
 			bo := s.bmO
 			bo.Capacity = int(m.Doc)
-			bm, err = bm25.Load(ctx, r, kv.UserKey(user, kv.SubBM25), bo)
+			bm, err = bm25.Load(ctx, src, kv.UserKey(user, kv.SubBM25), bo)
 			return err
 		},
 		func() (err error) {
 			ho := s.hnswO
 			ho.Capacity = int(m.Doc) // every document but a contested version has a vector
-			vec, err = hnsw.Load(ctx, r, kv.UserKey(user, kv.SubVector), ho)
+			vec, err = hnsw.Load(ctx, src, kv.UserKey(user, kv.SubVector), ho)
 			if errors.Is(err, hnsw.ErrNotFound) {
 				vec, err = hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO), nil
 			}
 			return err
 		},
 		func() (err error) {
-			if tmp, err = temporal.Load(ctx, r, kv.UserKey(user, kv.SubTemporal)); err != nil {
+			if tmp, err = temporal.Load(ctx, src, kv.UserKey(user, kv.SubTemporal)); err != nil {
 				return err
 			}
-			return loadDocs(ctx, r, user, ui, tmp)
+			return loadDocs(ctx, src, user, ui, tmp)
 		},
 		func() (err error) {
-			g, err = graph.LoadSized(ctx, r, kv.UserKey(user, kv.SubGraph), int(m.Doc))
+			g, err = graph.LoadSized(ctx, src, kv.UserKey(user, kv.SubGraph), int(m.Doc))
 			return err
 		},
 	)

@@ -94,6 +94,8 @@ package memor
 //	'n' …                          index/hnsw (doc.go)   the index sink; bulkIndex
 //	't' …                          index/temporal        the index sink; bulkIndex
 //	'g' …                          graph (doc.go)        the index sink; bulkIndex
+//	'p' 0x00                       image head            writeImage
+//	'p' 0x01 sub:1 chunk:u32       image chunk           writeImage
 //	'x'                            reserved, never written
 //
 // bulkWrite, bulkLoad and bulkIndex (bulk.go) are the bulk loader, which
@@ -127,7 +129,18 @@ package memor
 // same batch, so that the repeat of an Add finds it before the episode is
 // applied. Like 'e', Rebuild keeps it.
 //
-// Everything under 'c' 'i' 'v' 'h' 'a' 'd' 'r' 's' 'b' 'n' 't' 'g' is
+// 'p' is the user's index image (image.go): a copy of the records under
+// 'd' 'b' 'n' 't' 'g' (kv.ImagedSubs), which a load reads instead of them.
+// A chunk holds records of one sub in key order, each uvarint(len(suffix))
+// suffix uvarint(len(value)) value, where suffix is the key after
+// 'u' esc(user) sub; the chunks of a sub are numbered from 0, and a record
+// never spans two. The head is imageVersion (1) then, for each imaged sub
+// in kv.ImagedSubs order, uvarint(chunks) uvarint(records). Every write
+// under an imaged sub deletes the head in its batch (kv.Batch), so a head
+// present means the chunks copy the records as they are; chunks without a
+// head are left over, and replaced when an image is next written.
+//
+// Everything under 'c' 'i' 'v' 'h' 'a' 'd' 'r' 's' 'b' 'n' 't' 'g' 'p' is
 // derived from 'e' and 'j' (derivedSubs in admin.go): Rebuild deletes it
 // and replays the episodes.
 //

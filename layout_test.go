@@ -116,6 +116,11 @@ func goldenRecords() []goldenRecord {
 		{"key-forget", func() []byte { return forgetPrefix }, nil},
 		{"key-embedder", func() []byte { return embedderKey }, nil},
 		{"key-registry", func() []byte { return registryKey("alice") }, nil},
+		{"key-image-head", func() []byte { return kv.ImageHead("alice") }, nil},
+		{"key-image-chunk", func() []byte { return imageChunkKey(kv.ImageChunks("alice"), kv.SubBM25, 3) }, nil},
+		{"image-head", func() []byte {
+			return appendImageHead(nil, &imageHead{chunks: []uint64{1, 1, 2, 1, 0}, records: []uint64{12, 12, 13, 10, 0}})
+		}, func(b []byte) error { _, err := decodeImageHead(b); return err }},
 	}
 }
 

@@ -163,8 +163,10 @@ func BenchmarkQuery(b *testing.B) {
 // user (one import) after the store is reopened: the user's indexes load
 // from the store first. warm: the store's files are in the page cache;
 // cold: the page cache is dropped before each query (root only, skipped
-// otherwise). Reopening is outside the timer. Beside p50/p99 it reports
-// the process's CPU time and minor page faults during the queries.
+// otherwise). images=true: the load reads the user's index image (the
+// default); false: its records (Options.NoIndexImages). Reopening is
+// outside the timer. Beside p50/p99 it reports the process's CPU time and
+// minor page faults during the queries.
 func BenchmarkFirstQuery(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "db")
 	e, err := memor.Open(dir, memor.Options{NoSync: true})
@@ -177,55 +179,70 @@ func BenchmarkFirstQuery(b *testing.B) {
 	}
 	ctx := context.Background()
 	for _, mode := range []string{"warm", "cold"} {
-		b.Run("cache="+mode, func(b *testing.B) {
-			if mode == "cold" && os.Geteuid() != 0 {
-				b.Skip("dropping the page cache needs root")
-			}
-			var lat []time.Duration
-			var cpu time.Duration
-			var faults int64
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				e, err := memor.Open(dir, memor.Options{NoSync: true})
+		for _, images := range []bool{true, false} {
+			b.Run(fmt.Sprintf("cache=%s/images=%v", mode, images), func(b *testing.B) {
+				if mode == "cold" && os.Geteuid() != 0 {
+					b.Skip("dropping the page cache needs root")
+				}
+				o := memor.Options{NoSync: true, NoIndexImages: !images}
+				// One reopen first: its load reads the records and, with
+				// images, its Close writes the image every timed load reads.
+				e, err := memor.Open(dir, o)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if mode == "cold" {
-					if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0); err != nil {
-						b.Fatal(err)
-					}
-				}
-				// The engines closed before are garbage a reopened
-				// process would not have: collected first, so that the
-				// query pays for its own allocations only (whether the
-				// collector ran in the query or in the Close before it
-				// was a matter of where the heap's goal happened to
-				// fall, and moved the p50 by a tenth).
-				runtime.GC()
-				b.StartTimer()
-				c0, f0 := rusage()
-				t := time.Now()
-				rs, err := e.Query(ctx, "user-0", "where do I live?", memor.QueryOptions{})
-				lat = append(lat, time.Since(t))
-				c1, f1 := rusage()
-				cpu, faults = cpu+c1-c0, faults+f1-f0
-				b.StopTimer()
-				if err != nil {
+				if _, err := e.Query(ctx, "user-0", "where do I live?", memor.QueryOptions{}); err != nil {
 					b.Fatal(err)
-				}
-				if len(rs) == 0 {
-					b.Fatal("nothing served")
 				}
 				if err := e.Close(); err != nil {
 					b.Fatal(err)
 				}
-				b.StartTimer()
-			}
-			b.ReportMetric(percentile(lat, 0.5), "p50-ns")
-			b.ReportMetric(percentile(lat, 0.99), "p99-ns")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(lat)), "cpu-ns/op")
-			b.ReportMetric(float64(faults)/float64(len(lat)), "faults/op")
-		})
+				var lat []time.Duration
+				var cpu time.Duration
+				var faults int64
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					e, err := memor.Open(dir, o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if mode == "cold" {
+						if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0); err != nil {
+							b.Fatal(err)
+						}
+					}
+					// The engines closed before are garbage a reopened
+					// process would not have: collected first, so that the
+					// query pays for its own allocations only (whether the
+					// collector ran in the query or in the Close before it
+					// was a matter of where the heap's goal happened to
+					// fall, and moved the p50 by a tenth).
+					runtime.GC()
+					b.StartTimer()
+					c0, f0 := rusage()
+					t := time.Now()
+					rs, err := e.Query(ctx, "user-0", "where do I live?", memor.QueryOptions{})
+					lat = append(lat, time.Since(t))
+					c1, f1 := rusage()
+					cpu, faults = cpu+c1-c0, faults+f1-f0
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(rs) == 0 {
+						b.Fatal("nothing served")
+					}
+					if err := e.Close(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(percentile(lat, 0.5), "p50-ns")
+				b.ReportMetric(percentile(lat, 0.99), "p99-ns")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(lat)), "cpu-ns/op")
+				b.ReportMetric(float64(faults)/float64(len(lat)), "faults/op")
+			})
+		}
 	}
 }

@@ -54,7 +54,12 @@ import (
 //	   which an older build reads as corruption (the flag) or does not
 //	   know (the key). Nothing to migrate: records without a key are
 //	   unchanged.
-const FormatVersion uint32 = 9
+//	10: a user may have an index image ('u' user 'p', see image.go),
+//	   valid only because every write under the keyspaces it copies
+//	   deletes its head (image.go here); an older build would write
+//	   without deleting it and leave a stale copy for this one to load.
+//	   Nothing to migrate: a store without images is read as before.
+const FormatVersion uint32 = 10
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -658,7 +663,12 @@ func (db *DB) NewBatchSized(size int) *Batch {
 
 // DeleteRange deletes [lo, hi) durably.
 func (db *DB) DeleteRange(lo, hi []byte) error {
-	return db.write("delete range", nil, func() error { return db.p.DeleteRange(lo, hi, pebble.Sync) })
+	b := db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(lo, hi); err != nil {
+		return err
+	}
+	return b.commit(pebble.Sync)
 }
 
 // Compact forces a compaction of [lo, hi) so that deleted data is dropped
@@ -732,6 +742,14 @@ type Reader interface {
 	Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error
 }
 
+// A Sizer is a Reader that can tell, without yielding them, how many
+// records a Scan of prefix would yield and how many bytes their values
+// hold, so that a loader sizes its arrays once (a user's index image can;
+// the store would have to scan).
+type Sizer interface {
+	ScanSize(ctx context.Context, prefix []byte) (records, valueBytes int, err error)
+}
+
 // Writer is what the index packages write through: a batch. A Writer
 // copies what it is given: callers may reuse a key or value buffer as soon
 // as Set or Delete returns.
@@ -751,6 +769,9 @@ type Batch struct {
 	ranged bool
 	// abandoned: a commit of b may still be inside Pebble (see DB.write).
 	abandoned bool
+	// unimaged: the user root whose image head the batch deleted last
+	// (see unimage).
+	unimaged []byte
 }
 
 // SetLocal declares that the store holds no key under prefix (a user with
@@ -787,16 +808,25 @@ func (b *Batch) iter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 
 // Set writes key = value (both are copied).
 func (b *Batch) Set(key, value []byte) error {
+	if err := b.unimage(key); err != nil {
+		return err
+	}
 	return b.b.Set(key, value, nil)
 }
 
 // Delete removes key.
 func (b *Batch) Delete(key []byte) error {
+	if err := b.unimage(key); err != nil {
+		return err
+	}
 	return b.b.Delete(key, nil)
 }
 
 // DeleteRange removes [lo, hi).
 func (b *Batch) DeleteRange(lo, hi []byte) error {
+	if err := b.unimageRange(lo, hi); err != nil {
+		return err
+	}
 	b.ranged = true
 	return b.b.DeleteRange(lo, hi, nil)
 }

@@ -344,9 +344,16 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		switch {
 		case !ix.graph && len(v) > 0 && v[0] == sparseMarker:
 			if cap(ix.list.sidx) == 0 && o.Capacity > 0 {
-				// Sized once from the first vector: the vectors of one
-				// embedder have about as many components each.
+				// Sized once: from the records' sizes where the reader
+				// tells them (no record holds more entries than its
+				// bytes allow), else from the first vector (the vectors
+				// of one embedder have about as many components each).
 				n := min(o.Capacity*(len(v)/sparseEntry+4), o.Capacity*ix.dim/2)
+				if sz, ok := r.(kv.Sizer); ok {
+					if recs, bytes, err := sz.ScanSize(ctx, vp); err == nil {
+						n = max(bytes-recs*halfHeader, 0) / sparseEntry
+					}
+				}
 				ix.list.sidx, ix.list.sval = make([]uint16, 0, n), make([]float32, 0, n)
 			}
 			at := uint32(len(ix.list.sidx))

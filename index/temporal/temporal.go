@@ -227,6 +227,12 @@ func (ix *Index) page(doc uint32) *docPage {
 // Load reads the index stored under prefix.
 func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Index, error) {
 	ix := New(prefix)
+	if sz, ok := r.(kv.Sizer); ok {
+		// Every record is one document of the delta the load folds in.
+		if n, _, err := sz.ScanSize(ctx, ix.prefix); err == nil {
+			ix.delta = make([]deltaEntry, 0, n)
+		}
+	}
 	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
 		doc, q, err := ix.decode(k, v)
 		if err != nil {
@@ -239,6 +245,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Index, error) {
 		return nil, fmt.Errorf("temporal: load: %w", err)
 	}
 	ix.rebuild()
+	ix.delta = nil // the loaded documents are all in the base; writes add a few
 	return ix, nil
 }
 

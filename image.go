@@ -1,0 +1,384 @@
+package memor
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/memor-db/memor/kv"
+)
+
+// A user's index image is a copy of the records a load of the user's
+// indexes reads (kv.ImagedSubs: the document map, BM25, vectors,
+// intervals, graph), packed into a few large values under 'p'. A load
+// scans Pebble once per chunk instead of once per record: after a reopen,
+// when Pebble's block cache is empty, walking some 6,000 small records of
+// a 1,000-fact user through the merging iterator was three quarters of
+// the load. The loaders read the image through imageReader, which serves
+// the same keys and values in the same order as the store, so what they
+// build is what a load from the records builds.
+//
+// An image is valid only while the records it copies are unchanged; the
+// kv package keeps it so (every write under an imaged keyspace deletes
+// the user's image head in its batch), so a head present means the image
+// is current. It is written in the background (imageWriter) after a load
+// that found none, under the user's lock: it copies what the store holds,
+// never what a load built.
+const (
+	// defaultImageMinDocs is the fewest documents from which a user's
+	// loads use and keep an image (tuning.imageMinDocs): a smaller user's
+	// records are read in a fraction of a millisecond.
+	defaultImageMinDocs = 256
+	// imageMaxDocs bounds the users an image is written for: it is
+	// written holding the user's lock, for a time that grows with the
+	// user.
+	imageMaxDocs = 200_000
+	// imageChunkBytes is the size from which a chunk is cut (at a record's
+	// end): large enough that the chunks are few, small enough that none
+	// is a large part of a memtable.
+	imageChunkBytes = 256 << 10
+	// imageVersion is the first byte of a head.
+	imageVersion = 1
+	// imageQueue bounds the images waiting to be written; a request
+	// beyond it is dropped (the next load asks again).
+	imageQueue = 8
+)
+
+// errImageDamaged: an image disagrees with its head (a chunk missing or
+// out of order, a record cut short). The load that meets it starts over
+// from the records. (The bytes themselves are Pebble's to check: every
+// block it reads from a file is checksummed.)
+var errImageDamaged = fmt.Errorf("%w: index image", ErrCorrupt)
+
+// imageHead is what a head records of each imaged keyspace, in
+// kv.ImagedSubs order: how many chunks and records the image holds.
+type imageHead struct {
+	chunks, records []uint64
+}
+
+func appendImageHead(dst []byte, h *imageHead) []byte {
+	dst = append(dst, imageVersion)
+	for i := range h.chunks {
+		dst = binary.AppendUvarint(dst, h.chunks[i])
+		dst = binary.AppendUvarint(dst, h.records[i])
+	}
+	return dst
+}
+
+func decodeImageHead(v []byte) (imageHead, error) {
+	n := len(kv.ImagedSubs())
+	h := imageHead{chunks: make([]uint64, n), records: make([]uint64, n)}
+	if len(v) == 0 || v[0] != imageVersion {
+		return h, fmt.Errorf("%w: head version", errImageDamaged)
+	}
+	v = v[1:]
+	for i := range n {
+		for _, p := range []*uint64{&h.chunks[i], &h.records[i]} {
+			x, w := binary.Uvarint(v)
+			if w <= 0 {
+				return h, fmt.Errorf("%w: head truncated", errImageDamaged)
+			}
+			*p, v = x, v[w:]
+		}
+	}
+	if len(v) != 0 {
+		return h, fmt.Errorf("%w: head has %d bytes after its counts", errImageDamaged, len(v))
+	}
+	return h, nil
+}
+
+// imageChunkKey is chunk i of the imaged keyspace sub: 'p' 0x01 sub i.
+func imageChunkKey(chunks []byte, sub kv.Sub, i uint64) []byte {
+	k := append(append(make([]byte, 0, len(chunks)+5), chunks...), byte(sub))
+	return kv.AppendUint32(k, uint32(i))
+}
+
+// imageReader reads a user's imaged keyspaces from the image and every
+// other key from the store. Like the store, a Scan's k and v are valid
+// only during the call.
+type imageReader struct {
+	r    kv.Reader
+	head imageHead
+	// subs: kv.UserKey(user, sub) of each imaged keyspace; chunks: the
+	// prefix of its chunks.
+	subs, chunks [][]byte
+}
+
+var _ kv.Sizer = (*imageReader)(nil)
+
+// openImage returns a reader of user's image through r, or nil when the
+// user has none.
+func openImage(r kv.Reader, user string) (*imageReader, error) {
+	v, err := r.Get(kv.ImageHead(user))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := decodeImageHead(v)
+	if err != nil {
+		return nil, err
+	}
+	ir := &imageReader{r: r, head: h}
+	cp := kv.ImageChunks(user)
+	for _, sub := range kv.ImagedSubs() {
+		ir.subs = append(ir.subs, kv.UserKey(user, sub))
+		ir.chunks = append(ir.chunks, append(append([]byte(nil), cp...), byte(sub)))
+	}
+	return ir, nil
+}
+
+// sub returns the imaged keyspace that holds every key with prefix p, or
+// -1.
+func (ir *imageReader) sub(p []byte) int {
+	for i, s := range ir.subs {
+		if bytes.HasPrefix(p, s) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (ir *imageReader) Get(key []byte) ([]byte, error) {
+	i := ir.sub(key)
+	if i < 0 {
+		return ir.r.Get(key)
+	}
+	var out []byte
+	err := ir.scan(context.Background(), i, key, func(k, v []byte) error {
+		if len(k) == len(key) {
+			out = append([]byte{}, v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, kv.ErrNotFound
+	}
+	return out, nil
+}
+
+func (ir *imageReader) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	i := ir.sub(prefix)
+	if i < 0 {
+		return ir.r.Scan(ctx, prefix, fn)
+	}
+	return ir.scan(ctx, i, prefix, fn)
+}
+
+// ScanSize implements kv.Sizer for the imaged keyspaces (and fails for a
+// prefix outside them: the store cannot size a scan without it).
+func (ir *imageReader) ScanSize(ctx context.Context, prefix []byte) (records, valueBytes int, err error) {
+	i := ir.sub(prefix)
+	if i < 0 {
+		return 0, 0, fmt.Errorf("memor: %q is not in an index image", prefix)
+	}
+	err = ir.scan(ctx, i, prefix, func(_, v []byte) error {
+		records, valueBytes = records+1, valueBytes+len(v)
+		return nil
+	})
+	return records, valueBytes, err
+}
+
+// errImageScanned stops a scan of the chunks once past its prefix.
+var errImageScanned = errors.New("image scan past its prefix")
+
+// scan calls fn for each record of imaged keyspace i whose key has
+// prefix, in key order. A scan that reads every chunk checks the counts
+// in the head.
+func (ir *imageReader) scan(ctx context.Context, i int, prefix []byte, fn func(k, v []byte) error) error {
+	sub, cp := ir.subs[i], ir.chunks[i]
+	key := append(make([]byte, 0, len(sub)+64), sub...)
+	var chunks, records uint64
+	err := ir.r.Scan(ctx, cp, func(ck, cv []byte) error {
+		if len(ck) != len(cp)+4 || uint64(binary.BigEndian.Uint32(ck[len(cp):])) != chunks {
+			return fmt.Errorf("%w: chunk %d of %c out of place", errImageDamaged, chunks, sub[len(sub)-1])
+		}
+		chunks++
+		body := cv
+		for len(body) > 0 {
+			if records++; records&255 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			kn, w := binary.Uvarint(body)
+			if w <= 0 || uint64(len(body)-w) < kn {
+				return fmt.Errorf("%w: record %d of %c truncated", errImageDamaged, records-1, sub[len(sub)-1])
+			}
+			key = append(key[:len(sub)], body[w:w+int(kn)]...)
+			body = body[w+int(kn):]
+			vn, w := binary.Uvarint(body)
+			if w <= 0 || uint64(len(body)-w) < vn {
+				return fmt.Errorf("%w: record %d of %c truncated", errImageDamaged, records-1, sub[len(sub)-1])
+			}
+			v := body[w : w+int(vn) : w+int(vn)]
+			body = body[w+int(vn):]
+			if bytes.HasPrefix(key, prefix) {
+				if err := fn(key, v); err != nil {
+					return err
+				}
+			} else if bytes.Compare(key, prefix) > 0 {
+				return errImageScanned
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errImageScanned):
+		return nil
+	case err != nil:
+		return err
+	case chunks != ir.head.chunks[i] || records != ir.head.records[i]:
+		return fmt.Errorf("%w: %c holds %d chunks and %d records, its head says %d and %d",
+			errImageDamaged, sub[len(sub)-1], chunks, records, ir.head.chunks[i], ir.head.records[i])
+	}
+	return nil
+}
+
+// writeImage writes user's image from the store, unless the user has one
+// (and not replace: a load found it damaged) or has fewer documents than
+// tuning.imageMinDocs or more than imageMaxDocs. It
+// holds the user's lock, which every write of the user's records holds,
+// so the copy is of one state; the write that next changes it deletes
+// the head. The commit is not synced: an image lost to a crash costs a
+// load from the records, and a later write's deletion of its head is
+// after it in the log.
+func (e *Engine) writeImage(ctx context.Context, user string, replace bool) error {
+	unlock := e.lockUser(user)
+	defer unlock()
+	switch _, err := e.db.Get(kv.ImageHead(user)); {
+	case err == nil && !replace:
+		return nil
+	case err == nil:
+	case !errors.Is(err, kv.ErrNotFound):
+		return err
+	}
+	m, err := loadMeta(e.db, user)
+	if err != nil {
+		return err
+	}
+	if m.Doc < uint32(e.tune.imageMinDocs) || m.Doc > imageMaxDocs {
+		return nil
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	cp := kv.ImageChunks(user)
+	if err := b.DeleteRange(cp, kv.PrefixEnd(cp)); err != nil {
+		return err
+	}
+	subs := kv.ImagedSubs()
+	h := imageHead{chunks: make([]uint64, len(subs)), records: make([]uint64, len(subs))}
+	buf := make([]byte, 0, imageChunkBytes+4<<10)
+	for i, sub := range subs {
+		flush := func() error {
+			if len(buf) == 0 {
+				return nil
+			}
+			err := b.Set(imageChunkKey(cp, sub, h.chunks[i]), buf)
+			h.chunks[i]++
+			buf = buf[:0]
+			return err
+		}
+		prefix := kv.UserKey(user, sub)
+		err := e.db.Scan(ctx, prefix, func(k, v []byte) error {
+			buf = binary.AppendUvarint(buf, uint64(len(k)-len(prefix)))
+			buf = append(buf, k[len(prefix):]...)
+			buf = binary.AppendUvarint(buf, uint64(len(v)))
+			buf = append(buf, v...)
+			h.records[i]++
+			if len(buf) >= imageChunkBytes {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	if err := b.Set(kv.ImageHead(user), appendImageHead(nil, &h)); err != nil {
+		return err
+	}
+	return b.CommitNoSync()
+}
+
+// imageWriter writes the images loads asked for, one at a time, in the
+// background. Close writes those already asked for before the store
+// closes (at most imageQueue).
+type imageWriter struct {
+	e       *Engine
+	mu      sync.Mutex
+	pending map[string]bool
+	queue   chan imageRequest
+	wg      sync.WaitGroup
+}
+
+type imageRequest struct {
+	user    string
+	replace bool // the image present is damaged
+}
+
+func newImageWriter(e *Engine) *imageWriter {
+	w := &imageWriter{e: e, pending: map[string]bool{}, queue: make(chan imageRequest, imageQueue)}
+	w.wg.Go(w.run)
+	return w
+}
+
+// request asks for user's image (a new one if replace); it never blocks.
+func (w *imageWriter) request(user string, replace bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending[user] {
+		return
+	}
+	select {
+	case w.queue <- imageRequest{user, replace}:
+		w.pending[user] = true
+	default:
+	}
+}
+
+func (w *imageWriter) run() {
+	for {
+		select {
+		case r := <-w.queue:
+			w.write(r)
+		case <-w.e.closing:
+			for {
+				select {
+				case r := <-w.queue:
+					w.write(r)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (w *imageWriter) write(r imageRequest) {
+	user := r.user
+	w.mu.Lock()
+	delete(w.pending, user)
+	w.mu.Unlock()
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = w.e.panicError(p, "write image", user)
+			}
+		}()
+		return w.e.writeImage(context.Background(), user, r.replace)
+	}()
+	if err != nil {
+		w.e.log.Warn("memor: cannot write a user's index image; its loads read the records", "user", user, "err", err)
+	}
+}

@@ -1,0 +1,364 @@
+package memor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/kv"
+)
+
+// openImaging opens dir with index images on or off, from imageMinDocs
+// documents, every query loading its user (a one-byte cache), one worker
+// and a constant clock: two stores given the same operations then hold
+// the same bytes and answer the same.
+func openImaging(t *testing.T, dir string, images bool, minDocs int, lg *slog.Logger) *Engine {
+	t.Helper()
+	tune := defaultTuning()
+	tune.images, tune.imageMinDocs = images, minDocs
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	e, err := openTuned(dir, Options{NoSync: true, Workers: 1, IndexCacheBytes: 1, Logger: lg,
+		Clock: func() time.Time { return at }}, tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// answers is what a reader sees of user: a query's results and the state,
+// as JSON.
+func answers(t *testing.T, e *Engine, user, q string) string {
+	t.Helper()
+	ctx := context.Background()
+	rs, err := e.Query(ctx, user, q, QueryOptions{K: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.State(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(struct {
+		R []Result
+		S []Fact
+	}{rs, st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestIndexImageMatchesRecords runs one random sequence of writes (facts,
+// texts of the realistic corpus, ends, corrections, rebuilds, prunes,
+// forgets, reopens) against two stores, one whose loads read index images
+// (written after random steps) and one that reads the records, every
+// query loading its user. The two must answer every query alike: an
+// image serves what the records hold, and no write leaves one stale.
+func TestIndexImageMatchesRecords(t *testing.T) {
+	t.Parallel()
+	texts := corpus.MustTexts()
+	ctx := context.Background()
+	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	a, b := openImaging(t, dirA, true, 8, nil), openImaging(t, dirB, false, 8, nil)
+	defer func() { a.Close(); b.Close() }()
+	r := rand.New(rand.NewPCG(7, 19))
+	users := []string{"alice", "bob", "東京 user"}
+	places := []string{"Seattle", "Denver", "San Francisco", "東京", "Tel Aviv"}
+	steps := 160
+	if testing.Short() {
+		steps = 60
+	}
+	both := func(name string, f func(e *Engine) error) {
+		t.Helper()
+		ea, eb := f(a), f(b)
+		if (ea == nil) != (eb == nil) || ea != nil && ea.Error() != eb.Error() {
+			t.Fatalf("%s: images %v, records %v", name, ea, eb)
+		}
+	}
+	wrote := 0
+	for step := range steps {
+		u := users[r.IntN(len(users))]
+		switch op := r.IntN(20); {
+		case op < 7:
+			var fs []FactInput
+			for i := range 1 + r.IntN(8) {
+				f := FactInput{Subject: "user", Predicate: "lives_in", Object: places[r.IntN(len(places))],
+					ValidFrom: time.Date(2024, 1, 1+step, i, 0, 0, 0, time.UTC)}
+				switch r.IntN(3) {
+				case 1:
+					f.Predicate, f.Object = "works_at", fmt.Sprintf("Company %d", r.IntN(6))
+				case 2:
+					f.Subject, f.Predicate, f.Object = fmt.Sprintf("friend %d", r.IntN(4)), "likes", fmt.Sprintf("%s %d", texts[r.IntN(len(texts))].Name, r.IntN(9))
+				}
+				fs = append(fs, f)
+			}
+			both("AssertBatch", func(e *Engine) error { _, err := e.AssertBatch(ctx, u, fs); return err })
+		case op < 13:
+			text := texts[r.IntN(len(texts))].Body
+			if len(text) > 3000 {
+				text = cutText(text, 3000)
+			}
+			both("Add", func(e *Engine) error {
+				if _, err := e.Add(ctx, u, text); err != nil {
+					return err
+				}
+				return e.Flush(ctx, u)
+			})
+		case op < 15:
+			both("End", func(e *Engine) error {
+				_, err := e.End(ctx, u, EndInput{Subject: "user", Predicate: "lives_in", At: time.Date(2024, 6, 1+step, 0, 0, 0, 0, time.UTC)})
+				return err
+			})
+		case op < 16:
+			st, err := a.State(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st) > 0 {
+				id := st[r.IntN(len(st))].ID
+				both("Correct", func(e *Engine) error { return e.Correct(ctx, u, id) })
+			}
+		case op < 17:
+			both("Rebuild", func(e *Engine) error { return e.Rebuild(ctx, u) })
+		case op < 18:
+			both("Prune", func(e *Engine) error {
+				_, err := e.Prune(ctx, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+				return err
+			})
+		case op < 19 && r.IntN(3) == 0:
+			both("Forget", func(e *Engine) error { return e.Forget(ctx, u) })
+		default:
+			both("reopen", func(e *Engine) error { return nil })
+			a.Close()
+			b.Close()
+			a, b = openImaging(t, dirA, true, 8, nil), openImaging(t, dirB, false, 8, nil)
+		}
+		if r.IntN(3) == 0 {
+			w := users[r.IntN(len(users))]
+			if err := a.writeImage(ctx, w, false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.db.Get(kv.ImageHead(w)); err == nil {
+				wrote++
+			}
+		}
+		for _, w := range users {
+			q := "where do I live and work?"
+			if r.IntN(2) == 0 {
+				q = cutText(texts[r.IntN(len(texts))].Body, 80)
+			}
+			if ga, gb := answers(t, a, w, q), answers(t, b, w, q); ga != gb {
+				t.Fatalf("step %d: %s answers %q differently with images:\n%s\nfrom the records:\n%s", step, w, q, ga, gb)
+			}
+		}
+	}
+	if loads := a.idx.imageLoads.Load(); wrote < 10 || loads < 20 {
+		t.Fatalf("%d images written and %d loads read one: the sequence did not exercise them", wrote, loads)
+	}
+	if err := a.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIndexImageLifecycle: a user's first load after a reopen reads its
+// records and has its image written in the background (by Close at the
+// latest); the next reads it, serving every record the loaders ask for
+// as the store does; a write deletes the image in its own commit.
+func TestIndexImageLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	e := openImaging(t, dir, true, 32, nil)
+	var fs []FactInput
+	for i := range 300 {
+		fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/30), Predicate: "likes",
+			Object: fmt.Sprintf("thing %d", i), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+	}
+	if _, err := e.AssertBatch(ctx, "u", fs); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range corpus.MustTexts()[:6] {
+		if _, err := e.Add(ctx, "u", cutText(text.Body, 4000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	hasImage := func(e *Engine) bool {
+		_, err := e.db.Get(kv.ImageHead("u"))
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	want := answers(t, e, "u", "thing 7")
+	e.Close()
+
+	e = openImaging(t, dir, true, 32, nil)
+	if got := answers(t, e, "u", "thing 7"); got != want {
+		t.Fatalf("after a reopen:\n%s\nwant\n%s", got, want)
+	}
+	e.Close() // writes the image the load asked for
+	e = openImaging(t, dir, true, 32, nil)
+	defer func() { e.Close() }()
+	if !hasImage(e) {
+		t.Fatal("no image after a load and a Close")
+	}
+	img, err := openImage(e.db, "u")
+	if err != nil || img == nil {
+		t.Fatalf("openImage: %v %v", img, err)
+	}
+	// Every prefix the loaders read (hnsw reads its meta, vectors and
+	// links apart), and a key's Get, as the store serves them.
+	var prefixes [][]byte
+	for _, sub := range kv.ImagedSubs() {
+		p := kv.UserKey("u", sub)
+		prefixes = append(prefixes, p, append(bytes.Clone(p), 'v'), append(bytes.Clone(p), 'l'), append(bytes.Clone(p), 'm'))
+	}
+	records := 0
+	for _, p := range prefixes {
+		var fromImage, fromStore [][2]string
+		if err := img.Scan(ctx, p, func(k, v []byte) error { fromImage = append(fromImage, [2]string{string(k), string(v)}); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.db.Scan(ctx, p, func(k, v []byte) error { fromStore = append(fromStore, [2]string{string(k), string(v)}); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(fromImage, fromStore) {
+			t.Errorf("prefix %q: the image serves %d records, the store %d, or they differ", p, len(fromImage), len(fromStore))
+		}
+		records += len(fromStore)
+		for _, rec := range fromStore {
+			if got, err := img.Get([]byte(rec[0])); err != nil || string(got) != rec[1] {
+				t.Errorf("Get %q: %q %v, want %q", rec[0], got, err, rec[1])
+				break
+			}
+		}
+	}
+	if records < 300*4 {
+		t.Fatalf("the loaders' prefixes hold %d records", records)
+	}
+	if _, err := img.Get(append(kv.UserKey("u", kv.SubBM25), 0xff)); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("Get of a key the image lacks: %v, want kv.ErrNotFound", err)
+	}
+	if got := answers(t, e, "u", "thing 7"); got != want {
+		t.Fatalf("from the image:\n%s\nwant\n%s", got, want)
+	}
+	if n := e.idx.imageLoads.Load(); n == 0 {
+		t.Fatal("the load after the image was written did not read it")
+	}
+	if _, err := e.Assert(ctx, "u", FactInput{Subject: "user", Predicate: "lives_in", Object: "Lisbon"}); err != nil {
+		t.Fatal(err)
+	}
+	if hasImage(e) {
+		t.Fatal("a write kept the image")
+	}
+	if got := answers(t, e, "u", "Lisbon"); !strings.Contains(got, "Lisbon") {
+		t.Fatalf("the write is not served: %s", got)
+	}
+}
+
+// TestIndexImageDamaged: an image whose chunks disagree with its head (a
+// record cut short, a chunk missing) fails no load: the load reads the
+// records, says so in the log, and the image is written anew.
+func TestIndexImageDamaged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, damage := range []string{"truncated", "missing"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			e := openImaging(t, dir, true, 32, nil)
+			var fs []FactInput
+			for i := range 100 {
+				fs = append(fs, FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("thing %d", i)})
+			}
+			if _, err := e.AssertBatch(ctx, "u", fs); err != nil {
+				t.Fatal(err)
+			}
+			want := answers(t, e, "u", "thing 7")
+			if err := e.writeImage(ctx, "u", false); err != nil {
+				t.Fatal(err)
+			}
+			chunk := imageChunkKey(kv.ImageChunks("u"), kv.SubBM25, 0)
+			v, err := e.db.Get(chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := e.db.NewBatch()
+			if damage == "truncated" {
+				err = b.Set(chunk, v[:len(v)-3])
+			} else {
+				err = b.Delete(chunk)
+			}
+			if err != nil || b.Commit() != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			e.Close()
+
+			var logged syncBuffer
+			e = openImaging(t, dir, true, 32, slog.New(slog.NewTextHandler(&logged, nil)))
+			if got := answers(t, e, "u", "thing 7"); got != want {
+				t.Fatalf("with a damaged image:\n%s\nwant\n%s", got, want)
+			}
+			if !strings.Contains(logged.String(), "index image is damaged") {
+				t.Errorf("nothing logged: %q", logged.String())
+			}
+			e.Close()
+			e = openImaging(t, dir, true, 32, nil)
+			defer e.Close()
+			img, err := openImage(e.db, "u")
+			if err != nil || img == nil {
+				t.Fatalf("no image written anew: %v", err)
+			}
+			if err := img.Scan(ctx, kv.UserKey("u", kv.SubBM25), func(k, v []byte) error { return nil }); err != nil {
+				t.Fatalf("the image written anew: %v", err)
+			}
+			if got := answers(t, e, "u", "thing 7"); got != want || e.idx.imageLoads.Load() == 0 {
+				t.Fatalf("from the image written anew (%d image loads):\n%s\nwant\n%s", e.idx.imageLoads.Load(), got, want)
+			}
+		})
+	}
+}
+
+// cutText returns at most n bytes of s, cut at a rune boundary.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
