@@ -221,6 +221,15 @@ func TestIndexImageLifecycle(t *testing.T) {
 	if err != nil || img == nil {
 		t.Fatalf("openImage: %v %v", img, err)
 	}
+	// A projection (a cluster's snapshot) leaves the image out.
+	if _, err := e.DumpUser(ctx, "u", func(k, _ []byte) error {
+		if bytes.HasPrefix(k, kv.UserKey("u", kv.SubImage)) {
+			return fmt.Errorf("DumpUser gave image key %q", k)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// Every prefix the loaders read (hnsw reads its meta, vectors and
 	// links apart), and a key's Get, as the store serves them.
 	var prefixes [][]byte

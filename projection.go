@@ -17,7 +17,7 @@ import (
 //
 // The records are every key of the user's keyspace (episodes, counters,
 // claims, fact versions, resolution log, index entries, judge verdicts)
-// read under the user's write lock, so they are one committed state. They
+// but its index image, read under the user's write lock, so they are one committed state. They
 // are the store's own bytes: a store of the same format reads them as the
 // writer did, and the indexes, loaded lazily from them, are the writer's.
 
@@ -43,7 +43,15 @@ func (e *Engine) DumpUser(ctx context.Context, user string, fn func(k, v []byte)
 			return err
 		}
 		seq = m.Seq
-		return s.Scan(ctx, kv.UserRoot(user), fn)
+		// Without the index image ('p'): a copy of records the dump
+		// holds anyway, which the restoring store writes anew.
+		img := kv.UserKey(user, kv.SubImage)
+		return s.Scan(ctx, kv.UserRoot(user), func(k, v []byte) error {
+			if bytes.HasPrefix(k, img) {
+				return nil
+			}
+			return fn(k, v)
+		})
 	})
 	return seq, err
 }

@@ -57,6 +57,9 @@ func cmpEnd(x, y endEv) int     { return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compa
 // re-sort the whole index.
 func merge[E any](old []E, drop *roaring.Bitmap, doc func(E) uint32, add []E, less func(x, y E) int) []E {
 	slices.SortFunc(add, less)
+	if len(old) == 0 {
+		return add // a load's: every event is new, and add is the caller's to give
+	}
 	out := make([]E, 0, len(old)+len(add))
 	j := 0
 	for _, e := range old {
@@ -72,7 +75,8 @@ func merge[E any](old []E, drop *roaring.Bitmap, doc func(E) uint32, add []E, le
 }
 
 // rebuildAxis returns the axis holding old's spans minus those of the docs
-// in drop, plus the spans given as events in addS and addE.
+// in drop, plus the spans given as events in addS and addE, which it may
+// keep.
 func rebuildAxis(old *axis, drop *roaring.Bitmap, addS []startEv, addE []endEv) *axis {
 	var oldS []startEv
 	var oldE []endEv
