@@ -3,6 +3,7 @@ package memor
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -281,12 +282,13 @@ func TestIndexImageLifecycle(t *testing.T) {
 }
 
 // TestIndexImageDamaged: an image whose chunks disagree with its head (a
-// record cut short, a chunk missing) fails no load: the load reads the
+// record cut short, a chunk missing) or whose record a loader refuses
+// fails no load: the load reads the
 // records, says so in the log, and the image is written anew.
 func TestIndexImageDamaged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, damage := range []string{"truncated", "missing"} {
+	for _, damage := range []string{"truncated", "missing", "garbled"} {
 		t.Run(damage, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "db")
 			e := openImaging(t, dir, true, 32, nil)
@@ -307,10 +309,23 @@ func TestIndexImageDamaged(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := e.db.NewBatch()
-			if damage == "truncated" {
+			switch damage {
+			case "truncated":
 				err = b.Set(chunk, v[:len(v)-3])
-			} else {
+			case "missing":
 				err = b.Delete(chunk)
+			case "garbled":
+				// Well-formed as a chunk, its counts right, but the first
+				// record's value is not a BM25 record: the loader refuses
+				// what the image serves.
+				kn, w := binary.Uvarint(v)
+				at := w + int(kn)
+				vn, w := binary.Uvarint(v[at:])
+				g := bytes.Clone(v)
+				for i := at + w; i < at+w+int(vn); i++ {
+					g[i] = 0xff
+				}
+				err = b.Set(chunk, g)
 			}
 			if err != nil || b.Commit() != nil {
 				t.Fatal(err)

@@ -431,12 +431,17 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	img, err := openImage(r, user)
 	if err == nil && img != nil {
 		var ui *userIndex
-		if ui, err = s.loadFrom(ctx, r, img, user, m); !errors.Is(err, errImageDamaged) {
-			if err == nil {
-				s.imageLoads.Add(1)
-			}
-			return ui, err
+		if ui, err = s.loadFrom(ctx, r, img, user, m); err == nil {
+			s.imageLoads.Add(1)
+			return ui, nil
 		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// Whatever failed (the image's own checks, or a loader refusing
+		// what it served), the records decide: if they load, the image
+		// was wrong and is replaced.
+		err = errors.Join(errImageDamaged, err)
 	}
 	damaged := errors.Is(err, errImageDamaged)
 	if err != nil && !damaged {
