@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/internal/syncbuf"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -333,7 +333,7 @@ func TestIndexImageDamaged(t *testing.T) {
 			b.Close()
 			e.Close()
 
-			var logged syncBuffer
+			var logged syncbuf.Buffer
 			e = openImaging(t, dir, true, 32, slog.New(slog.NewTextHandler(&logged, nil)))
 			if got := answers(t, e, "u", "thing 7"); got != want {
 				t.Fatalf("with a damaged image:\n%s\nwant\n%s", got, want)
@@ -367,22 +367,4 @@ func cutText(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -12,10 +12,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memor-db/memor/internal/syncbuf"
 )
 
 // mountTmpfs mounts a tmpfs of size on a new folder; the test is skipped
@@ -35,24 +36,6 @@ func mountTmpfs(t *testing.T, size string) string {
 		}
 	})
 	return dir
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestServeFullDisk runs `memor serve` on a store on a small tmpfs and
@@ -85,7 +68,7 @@ func TestServeFullDisk(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	sc := bufio.NewScanner(stderr)
 	base := ""
 	for sc.Scan() {

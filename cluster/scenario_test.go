@@ -18,6 +18,7 @@ import (
 	"github.com/memor-db/memor/cluster/internal/natstest"
 	"github.com/memor-db/memor/cluster/jslog"
 	"github.com/memor-db/memor/internal/enginetest"
+	"github.com/memor-db/memor/internal/syncbuf"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -87,7 +88,7 @@ func joinNode(tb testing.TB, urls string, kek []byte, replicas int, dir string, 
 		cfg.LeaseTTL = time.Second
 	}
 	if cfg.Logger == nil {
-		logs := new(syncBuffer)
+		logs := new(syncbuf.Buffer)
 		tb.Cleanup(func() {
 			if tb.Failed() {
 				tb.Logf("node %s log:\n%s", cfg.Node, logs.String())

@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/cluster/internal/natstest"
 	"github.com/memor-db/memor/internal/enginetest"
+	"github.com/memor-db/memor/internal/syncbuf"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -58,24 +58,6 @@ func (tn *testNode) kill() {
 	tn.n.Stop()
 	tn.e.Close()
 	tn.dead = true
-}
-
-// syncBuffer is a log sink for slog handlers running on several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // writeRounds writes rounds [from, to) of every user through tn, one
@@ -251,7 +233,7 @@ func TestSnapshotDamagedFallsBack(t *testing.T) {
 	a.kill()
 	damage(t, r)
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	b := r.node("", Config{Node: "b", Shards: shards, SnapshotEvery: 4,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	waitFor(t, "b taking every shard", 30*time.Second, func() bool { return covered(shards, b) })

@@ -82,12 +82,13 @@ func (b *Batch) unimageRange(lo, hi []byte) error {
 	if okLo && subLo == SubImage && okHi && bytes.Equal(lo[:rootLo], hi[:rootHi]) && (subHi == SubImage || subHi == SubImage+1 && len(hi) == rootHi+1) {
 		return nil
 	}
-	for _, end := range [][]byte{lo, hi} {
-		if root, _, _ := splitUserKey(end); root > 0 {
-			if err := b.dropImage(end[:root]); err != nil {
-				return err
-			}
+	if rootLo > 0 {
+		if err := b.dropImage(lo[:rootLo]); err != nil {
+			return err
 		}
+	}
+	if rootHi > 0 {
+		return b.dropImage(hi[:rootHi])
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/syncbuf"
 )
 
 // badLine is a line the server must refuse with a JSON-RPC error and then
@@ -67,30 +66,13 @@ type rawSession struct {
 	in    io.WriteCloser
 	lines chan string
 	done  chan error
-	log   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log   *syncbuf.Buffer
 }
 
 func newRawSession(t *testing.T, e *memor.Engine, limit int) *rawSession {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	r := &rawSession{t: t, in: inW, lines: make(chan string, 16), done: make(chan error, 1), log: &syncBuffer{}}
+	r := &rawSession{t: t, in: inW, lines: make(chan string, 16), done: make(chan error, 1), log: &syncbuf.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(r.log, nil))
 	go func() {
 		tr := &Transport{Reader: inR, Writer: outW, Logger: logger, MaxLineBytes: limit}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,11 +9,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/syncbuf"
 	"github.com/memor-db/memor/memortest"
 )
 
@@ -554,7 +553,7 @@ func TestUnknownQueryParameters(t *testing.T) {
 // refusalLog: a refused page request is logged once per origin, so that a
 // person sees which page tried, and a page cannot flood the log.
 func TestRefusalIsLogged(t *testing.T) {
-	var buf safeBuffer
+	var buf syncbuf.Buffer
 	a := newAPI(t, Options{Logger: slogTo(&buf)})
 	for range 50 {
 		a.raw("POST", "/v1/users/me/episodes", `{"text":"x"}`, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"})
@@ -567,23 +566,6 @@ func TestRefusalIsLogged(t *testing.T) {
 	if !strings.Contains(log, "rebind.example") {
 		t.Errorf("the refused Host is not logged:\n%s", log)
 	}
-}
-
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
