@@ -89,8 +89,10 @@ type userIndex struct {
 	episodes map[uint32]*episodeDoc
 	// factsOf: episode seq → fact ID → documents of that fact's versions;
 	// versionsOf: fact ID → the same documents.
-	factsOf    map[uint64]map[string]*factDocs
-	versionsOf map[string]*factDocs
+	// Keyed by the ID's bytes, not its hex: a load decodes them from the
+	// document map, and a key costs no allocation of its own.
+	factsOf    map[uint64]map[[idLen]byte]*factDocs
+	versionsOf map[[idLen]byte]*factDocs
 	factChunk  []factDocs // where newFactDocs carves the next one
 	// subjectsOf and contextsOf: episode seq → normalised subjects and
 	// contexts of its facts.
@@ -471,7 +473,7 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 	// Every document up to the counter is in the map, and most are
 	// versions of distinct facts: sized once, not grown as they come.
 	ui.docAt = make([]uint32, 0, int(m.Doc)+1)
-	ui.versionsOf = make(map[string]*factDocs, m.Doc)
+	ui.versionsOf = make(map[[idLen]byte]*factDocs, m.Doc)
 	// The parts read disjoint key ranges and build disjoint structures,
 	// so they run at once; the document map needs the temporal index
 	// (which versions are active) and follows it. The first part's error
@@ -560,9 +562,8 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 // set), with the versions that tmp holds as active.
 func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
 	docs := kv.UserKey(user, kv.SubDoc)
-	// The fact ID in hex, the subject and the context are decoded into
-	// buffers reused across documents (see addFactOfLocked).
-	var id [2 * idLen]byte
+	// The subject and the context are decoded into buffers reused across
+	// documents (see addFactOfLocked).
 	var subj, ctxKey []byte
 	return r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
@@ -578,9 +579,9 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 				subj = d.AppendBytes(subj[:0])
 				ctxKey = d.AppendBytes(ctxKey[:0]) // the predicate, not kept
 				ctxKey = d.AppendBytes(ctxKey[:0])
-				hex.Encode(id[:], v[len(v)-8-idLen:len(v)-8])
+				id := [idLen]byte(v[len(v)-8-idLen : len(v)-8])
 				ui.mu.Lock()
-				addFactOfLocked(ui, seq, id[:], subj, ctxKey, doc)
+				addFactOfLocked(ui, seq, id, subj, ctxKey, doc)
 				ui.mu.Unlock()
 			}
 		case docEpisode:
@@ -600,20 +601,27 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
 	return &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
-		factsOf: map[uint64]map[string]*factDocs{}, versionsOf: map[string]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
+		factsOf: map[uint64]map[[idLen]byte]*factDocs{}, versionsOf: map[[idLen]byte]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
 		contextsOf: map[uint64]map[string]bool{}}
 }
 
-func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint32) {
+// addFactOf records that document doc is a version of fact id (hex),
+// produced by episode seq, with the subject and context keys given.
+func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint32) error {
+	key, err := parseID(id)
+	if err != nil {
+		return err
+	}
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	addFactOfLocked(ui, seq, id, subjKey, ctxKey, doc)
+	addFactOfLocked(ui, seq, key, subjKey, ctxKey, doc)
+	return nil
 }
 
 // addFactOfLocked is addFactOf (ui.mu held) for keys as strings or, from
 // a load's reused buffers, bytes: a map lookup with string(b) does not
 // copy b, so a key is allocated only the first time it is stored.
-func addFactOfLocked[K string | []byte](ui *userIndex, seq uint64, id, subjKey, ctxKey K, doc uint32) {
+func addFactOfLocked[K string | []byte](ui *userIndex, seq uint64, id [idLen]byte, subjKey, ctxKey K, doc uint32) {
 	for _, m := range [2]struct {
 		sets map[uint64]map[string]bool
 		key  K
@@ -629,17 +637,16 @@ func addFactOfLocked[K string | []byte](ui *userIndex, seq uint64, id, subjKey, 
 	}
 	fs := ui.factsOf[seq]
 	if fs == nil {
-		fs = map[string]*factDocs{}
+		fs = map[[idLen]byte]*factDocs{}
 		ui.factsOf[seq] = fs
 	}
-	d := fs[string(id)]
+	d := fs[id]
 	if d == nil {
-		key := string(id) // one copy, for both maps
-		if d = ui.versionsOf[key]; d == nil {
+		if d = ui.versionsOf[id]; d == nil {
 			d = ui.newFactDocs()
-			ui.versionsOf[key] = d
+			ui.versionsOf[id] = d
 		}
-		fs[key] = d
+		fs[id] = d
 	}
 	d.add(doc)
 }
@@ -886,7 +893,11 @@ func (ui *userIndex) visibleEpisodes(validAt, knownAt int64, facts *roaring.Bitm
 // (ui.mu held).
 func (ui *userIndex) stale(ids []string, visible *roaring.Bitmap) bool {
 	for _, id := range ids {
-		if vs := ui.versionsOf[id]; vs == nil || !vs.intersects(visible) {
+		key, err := parseID(id)
+		if err != nil {
+			return true
+		}
+		if vs := ui.versionsOf[key]; vs == nil || !vs.intersects(visible) {
 			return true
 		}
 	}
@@ -907,7 +918,7 @@ func (ui *userIndex) episodeContexts(seq uint64) map[string]bool {
 	return ui.contextsOf[seq]
 }
 
-func allVisible(fs map[string]*factDocs, visible *roaring.Bitmap) bool {
+func allVisible(fs map[[idLen]byte]*factDocs, visible *roaring.Bitmap) bool {
 	if len(fs) == 0 {
 		return false
 	}

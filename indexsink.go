@@ -224,8 +224,7 @@ func (w *indexWrite) putVersion(f *Fact) error {
 	if err := ui.g.AddEdge(w.b, f.Doc, f.Subject, f.Predicate, f.Object); err != nil {
 		return err
 	}
-	ui.addFactOf(f.Episode, f.ID, norm.Key(f.Subject), norm.Key(f.Context), f.Doc)
-	return nil
+	return ui.addFactOf(f.Episode, f.ID, norm.Key(f.Subject), norm.Key(f.Context), f.Doc)
 }
 
 // expireVersion records the version's ExpiredAt in the temporal index; the
