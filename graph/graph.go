@@ -125,22 +125,31 @@ func LoadSized(ctx context.Context, r kv.Reader, prefix []byte, n int) (*Graph, 
 	}
 	// Sized once: a load knows how many entities and edges it installs,
 	// so the maps and slices are not grown (and rehashed) as they fill.
-	byKey := make(map[uint32]uint32, len(st.ents))
 	g.byNorm = make(map[string]uint32, len(st.ents))
 	g.byDoc = make(map[uint32]uint32, len(st.edges))
 	g.ents = make([]entity, 0, len(st.ents))
-	g.edges = make([]edge, 0, len(st.edges))
-	for _, se := range st.ents {
-		id, err := g.installEntity(se.key, se.display, se.norm)
-		if err != nil {
+	for i, se := range st.ents {
+		// Installed in key order into an empty graph, the i-th stored
+		// entity gets ID i, so an edge's endpoints are found by a binary
+		// search of st.ents rather than through a map of every entity.
+		if id, err := g.installEntity(se.key, se.display, se.norm); err != nil {
 			return nil, fmt.Errorf("graph: load: %w", err)
+		} else if id != uint32(i) {
+			return nil, fmt.Errorf("graph: load: entity %d installed as %d, not %d", se.key, id, i)
 		}
-		byKey[se.key] = id
 		g.nextKey = max(g.nextKey, uint64(se.key)+1)
 	}
-	for _, e := range st.edges {
-		from, ok1 := byKey[e.from]
-		to, ok2 := byKey[e.to]
+	idOf := func(key uint32) (uint32, bool) {
+		i, ok := slices.BinarySearchFunc(st.ents, key, func(se storedEntity, k uint32) int { return cmp.Compare(se.key, k) })
+		return uint32(i), ok
+	}
+	// Each edge goes to the slot it is read from: the scan's array is the
+	// graph's.
+	g.edges = st.edges[:0]
+	for i := range st.edges {
+		e := st.edges[i]
+		from, ok1 := idOf(e.from)
+		to, ok2 := idOf(e.to)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("graph: load: %w: edge of doc %d names a missing entity", ErrCorrupt, e.doc)
 		}
@@ -174,12 +183,21 @@ type storedEntity struct {
 // edges (and as many entities at most, one more than the edges in a
 // chain).
 func (g *Graph) scan(ctx context.Context, r kv.Reader, n int) (stored, error) {
-	st := stored{ents: make([]storedEntity, 0, n), edges: make([]edge, 0, n)}
+	ents, edges, nameBytes := n, n, 0
+	if sz, ok := r.(kv.Sizer); ok {
+		// Sized exactly where the reader can tell (an index image).
+		ne, nb, err1 := sz.ScanSize(ctx, append(slices.Clip(g.prefix), tagEntity))
+		nd, _, err2 := sz.ScanSize(ctx, append(slices.Clip(g.prefix), tagEdge))
+		if err1 == nil && err2 == nil {
+			ents, edges, nameBytes = ne, nd, nb
+		}
+	}
+	st := stored{ents: make([]storedEntity, 0, ents), edges: make([]edge, 0, edges)}
 	// A graph has a few labels and many edges: each label is copied once.
 	labels := map[string]string{}
 	// The entities' names are copied into one string, which their
 	// displays slice: one allocation, not one per entity.
-	var names []byte
+	names := make([]byte, 0, nameBytes)
 	err := r.Scan(ctx, g.prefix, func(k, v []byte) error {
 		rest := k[len(g.prefix):]
 		if len(rest) != 5 {
