@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/memor-db/memor"
 	"github.com/memor-db/memor/internal/cputime"
+	"github.com/memor-db/memor/internal/syncbuf"
 )
 
 // TestLoad drives the API as `memor serve` runs it (Serve on a loopback
@@ -48,7 +50,11 @@ func TestLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, e, ln, ServeOptions{}) }()
+	// A failed request's detail is in the server's log, shown on failure.
+	var log syncbuf.Buffer
+	go func() {
+		served <- Serve(ctx, e, ln, ServeOptions{Options: Options{Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))}})
+	}()
 	base := "http://" + ln.Addr().String()
 
 	cities := []string{"Oslo", "Lima", "Quito", "Kyoto", "Cairo", "Perth", "Denver", "Austin"}
@@ -128,7 +134,7 @@ func TestLoad(t *testing.T) {
 		}
 	}
 	if len(errs) > 0 {
-		t.Fatalf("%d of %d requests failed; first: %v", len(errs), len(all), errs[0])
+		t.Fatalf("%d of %d requests failed; first: %v\nserver log:\n%s", len(errs), len(all), errs[0], log.String())
 	}
 	t.Logf("load: %d clients × %d requests over %d users, %d writes (30%%) and %d reads, GOMAXPROCS %d: "+
 		"p50 %v, p99 %v (writes p50 %v p99 %v; reads p50 %v p99 %v), %.0f req/s, %.0f µs CPU per request, 0 errors",
