@@ -129,10 +129,14 @@ func LoadSized(ctx context.Context, r kv.Reader, prefix []byte, n int) (*Graph, 
 	g.byDoc = make(map[uint32]uint32, len(st.edges))
 	g.ents = make([]entity, 0, len(st.ents))
 	for i, se := range st.ents {
+		display, nk, err := st.entityName(se)
+		if err != nil {
+			return nil, fmt.Errorf("graph: load: %w", err)
+		}
 		// Installed in key order into an empty graph, the i-th stored
 		// entity gets ID i, so an edge's endpoints are found by a binary
 		// search of st.ents rather than through a map of every entity.
-		if id, err := g.installEntity(se.key, se.display, se.norm); err != nil {
+		if id, err := g.installEntity(se.key, display, nk); err != nil {
 			return nil, fmt.Errorf("graph: load: %w", err)
 		} else if id != uint32(i) {
 			return nil, fmt.Errorf("graph: load: entity %d installed as %d, not %d", se.key, id, i)
@@ -170,13 +174,24 @@ func LoadSized(ctx context.Context, r kv.Reader, prefix []byte, n int) (*Graph, 
 type stored struct {
 	ents  []storedEntity
 	edges []edge
+	names string // every entity's name, one after the other
 }
 
 type storedEntity struct {
 	key      uint32
-	display  string
-	norm     string // norm.Key(display)
-	from, to int    // display's bytes in the scan's names
+	from, to uint32 // the entity's name in names
+}
+
+// display returns se's name.
+func (st *stored) display(se storedEntity) string { return st.names[se.from:se.to] }
+
+// entityName returns se's name and its norm.Key, refusing an empty one.
+func (st *stored) entityName(se storedEntity) (display, nk string, err error) {
+	display = st.display(se)
+	if nk = norm.Key(display); nk == "" {
+		return "", "", fmt.Errorf("%w: entity %d has an empty name", ErrCorrupt, se.key)
+	}
+	return display, nk, nil
 }
 
 // scan decodes everything stored under the prefix, expecting about n
@@ -206,7 +221,7 @@ func (g *Graph) scan(ctx context.Context, r kv.Reader, n int) (stored, error) {
 		id := kv.NewDecoder(rest[1:]).Uint32()
 		switch rest[0] {
 		case tagEntity:
-			st.ents = append(st.ents, storedEntity{key: id, from: len(names), to: len(names) + len(v)})
+			st.ents = append(st.ents, storedEntity{key: id, from: uint32(len(names)), to: uint32(len(names) + len(v))})
 			names = append(names, v...)
 		case tagEdge:
 			d := kv.NewDecoder(v)
@@ -228,14 +243,7 @@ func (g *Graph) scan(ctx context.Context, r kv.Reader, n int) (stored, error) {
 	if err != nil {
 		return st, err
 	}
-	all := string(names)
-	for i := range st.ents {
-		se := &st.ents[i]
-		se.display = all[se.from:se.to]
-		if se.norm = norm.Key(se.display); se.norm == "" {
-			return st, fmt.Errorf("%w: entity %d has an empty name", ErrCorrupt, se.key)
-		}
-	}
+	st.names = string(names)
 	return st, nil
 }
 
@@ -687,9 +695,13 @@ func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 	}
 	stEnts := make(map[uint32]string, len(st.ents))
 	for _, se := range st.ents {
-		stEnts[se.key] = se.display
-		if id, ok := g.byNorm[norm.Key(se.display)]; !ok || g.ents[id].key != se.key || g.ents[id].display != se.display {
-			bad("stored entity %d %q not in memory", se.key, se.display)
+		display, nk, err := st.entityName(se)
+		if err != nil {
+			return fmt.Errorf("graph: check: %w", err)
+		}
+		stEnts[se.key] = display
+		if id, ok := g.byNorm[nk]; !ok || g.ents[id].key != se.key || g.ents[id].display != display {
+			bad("stored entity %d %q not in memory", se.key, display)
 		}
 	}
 	refs := make([]int, len(g.ents))

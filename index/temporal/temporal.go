@@ -227,25 +227,31 @@ func (ix *Index) page(doc uint32) *docPage {
 // Load reads the index stored under prefix.
 func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Index, error) {
 	ix := New(prefix)
+	// Every record goes straight into the base: its events are the ones
+	// rebuild would make from a delta holding every document, without
+	// the delta. Sized exactly where the reader can tell (an index image).
+	n := 0
 	if sz, ok := r.(kv.Sizer); ok {
-		// Every record is one document of the delta the load folds in.
-		if n, _, err := sz.ScanSize(ctx, ix.prefix); err == nil {
-			ix.delta = make([]deltaEntry, 0, n)
+		if c, _, err := sz.ScanSize(ctx, ix.prefix); err == nil {
+			n = c
 		}
 	}
+	ev := newEvents(n)
 	err := r.Scan(ctx, ix.prefix, func(k, v []byte) error {
 		doc, q, err := ix.decode(k, v)
 		if err != nil {
 			return err
 		}
-		ix.apply(doc, q)
+		if _, _, changed := ix.set(doc, q); changed { // each doc once: keys are unique
+			ev.add(doc, q)
+			ix.inBase.Add(doc)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("temporal: load: %w", err)
 	}
-	ix.rebuild()
-	ix.delta = nil // the loaded documents are all in the base; writes add a few
+	ix.fold(ev)
 	return ix, nil
 }
 
@@ -334,10 +340,29 @@ func WriteInterval(w kv.Writer, prefix []byte, doc uint32, iv Interval) error {
 
 // apply installs q as doc's interval in memory. Caller holds mu (or owns ix).
 func (ix *Index) apply(doc uint32, q quad) {
-	p, i := ix.page(doc), doc&pageMask
+	p, i, changed := ix.set(doc, q)
+	if !changed {
+		return
+	}
+	if ix.inBase.Contains(doc) {
+		ix.stale.Add(doc)
+	}
+	if pos := p.pos[i]; pos != 0 {
+		ix.delta[pos-1].q = q
+		return
+	}
+	ix.delta = append(ix.delta, deltaEntry{doc: doc, q: q})
+	p.pos[i] = uint32(len(ix.delta))
+}
+
+// set holds q as doc's interval in its page and the summaries (count,
+// latest instants, open set), reporting whether it changed; apply adds
+// the delta's part. Caller holds mu (or owns ix).
+func (ix *Index) set(doc uint32, q quad) (p *docPage, i uint32, changed bool) {
+	p, i = ix.page(doc), doc&pageMask
 	if p.has&(1<<i) != 0 {
 		if p.q[i] == q {
-			return
+			return p, i, false
 		}
 	} else {
 		p.has |= 1 << i
@@ -357,15 +382,7 @@ func (ix *Index) apply(doc uint32, q quad) {
 		ix.open.Remove(doc)
 	}
 	ix.maxRec = max(ix.maxRec, q.ra)
-	if ix.inBase.Contains(doc) {
-		ix.stale.Add(doc)
-	}
-	if pos := p.pos[i]; pos != 0 {
-		ix.delta[pos-1].q = q
-		return
-	}
-	ix.delta = append(ix.delta, deltaEntry{doc: doc, q: q})
-	p.pos[i] = uint32(len(ix.delta))
+	return p, i, true
 }
 
 // Delete removes doc from the index. Deleting a doc the index does not hold
@@ -448,23 +465,45 @@ func (ix *Index) rlockFresh() {
 // Caller holds the write lock (or owns ix).
 func (ix *Index) rebuild() {
 	// Each entry adds at most one event of each kind: sized once, not
-	// grown (a load's rebuild takes every document in one delta).
-	n := len(ix.delta)
-	txS, vS := make([]startEv, 0, n), make([]startEv, 0, n)
-	txE, vE := make([]endEv, 0, n), make([]endEv, 0, n)
+	// grown.
+	ev := newEvents(len(ix.delta))
 	for _, e := range ix.delta {
-		txS, txE = spanEvents(txS, txE, e.doc, e.q.ra, e.q.ea)
-		vS, vE = spanEvents(vS, vE, e.doc, e.q.vf, e.q.vt)
+		ev.add(e.doc, e.q)
 		ix.inBase.Add(e.doc)
 		ix.pages[e.doc>>pageShift].pos[e.doc&pageMask] = 0
 	}
+	ix.fold(ev)
+	ix.delta = ix.delta[:0]
+}
+
+// events are the start and end events of intervals on both axes.
+type events struct {
+	txS, vS []startEv
+	txE, vE []endEv
+}
+
+// newEvents returns events with room for n intervals' (at most one event
+// of each kind each).
+func newEvents(n int) events {
+	return events{make([]startEv, 0, n), make([]startEv, 0, n), make([]endEv, 0, n), make([]endEv, 0, n)}
+}
+
+func (ev *events) add(doc uint32, q quad) {
+	ev.txS, ev.txE = spanEvents(ev.txS, ev.txE, doc, q.ra, q.ea)
+	ev.vS, ev.vE = spanEvents(ev.vS, ev.vE, doc, q.vf, q.vt)
+}
+
+// fold replaces the snapshot structure with the old one's events minus
+// the stale docs' plus ev's (whose arrays it may keep). Caller holds the
+// write lock (or owns ix).
+func (ix *Index) fold(ev events) {
 	var oldTx, oldValid *axis
 	if ix.base != nil {
 		oldTx, oldValid = ix.base.tx, ix.base.valid
 	}
 	ix.base = &base{
-		tx:    rebuildAxis(oldTx, ix.stale, txS, txE),
-		valid: rebuildAxis(oldValid, ix.stale, vS, vE),
+		tx:    rebuildAxis(oldTx, ix.stale, ev.txS, ev.txE),
+		valid: rebuildAxis(oldValid, ix.stale, ev.vS, ev.vE),
 	}
 	// Deleted docs were stale and are not in the delta.
 	for _, d := range ix.stale.ToArray() {
@@ -473,7 +512,6 @@ func (ix *Index) rebuild() {
 		}
 	}
 	ix.stale = roaring.New()
-	ix.delta = ix.delta[:0]
 }
 
 // Visible returns the docs visible at (validAt, knownAt): RecordedAt ≤
