@@ -94,12 +94,17 @@ type Graph struct {
 	labels  []string
 	labelID map[string]uint32
 
-	pool sync.Pool // *walkState
+	// pool (of *walkState) is apart from the graph: the runtime keeps a
+	// used pool reachable for a collection after its last use, and a pool
+	// inside the graph would keep the whole graph alive with it after the
+	// cache evicts it.
+	pool *sync.Pool
 }
 
 // New returns an empty graph whose keys start with prefix.
 func New(prefix []byte) *Graph {
 	return &Graph{
+		pool:   new(sync.Pool),
 		prefix: append([]byte(nil), prefix...),
 		byNorm: make(map[string]uint32),
 		byDoc:  make(map[uint32]uint32),

@@ -196,9 +196,13 @@ type Index struct {
 	free   []uint32          // free slots, reused by Add
 	entry  int32             // entry-point slot, -1 when empty
 	top    int               // level of the entry point
-	pool   sync.Pool         // *searcher
-	dirty  []uint64          // (slot<<8 | layer) lists to persist, may repeat
-	metaOK bool              // the meta key is written and current
+	// pool (of *searcher) is apart from the index: the runtime keeps a
+	// used pool reachable for a collection after its last use, and a pool
+	// inside the index would keep the whole index (its vectors) alive
+	// with it after the cache evicts it.
+	pool   *sync.Pool
+	dirty  []uint64 // (slot<<8 | layer) lists to persist, may repeat
+	metaOK bool     // the meta key is written and current
 	// held is Bytes' answer, refreshed by each writer as it ends (see
 	// noteBytes): the index cache reads it at every read of the user,
 	// holding its own lock, so it must not wait for a writer's.
@@ -228,6 +232,7 @@ type Index struct {
 func New(dim int, prefix []byte, o Options) *Index {
 	o = o.withDefaults()
 	ix := &Index{
+		pool:   new(sync.Pool),
 		dim:    dim,
 		prefix: append([]byte(nil), prefix...),
 		o:      o,
