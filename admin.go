@@ -107,9 +107,16 @@ func (e *Engine) deleteStored(ctx context.Context, user string) (ranges [][2][]b
 	if err := b.Set(marker, nil); err != nil {
 		return nil, nil, err
 	}
+	e.warmMu.Lock()
+	defer e.warmMu.Unlock()
+	forgot, err := e.forgetWarm(b, user)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := b.Commit(); err != nil {
 		return nil, nil, err
 	}
+	forgot()
 	e.idx.dropUser(user)
 	e.ing.forget(user)
 	if e.hookForgetCommitted != nil {
@@ -117,7 +124,7 @@ func (e *Engine) deleteStored(ctx context.Context, user string) (ranges [][2][]b
 			return nil, nil, err
 		}
 	}
-	ranges = [][2][]byte{{root, kv.PrefixEnd(root)}}
+	ranges = [][2][]byte{{root, kv.PrefixEnd(root)}, warmRange}
 	if registered {
 		ranges = append(ranges, [2][]byte{reg, kv.PrefixEnd(reg)})
 	}
@@ -134,9 +141,10 @@ func (e *Engine) deleteStored(ctx context.Context, user string) (ranges [][2][]b
 var forgetPrefix = []byte{kv.TagMeta, 'f', 'o', 'r', 'g', 'e', 't'}
 
 // forgottenRanges are the keyspaces a Forget may have deleted from: users'
-// keys and the registry of formats 1–2; and the judge verdicts of formats
-// 1–4, which upgradeJudgeVerdicts deletes.
-var forgottenRanges = [][2][]byte{{{kv.TagUser}, {kv.TagUser + 1}}, {{kv.TagUserList}, {kv.TagUserList + 1}}, judgeRange}
+// keys and the registry of formats 1–2; the judge verdicts of formats
+// 1–4, which upgradeJudgeVerdicts deletes; and the warm-up record, which
+// may have named the user.
+var forgottenRanges = [][2][]byte{{{kv.TagUser}, {kv.TagUser + 1}}, {{kv.TagUserList}, {kv.TagUserList + 1}}, judgeRange, warmRange}
 
 func forgetMarker() []byte {
 	var id [8]byte

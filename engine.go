@@ -98,6 +98,16 @@ type Options struct {
 	// stale at once (it is not read again) and the next load from the
 	// records writes a new one.
 	NoIndexImages bool
+	// NoIndexWarmup turns off the index cache's warm-up: by default,
+	// Close records which users' indexes were loaded (most recently used
+	// first), and the next Open loads them again in the background, as
+	// many as IndexCacheBytes holds, so that a restarted server's active
+	// users do not each pay for a load on their first query
+	// (Stats.Warming and Stats.IndexesWarmed tell its progress). With
+	// NoIndexWarmup (a short-lived process: the CLI's one-shot commands
+	// set it) nothing is loaded, and Close records the users it used
+	// before those the record named.
+	NoIndexWarmup bool
 	// Ungoverned turns resolution off: every predicate is treated as Many,
 	// so contradicting values all stand (ends and restatements still
 	// apply). It exists to measure what resolution buys (memortest's
@@ -190,6 +200,9 @@ type Engine struct {
 	// images writes the index images loads ask for; nil when the tuning
 	// has none.
 	images *imageWriter
+	warm   *indexWarmer
+	// warmMu orders the Forgets' rewrites of the warm-up record.
+	warmMu sync.Mutex
 
 	lastTick atomic.Int64
 	locks    [lockStripes]sync.Mutex
@@ -337,6 +350,7 @@ func openTuned(dir string, o Options, tune tuning) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.startWarm()
 	return e, nil
 }
 
@@ -347,6 +361,9 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		first = true
 		close(e.closing)
+		if e.warm != nil {
+			e.warm.stop()
+		}
 		// Stop the workers first: an episode being applied finishes, the
 		// rest stay committed and are applied after the next Open.
 		e.ing.stop()
@@ -362,6 +379,9 @@ func (e *Engine) Close() error {
 	e.gate.Lock()
 	defer e.gate.Unlock()
 	e.closed = true
+	if e.warm != nil { // an Open that got as far as warming up
+		e.recordWarm()
+	}
 	return errors.Join(e.db.Close(), e.tel.close())
 }
 
@@ -488,6 +508,11 @@ type Stats struct {
 	// inline (a Rebuild's replay is not counted again); EpisodesFailed
 	// the episodes recorded as failed (see Failed and Retry).
 	EpisodesQueued, EpisodesApplied, EpisodesFailed uint64
+	// Warming is set while the index cache's warm-up runs after Open;
+	// IndexesWarmed counts the users it loaded (see
+	// Options.NoIndexWarmup).
+	Warming       bool
+	IndexesWarmed uint64
 }
 
 // Stats returns the engine's counters.
@@ -502,7 +527,7 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	return Stats{WALSyncs: s.WAL, FileSyncs: s.Other, IndexedUsers: users, IndexBytes: bytes,
 		IngestedTables: e.db.IngestedTables(), BulkLoads: e.bulkLoads.Load(), IndexEvictions: e.idx.evictions.Load(),
 		EpisodesQueued: e.counters.queued.Load(), EpisodesApplied: e.counters.applied.Load(),
-		EpisodesFailed: e.counters.failed.Load()}, nil
+		EpisodesFailed: e.counters.failed.Load(), Warming: e.warm.running.Load(), IndexesWarmed: e.warm.warmed.Load()}, nil
 }
 
 // Sync makes every acknowledged write durable (for NoSync stores).

@@ -59,6 +59,12 @@ package memor
 //	'M' "reembed/" user    → empty: user's vectors are the target's (the
 //	                         user raw, not escaped: the keys are only
 //	                         ever deleted as a range)
+//	'M' "warm"             → 0x01, then per user uvarint(len) user (raw)
+//	                         uvarint(estimated index bytes): the users
+//	                         whose indexes were cached at the last Close
+//	                         that changed the list, most recently used
+//	                         first, which Open warms (warm.go); Forget
+//	                         rewrites it without its user
 //	'U' esc(user)          → formats 1–2: the user registry (Forget still
 //	                         deletes it)
 //	'J' esc(predicate)     → formats 1–4: a judge verdict shared by every

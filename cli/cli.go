@@ -305,6 +305,7 @@ func (a *app) open(o memor.Options) (*memor.Engine, error) {
 	if o, err = a.engineOptions(a.root.Context(), o); err != nil {
 		return nil, err
 	}
+	o.NoIndexWarmup = o.NoIndexWarmup || !warmsIndexes(a.cmd)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cli: create store folder: %w", err)
 	}

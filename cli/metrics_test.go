@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -114,6 +115,59 @@ func TestServeMetrics(t *testing.T) {
 	}
 	if sample(after, "memor_index_cache_bytes", nil) <= 0 || after["memor_index_cache_evictions_total"] == nil {
 		t.Errorf("index cache metrics missing: %v %v", after["memor_index_cache_bytes"], after["memor_index_cache_evictions_total"])
+	}
+}
+
+// TestServeWarmsIndexes: memor serve stopped (SIGTERM) and started again
+// loads, before any query, the indexes of the users it had loaded; a
+// one-shot command in between does not lose the list.
+func TestServeWarmsIndexes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	base, stop := serve(t, e, "--addr", "127.0.0.1:0")
+	users := []string{"alice", "bob", "carol"}
+	for _, u := range users {
+		resp, err := http.Post(base+"/v1/users/"+u+"/episodes", "application/json", strings.NewReader(`{"text":"I live in Oslo and I work at Acme.","wait":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		resp, err = http.Get(base + "/v1/users/" + u + "/query?q=where+do+I+live")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if code := stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("memor serve exited %d", code)
+	}
+	// A one-shot command: it reads bob only.
+	e.ok("query", "--user", "bob", "where do I live?")
+
+	base, stop = serve(t, e, "--addr", "127.0.0.1:0")
+	defer stop(syscall.SIGTERM)
+	var fams map[string]*dto.MetricFamily
+	for range 200 {
+		_, fams = scrapeMetrics(t, base, "")
+		if fams["memor_index_cache_warming"] != nil && sample(fams, "memor_index_cache_warming", nil) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := sample(fams, "memor_index_cache_warmed_users_total", nil); got != float64(len(users)) {
+		t.Fatalf("memor_index_cache_warmed_users_total %v after a restart, want %d", got, len(users))
+	}
+	if got := sample(fams, "memor_index_cache_users", nil); got != float64(len(users)) {
+		t.Fatalf("memor_index_cache_users %v before any query, want %d", got, len(users))
+	}
+	resp, err := http.Get(base + "/v1/users/carol/query?q=where+do+I+live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Oslo") {
+		t.Fatalf("query of a warmed user: %d %s", resp.StatusCode, body)
 	}
 }
 

@@ -29,6 +29,18 @@ func createsStore(cmd string) bool {
 	return false
 }
 
+// warmsIndexes reports whether cmd keeps the store open to serve, and so
+// loads in the background the users whose indexes the last Close held
+// (memor.Options.NoIndexWarmup): a one-shot command would spend those
+// loads on users it never reads.
+func warmsIndexes(cmd string) bool {
+	switch cmd {
+	case "serve", "mcp", "memor-server", "studio":
+		return true
+	}
+	return false
+}
+
 // storeMarkers are files only a memor store (its format sidecar) or its
 // Pebble database holds.
 var storeMarkers = []string{"MEMOR_FORMAT", "CURRENT", "MANIFEST-*", "OPTIONS-*"}

@@ -252,11 +252,13 @@ var (
 	descIdxUsers  = prometheus.NewDesc("memor_index_cache_users", "Users whose retrieval indexes are loaded.", nil, nil)
 	descEvictions = prometheus.NewDesc("memor_index_cache_evictions_total", "Users whose indexes were evicted to keep the cache within its budget.", nil, nil)
 	descIngested  = prometheus.NewDesc("memor_ingested_tables_total", "Large first writes of new users committed as ingested tables.", nil, nil)
+	descWarmed    = prometheus.NewDesc("memor_index_cache_warmed_users_total", "Users whose indexes the warm-up after start loaded (the users cached when the store was last closed).", nil, nil)
+	descWarming   = prometheus.NewDesc("memor_index_cache_warming", "1 while the index cache's warm-up after start runs.", nil, nil)
 )
 
 func (engineCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueued, descApplied, descFailed, descWALSyncs, descFileSyncs,
-		descIdxBytes, descIdxUsers, descEvictions, descIngested} {
+		descIdxBytes, descIdxUsers, descEvictions, descIngested, descWarmed, descWarming} {
 		ch <- d
 	}
 }
@@ -285,4 +287,10 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descIdxUsers, float64(s.IndexedUsers))
 	counter(descEvictions, s.IndexEvictions)
 	counter(descIngested, s.IngestedTables)
+	counter(descWarmed, s.IndexesWarmed)
+	warming := 0.0
+	if s.Warming {
+		warming = 1
+	}
+	gauge(descWarming, warming)
 }

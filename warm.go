@@ -1,0 +1,348 @@
+package memor
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/memor-db/memor/kv"
+)
+
+// The index cache's warm-up: Close records which users' indexes were
+// loaded, most recently used first, and the next Open loads them again in
+// the background, so that a restarted server's first queries of its
+// active users find their indexes loaded instead of each paying for a
+// load (InnoDB's buffer pool dump and load does the same for pages).
+//
+// The record is a hint. Close writes it only when the users it would
+// name differ from those it names (a reopen that changed nothing writes
+// nothing: a write at every Close left the next Open a log to replay and
+// a table to flush while its first queries ran, 1.3 ms of each). What
+// Open read and did not warm (the warm-up was off, stopped at the cache's
+// budget or cut short by Close) is recorded again after the users then
+// cached, so that a short session (a CLI command) neither loses the list
+// nor pays for warming it. Forget rewrites the record without its user in
+// the batch that deletes the user's keys, and compacts the record's range
+// with them, so that no byte naming a forgotten user is left. A user the
+// record names who holds nothing now is not loaded.
+var warmKey = []byte{kv.TagMeta, 'w', 'a', 'r', 'm'}
+
+// warmRange holds the record: a Forget compacts it with the user's keys,
+// so that the record's old bytes naming the user are not left on disk.
+var warmRange = [2][]byte{warmKey, kv.PrefixEnd(warmKey)}
+
+const (
+	// warmVersion is the first byte of the record.
+	warmVersion = 1
+	// warmMaxBytes bounds the record: the users most recently used
+	// whose IDs fit (user IDs may be long).
+	warmMaxBytes = 1 << 20
+)
+
+// warmUser is one user the record names, with the estimated bytes its
+// indexes held: the warm-up stops before the cache's budget is passed,
+// without loading a user to learn its size.
+type warmUser struct {
+	user  string
+	bytes int64
+}
+
+func appendWarm(dst []byte, us []warmUser) []byte {
+	dst = append(dst, warmVersion)
+	for _, u := range us {
+		dst = binary.AppendUvarint(dst, uint64(len(u.user)))
+		dst = append(dst, u.user...)
+		dst = binary.AppendUvarint(dst, uint64(max(u.bytes, 0)))
+	}
+	return dst
+}
+
+// errWarmRecord: the record is not one this build wrote.
+var errWarmRecord = errors.New("memor: index warm-up record")
+
+func decodeWarm(v []byte) ([]warmUser, error) {
+	if len(v) == 0 || v[0] != warmVersion {
+		return nil, fmt.Errorf("%w: version %x", errWarmRecord, v[:min(len(v), 1)])
+	}
+	v = v[1:]
+	var us []warmUser
+	for len(v) > 0 {
+		n, w := binary.Uvarint(v)
+		if w <= 0 || n > uint64(len(v)-w) {
+			return nil, fmt.Errorf("%w: user %d cut short", errWarmRecord, len(us))
+		}
+		user := string(v[w : w+int(n)])
+		v = v[w+int(n):]
+		b, w := binary.Uvarint(v)
+		if w <= 0 || b > 1<<62 {
+			return nil, fmt.Errorf("%w: size of user %d", errWarmRecord, len(us))
+		}
+		v = v[w:]
+		us = append(us, warmUser{user, int64(b)})
+	}
+	return us, nil
+}
+
+// warmList returns the cached users, most recently used first, whose IDs
+// fit in warmMaxBytes.
+func (s *indexSet) warmList() []warmUser {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var us []warmUser
+	n := 1
+	for el := s.lru.Front(); el != nil; el = el.Next() {
+		c := el.Value.(*cachedIndex)
+		if n += len(c.user) + 2*binary.MaxVarintLen64; n > warmMaxBytes {
+			break
+		}
+		us = append(us, warmUser{c.user, c.counted})
+	}
+	return us
+}
+
+// has reports whether user's indexes are cached, without using them.
+func (s *indexSet) has(user string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.users[user] != nil
+}
+
+// putWarm caches indexes the warm-up loaded behind every cached user (a
+// user the warm-up loads is less recent than any a caller used since
+// Open), if they fit the budget without evicting anyone; it reports
+// whether they did.
+func (s *indexSet) putWarm(user string, ui *userIndex) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users[user] != nil {
+		return true // a caller loaded it meanwhile
+	}
+	n := ui.size()
+	if s.budget > 0 && s.total+n > s.budget {
+		return false
+	}
+	c := &cachedIndex{user: user, ui: ui, counted: n}
+	s.users[user] = s.lru.PushBack(c)
+	s.total += n
+	return true
+}
+
+// indexWarmer loads, after Open, the users the last Close recorded.
+type indexWarmer struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	// rest is what the record named and the warm-up has not loaded, in
+	// its order; stored is what the record names.
+	rest, stored []warmUser
+	// warmed counts the users it loaded; running is set until it has
+	// finished; recorded is set once Close has written the record.
+	warmed   atomic.Uint64
+	running  atomic.Bool
+	recorded atomic.Bool
+}
+
+// startWarm reads and deletes the record and loads its users in the
+// background. A record that cannot be read or deleted is logged and
+// ignored: it is only a hint.
+func (e *Engine) startWarm() {
+	w := &indexWarmer{}
+	e.warm = w
+	v, err := e.db.Get(warmKey)
+	if err != nil {
+		if !errors.Is(err, kv.ErrNotFound) {
+			e.log.Warn("memor: cannot read the index warm-up record", "err", err)
+		}
+		return
+	}
+	us, err := decodeWarm(v)
+	if err != nil {
+		// Replaced by Close (it names nobody the new one would).
+		e.log.Warn("memor: the index warm-up record is not readable; no user is warmed", "err", err)
+	}
+	w.rest, w.stored = us, slices.Clone(us) // rest shrinks in place
+	if e.opts.NoIndexWarmup || len(us) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.running.Store(true)
+	w.wg.Go(func() {
+		defer w.running.Store(false)
+		e.warmUsers(ctx, w)
+	})
+}
+
+// next returns the first user not yet warmed, if any.
+func (w *indexWarmer) next() (warmUser, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.rest) == 0 {
+		return warmUser{}, false
+	}
+	return w.rest[0], true
+}
+
+// done drops user from the users to warm.
+func (w *indexWarmer) done(user string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rest = slices.DeleteFunc(w.rest, func(u warmUser) bool { return u.user == user })
+}
+
+// forgetWarm is Forget's part: in b, the batch deleting user's keys, the
+// record is rewritten without user (deleted if it names no one else); the
+// caller holds e.warmMu until b commits, so that two Forgets do not each
+// rewrite the record they read. commit is called once b has committed.
+func (e *Engine) forgetWarm(b *kv.Batch, user string) (commit func(), err error) {
+	v, err := b.Get(warmKey)
+	if errors.Is(err, kv.ErrNotFound) {
+		return e.warmForgot(user), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	us, err := decodeWarm(v)
+	if err != nil {
+		// Unreadable: deleted, as it may name the user.
+		return e.warmForgot(user), b.Delete(warmKey)
+	}
+	kept := slices.DeleteFunc(us, func(u warmUser) bool { return u.user == user })
+	switch {
+	case len(kept) == 0:
+		err = b.Delete(warmKey)
+	case len(kept) < len(us):
+		err = b.Set(warmKey, appendWarm(nil, kept))
+	}
+	return e.warmForgot(user), err
+}
+
+// warmForgot returns what a committed Forget of user changes in the
+// warm-up's memory (nothing before it started, during Open).
+func (e *Engine) warmForgot(user string) func() {
+	return func() {
+		if w := e.warm; w != nil {
+			w.done(user)
+			w.mu.Lock()
+			w.stored = slices.DeleteFunc(w.stored, func(u warmUser) bool { return u.user == user })
+			w.mu.Unlock()
+		}
+	}
+}
+
+// remaining returns the users not yet warmed, and those the record
+// names.
+func (w *indexWarmer) remaining() (rest, stored []warmUser) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.rest), slices.Clone(w.stored)
+}
+
+// warmUsers loads w's users in order until one does not fit the cache or
+// the engine closes. Each load takes the user's lock and the engine's
+// gate, as a query's would: a query of a user being warmed waits for that
+// load and uses it.
+func (e *Engine) warmUsers(ctx context.Context, w *indexWarmer) {
+	var total int64
+	for {
+		u, ok := w.next()
+		if !ok {
+			return
+		}
+		if total += u.bytes; e.idx.budget > 0 && total > e.idx.budget {
+			return
+		}
+		loaded, more, err := e.warmUser(ctx, u.user)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("memor: cannot warm a user's indexes", "user", u.user, "err", err)
+			}
+			return
+		}
+		if !more {
+			return
+		}
+		w.done(u.user)
+		if loaded {
+			w.warmed.Add(1)
+		}
+	}
+}
+
+// warmUser loads user's indexes unless they are cached or the user holds
+// nothing, and reports whether it loaded them and whether the warm-up
+// goes on (false: they did not fit the cache).
+func (e *Engine) warmUser(ctx context.Context, user string) (loaded, more bool, err error) {
+	if storedUser(user) != nil {
+		return false, true, nil // not a user ID this build stores: skipped
+	}
+	release, err := e.enter(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	defer release()
+	defer e.recovered(&err, "warm", user)
+	unlock := e.lockUser(user)
+	defer unlock()
+	if e.idx.has(user) {
+		return false, true, nil
+	}
+	m, err := loadMeta(e.db, user)
+	if err != nil {
+		return false, false, err
+	}
+	if m.Doc == 0 {
+		return false, true, nil // holds nothing now (forgotten, say)
+	}
+	ui, err := e.idx.load(ctx, e.db, user, false)
+	if err != nil {
+		return false, false, err
+	}
+	ok := e.idx.putWarm(user, ui)
+	return ok, ok, nil
+}
+
+// stopWarm cancels the warm-up and waits for it.
+func (w *indexWarmer) stop() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.wg.Wait()
+}
+
+// recordWarm writes the record for the next Open, if the users it names
+// change: the cached users, most recently used first, then those the
+// record read at Open named and were not warmed (the engine's gate held:
+// nothing changes the cache). A failure is logged: Close does not fail
+// for a hint.
+func (e *Engine) recordWarm() {
+	us := e.idx.warmList()
+	n := 1
+	for _, u := range us {
+		n += len(u.user) + 2*binary.MaxVarintLen64
+	}
+	rest, stored := e.warm.remaining()
+	for _, u := range rest {
+		if n += len(u.user) + 2*binary.MaxVarintLen64; n > warmMaxBytes {
+			break
+		}
+		if !e.idx.has(u.user) {
+			us = append(us, u)
+		}
+	}
+	if slices.EqualFunc(us, stored, func(a, b warmUser) bool { return a.user == b.user }) {
+		return // sizes are estimates: not worth a write
+	}
+	if len(us) == 0 {
+		return // a record naming users that hold nothing is harmless
+	}
+	if err := e.setKey(warmKey, appendWarm(nil, us)); err != nil {
+		e.log.Warn("memor: cannot record the users to warm at the next Open", "err", err)
+		return
+	}
+	e.warm.recorded.Store(true)
+}
