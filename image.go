@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
+	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -20,6 +22,11 @@ import (
 // the load. The loaders read the image through imageReader, which serves
 // the same keys and values in the same order as the store, so what they
 // build is what a load from the records builds.
+//
+// One keyspace is imaged in another form: BM25's chunks hold the index's
+// own image (bm25.Index.AppendImage: the dictionary and postings by
+// term), cut into chunks, which bm25.LoadImage reads without building the
+// postings; a query decodes those of its terms (see imagedAsIndex).
 //
 // An image is valid only while the records it copies are unchanged; the
 // kv package keeps it so (every write under an imaged keyspace deletes
@@ -40,8 +47,9 @@ const (
 	// end): large enough that the chunks are few, small enough that none
 	// is a large part of a memtable.
 	imageChunkBytes = 256 << 10
-	// imageVersion is the first byte of a head.
-	imageVersion = 1
+	// imageVersion is the first byte of a head (2: BM25 imaged as its
+	// index; a head of version 1 is refused, and the image replaced).
+	imageVersion = 2
 	// imageQueue bounds the images waiting to be written; a request
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8
@@ -52,6 +60,10 @@ const (
 // from the records. (The bytes themselves are Pebble's to check: every
 // block it reads from a file is checksummed.)
 var errImageDamaged = fmt.Errorf("%w: index image", ErrCorrupt)
+
+// errImageOutdated: a head of another image version (one written before
+// format 11): refused like a damaged image, but not worth a warning.
+var errImageOutdated = fmt.Errorf("%w: of another version", errImageDamaged)
 
 // imageHead is what a head records of each imaged keyspace, in
 // kv.ImagedSubs order: how many chunks and records the image holds.
@@ -71,8 +83,11 @@ func appendImageHead(dst []byte, h *imageHead) []byte {
 func decodeImageHead(v []byte) (imageHead, error) {
 	n := len(kv.ImagedSubs())
 	h := imageHead{chunks: make([]uint64, n), records: make([]uint64, n)}
-	if len(v) == 0 || v[0] != imageVersion {
-		return h, fmt.Errorf("%w: head version", errImageDamaged)
+	if len(v) == 0 {
+		return h, fmt.Errorf("%w: empty head", errImageDamaged)
+	}
+	if v[0] != imageVersion {
+		return h, fmt.Errorf("%w: head version %d", errImageOutdated, v[0])
 	}
 	v = v[1:]
 	for i := range n {
@@ -96,8 +111,13 @@ func imageChunkKey(chunks []byte, sub kv.Sub, i uint64) []byte {
 	return kv.AppendUint32(k, uint32(i))
 }
 
+// imagedAsIndex reports whether sub's chunks hold its index's own image
+// rather than a copy of its records.
+func imagedAsIndex(sub kv.Sub) bool { return sub == kv.SubBM25 }
+
 // imageReader reads a user's imaged keyspaces from the image and every
-// other key from the store. Like the store, a Scan's k and v are valid
+// other key from the store (a keyspace imaged as its index too: its
+// records are read from the store, its image by blob). Like the store, a Scan's k and v are valid
 // only during the call.
 type imageReader struct {
 	r    kv.Reader
@@ -132,15 +152,45 @@ func openImage(r kv.Reader, user string) (*imageReader, error) {
 	return ir, nil
 }
 
-// sub returns the imaged keyspace that holds every key with prefix p, or
-// -1.
+// sub returns the keyspace imaged as records that holds every key with
+// prefix p, or -1.
 func (ir *imageReader) sub(p []byte) int {
 	for i, s := range ir.subs {
 		if bytes.HasPrefix(p, s) {
+			if imagedAsIndex(kv.ImagedSubs()[i]) {
+				return -1
+			}
 			return i
 		}
 	}
 	return -1
+}
+
+// blob returns the image of keyspace sub, imaged as its index: its
+// chunks joined, checked against the head (which counts its bytes).
+func (ir *imageReader) blob(ctx context.Context, sub kv.Sub) ([]byte, error) {
+	i := slices.Index(kv.ImagedSubs(), sub)
+	cp := ir.chunks[i]
+	var out []byte
+	var chunks uint64
+	err := ir.r.Scan(ctx, cp, func(ck, cv []byte) error {
+		if len(ck) != len(cp)+4 || uint64(binary.BigEndian.Uint32(ck[len(cp):])) != chunks {
+			return fmt.Errorf("%w: chunk %d of %c out of place", errImageDamaged, chunks, byte(sub))
+		}
+		if chunks++; out == nil {
+			out = make([]byte, 0, ir.head.records[i])
+		}
+		out = append(out, cv...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if chunks != ir.head.chunks[i] || uint64(len(out)) != ir.head.records[i] {
+		return nil, fmt.Errorf("%w: %c holds %d chunks and %d bytes, its head says %d and %d",
+			errImageDamaged, byte(sub), chunks, len(out), ir.head.chunks[i], ir.head.records[i])
+	}
+	return out, nil
 }
 
 func (ir *imageReader) Get(key []byte) ([]byte, error) {
@@ -287,6 +337,25 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 			return err
 		}
 		prefix := kv.UserKey(user, sub)
+		if imagedAsIndex(sub) {
+			// Built from the records and cut into chunks; the head
+			// counts its bytes.
+			bm, err := bm25.Load(ctx, e.db, prefix, e.idx.bmO)
+			if err != nil {
+				return err
+			}
+			img := bm.AppendImage(nil)
+			h.records[i] = uint64(len(img))
+			for len(img) > 0 {
+				n := min(len(img), imageChunkBytes)
+				buf = append(buf[:0], img[:n]...)
+				img = img[n:]
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		err := e.db.Scan(ctx, prefix, func(k, v []byte) error {
 			buf = binary.AppendUvarint(buf, uint64(len(k)-len(prefix)))
 			buf = append(buf, k[len(prefix):]...)

@@ -449,7 +449,10 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	if err != nil && !damaged {
 		return nil, err
 	}
-	if damaged {
+	switch {
+	case errors.Is(err, errImageOutdated):
+		s.e.log.Debug("memor: a user's index image is of an older version; its indexes are loaded from the records", "user", user)
+	case damaged:
 		s.e.log.Warn("memor: a user's index image is damaged; its indexes are loaded from the records", "user", user, "err", err)
 	}
 	ui, err := s.loadFrom(ctx, r, r, user, m)
@@ -483,6 +486,16 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 		func() (err error) {
 			bo := s.bmO
 			bo.Capacity = int(m.Doc)
+			if img, ok := src.(*imageReader); ok {
+				// The index's own image: its postings are decoded as
+				// queries ask for them.
+				b, err := img.blob(ctx, kv.SubBM25)
+				if err != nil {
+					return err
+				}
+				bm, err = bm25.LoadImage(b, kv.UserKey(user, kv.SubBM25), bo)
+				return err
+			}
 			bm, err = bm25.Load(ctx, src, kv.UserKey(user, kv.SubBM25), bo)
 			return err
 		},

@@ -59,7 +59,11 @@ import (
 //	   deletes its head (image.go here); an older build would write
 //	   without deleting it and leave a stale copy for this one to load.
 //	   Nothing to migrate: a store without images is read as before.
-const FormatVersion uint32 = 10
+//	11: an image holds BM25 as the index's own image (postings by term,
+//	   index/bm25/image.go) instead of a copy of its records, under an
+//	   image head of version 2. Nothing to migrate: a head of version 1
+//	   is refused as outdated, and the next load replaces the image.
+const FormatVersion uint32 = 11
 
 // Errors returned by this package; match them with errors.Is.
 var (

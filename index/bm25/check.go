@@ -39,8 +39,12 @@ func (f *findings) err() error {
 // prefix, record by record, and that its own structures agree (postings
 // against document term lists, counters against sums). It returns nil or
 // the errors.Join of every finding (at most 50, then a count), each
-// matching [ErrMismatch] or [ErrCorrupt]. It holds a read lock throughout.
+// matching [ErrMismatch] or [ErrCorrupt]. It holds a read lock throughout
+// (after building what an index loaded from an image leaves unbuilt).
 func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
+	ix.mu.Lock()
+	ix.materializeLocked()
+	ix.mu.Unlock()
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	var f findings

@@ -37,16 +37,14 @@ func (ix *Index) Explain(query string, doc uint32) Explanation {
 	s := ix.getScratch()
 	defer ix.putScratch(s)
 	_, _ = s.analyze(query) // an over-long query explains its first 2³² terms
-	ix.mu.RLock()
+	ix.rlockDecoded(s)
 	defer ix.mu.RUnlock()
 	e := Explanation{Doc: doc, Found: ix.live.Contains(doc), N: int(ix.live.GetCardinality()), K1: ix.k1, B: ix.b}
 	if e.N > 0 {
 		e.AvgDocLen = float64(ix.total) / float64(e.N)
 	}
-	var refs []termRef
 	if e.Found {
 		e.DocLen = int(ix.docLen(doc))
-		refs = ix.docTerms(doc)
 	}
 	kA := ix.k1 * (1 - ix.b)
 	kB := 0.0
@@ -59,10 +57,8 @@ func (ix *Index) Explain(query string, doc uint32) Explanation {
 		if ok {
 			te.DF = len(ix.terms[id].tfs)
 			te.IDF = idf(float64(e.N), float64(te.DF))
-			for _, r := range refs {
-				if r.id == id {
-					te.TF = int(r.tf)
-				}
+			if tf, ok := ix.terms[id].tf(doc); ok && e.Found {
+				te.TF = int(tf)
 			}
 		}
 		te.Norm = kA + kB*float64(e.DocLen)

@@ -236,6 +236,13 @@ type Index struct {
 	refSlab slab[termRef]
 	tfSlab  slab[uint32]
 
+	// lazy is the dictionary of the image the index was loaded from
+	// (LoadImage) while some of its postings are not decoded; noRefs:
+	// the documents' term lists are not built (an image holds none).
+	// Both until materializeLocked.
+	lazy   *lazyTerms
+	noRefs bool
+
 	noPrune bool // tests and benchmarks: score every posting (no MaxScore)
 	// blockMin is the constant blockMin but for tests, which lower it to
 	// give small corpora per-block bounds.
@@ -379,6 +386,7 @@ func (ix *Index) Add(w kv.Writer, doc uint32, text string) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.materializeLocked()
 	if ix.live.Contains(doc) {
 		ix.removeLocked(doc)
 	}
@@ -539,6 +547,7 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 	if !ix.live.Contains(doc) {
 		return nil
 	}
+	ix.materializeLocked()
 	var key [64]byte
 	if err := w.Delete(appendDocKey(key[:0], ix.prefix, doc)); err != nil {
 		return fmt.Errorf("bm25: delete doc %d: %w", doc, err)

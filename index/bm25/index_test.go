@@ -285,6 +285,12 @@ func TestBruteForce(t *testing.T) {
 				t.Fatalf("Check after Load: %v", err)
 			}
 			verify("after load")
+			// Phase 4: so is one loaded from its image, its postings
+			// decoded as the queries ask.
+			if ix, err = LoadImage(ix.AppendImage(nil), prefix, opts); err != nil {
+				t.Fatal(err)
+			}
+			verify("after image load")
 		})
 	}
 }

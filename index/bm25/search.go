@@ -87,7 +87,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, allow *roaring
 	if _, err := s.analyze(query); err != nil {
 		return nil, err
 	}
-	ix.mu.RLock()
+	ix.rlockDecoded(s)
 	defer ix.mu.RUnlock()
 	n := float64(ix.live.GetCardinality())
 	if n == 0 {
@@ -118,7 +118,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, allow *roaring
 	}
 	s.heap.reset(k)
 	var err error
-	if allow != nil && allow.GetCardinality()*uint64(len(s.query)+4) < cost {
+	if allow != nil && !ix.noRefs && allow.GetCardinality()*uint64(len(s.query)+4) < cost {
 		// Few allowed documents: scoring each from its own term list beats
 		// walking the postings.
 		err = ix.scoreAllowed(ctx, s, allow, kA, kB)
@@ -415,7 +415,7 @@ func (ix *Index) scorePostings(ctx context.Context, s *scratch, allow *roaring.B
 				for j := nonEss - 1; j >= 0; j-- {
 					i := s.order[j]
 					c := 0.0
-					if tf, ok := findTF(refs, s.query[i].id); ok {
+					if tf, ok := ix.tfOf(refs, s.query[i].id, d); ok {
 						c = contrib(cs[i].w, tf, dl, kA, kB)
 					}
 					s.contrib[i] = c
