@@ -311,3 +311,59 @@ func FuzzLoadImage(f *testing.F) {
 		}
 	})
 }
+
+// TestImageConcurrent: searches and explanations of an index just loaded
+// from its image, from many goroutines at once, each decoding the
+// postings it meets (run with -race), answer as the records' index does;
+// a write in the middle of them builds the rest.
+func TestImageConcurrent(t *testing.T) {
+	ctx := context.Background()
+	docs := corpusDocs()
+	db := openStore(t)
+	prefix := kv.UserKey("concurrent user", kv.SubBM25)
+	ref := indexCorpus(t, db, prefix, docs)
+	ix, err := LoadImage(ref.AppendImage(nil), prefix, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for _, d := range docs[:100] {
+		words = append(words, strings.Fields(d)...)
+	}
+	errs := make(chan error, 9)
+	for g := range 8 {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(g), 3))
+			for range 200 {
+				q := words[r.IntN(len(words))] + " " + words[r.IntN(len(words))]
+				got, err := ix.Search(ctx, q, 10, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				want, _ := ref.Search(ctx, q, 10, nil)
+				if !reflect.DeepEqual(got, want) {
+					errs <- fmt.Errorf("Search(%q): %v, want %v", q, got, want)
+					return
+				}
+				if len(got) > 0 {
+					if a, b := ix.Explain(q, got[0].Doc), ref.Explain(q, got[0].Doc); !reflect.DeepEqual(a, b) {
+						errs <- fmt.Errorf("Explain(%q): %v, want %v", q, a, b)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	go func() {
+		// A write replacing a document with its own text changes nothing
+		// either index answers.
+		errs <- ix.Add(discard{}, 0, docs[0])
+	}()
+	for range 9 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
