@@ -152,6 +152,25 @@ func LoadSized(ctx context.Context, r kv.Reader, prefix []byte, n int) (*Graph, 
 		i, ok := slices.BinarySearchFunc(st.ents, key, func(se storedEntity, k uint32) int { return cmp.Compare(se.key, k) })
 		return uint32(i), ok
 	}
+	// Stored IDs are handed out in sequence, so they are mostly dense: a
+	// table from stored ID to entity ID then replaces the two binary
+	// searches per edge (a sixth of a load).
+	if k := len(st.ents); k > 0 && int(st.ents[k-1].key-st.ents[0].key) < 4*k {
+		lo := st.ents[0].key
+		table := make([]uint32, st.ents[k-1].key-lo+1)
+		for i := range table {
+			table[i] = math.MaxUint32
+		}
+		for i, se := range st.ents {
+			table[se.key-lo] = uint32(i)
+		}
+		idOf = func(key uint32) (uint32, bool) {
+			if key < lo || key-lo >= uint32(len(table)) || table[key-lo] == math.MaxUint32 {
+				return 0, false
+			}
+			return table[key-lo], true
+		}
+	}
 	// Each edge goes to the slot it is read from: the scan's array is the
 	// graph's.
 	g.edges = st.edges[:0]

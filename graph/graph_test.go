@@ -518,3 +518,74 @@ func TestSubjectDocsAndOut(t *testing.T) {
 		t.Fatalf("Out(Paris) walked edges against their direction: %+v", hops)
 	}
 }
+
+// TestLoadFindsEndpoints: a load finds every edge's endpoints whether
+// the stored entity IDs are dense (a table) or sparse, after most
+// entities went (binary search), and refuses an edge naming an entity
+// the store does not hold, in both.
+func TestLoadFindsEndpoints(t *testing.T) {
+	ctx := context.Background()
+	for _, every := range []int{1, 20} { // every edge kept: dense IDs; one in 20: sparse
+		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
+			db, err := kv.Open(t.TempDir(), kv.Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			prefix := kv.UserKey("ann", kv.SubGraph)
+			g := New(prefix)
+			b := db.NewBatch()
+			for i := range 100 {
+				if err := g.AddEdge(b, uint32(i), fmt.Sprintf("person %d", i), "knows", fmt.Sprintf("place %d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 100 {
+				if i%every != 0 {
+					if err := g.RemoveEdge(b, uint32(i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			re, err := Load(ctx, db, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := re.Check(ctx, db); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 100; i += every {
+				seed := []string{fmt.Sprintf("person %d", i)}
+				a, _ := g.BFS(ctx, seed, 2, nil)
+				c, _ := re.BFS(ctx, seed, 2, nil)
+				if !slices.Equal(render(a), render(c)) || len(c) != 1 {
+					t.Fatalf("%s: %q after a load, want %q", seed, render(c), render(a))
+				}
+			}
+			// The entity "place 0" goes from the store, its edge stays.
+			var placeKey []byte
+			err = db.Scan(ctx, append(slices.Clone(prefix), tagEntity), func(k, v []byte) error {
+				if string(v) == "place 0" {
+					placeKey = slices.Clone(k)
+				}
+				return nil
+			})
+			if err != nil || placeKey == nil {
+				t.Fatalf("no record of place 0: %v", err)
+			}
+			b = db.NewBatch()
+			if err := b.Delete(placeKey); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Load(ctx, db, prefix); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Load of an edge naming a missing entity: %v", err)
+			}
+		})
+	}
+}
