@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // An image is an index serialised in the inverted form a query reads:
@@ -74,7 +75,7 @@ func (ix *Index) AppendImage(dst []byte) []byte {
 	for _, id := range ix.ids {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b uint32) int { return cmpString(ix.terms[a].text, ix.terms[b].text) })
+	slices.SortFunc(ids, func(a, b uint32) int { return strings.Compare(ix.terms[a].text, ix.terms[b].text) })
 	var post []byte
 	postings := make([][]byte, len(ids))
 	for i, id := range ids {
@@ -99,16 +100,6 @@ func (ix *Index) AppendImage(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(postings[i])))
 	}
 	return append(dst, post...)
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // LoadImage returns the index img holds (see [Index.AppendImage]), keyed
