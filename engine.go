@@ -254,13 +254,15 @@ type tuning struct {
 	// bulkMinOps is the fewest ops of a new user's first write that
 	// the bulk loader takes (see bulkable).
 	bulkMinOps int
-	// imageMinDocs is the fewest documents of a user whose loads use
-	// and keep an index image.
-	imageMinDocs int
+	// imageMinDocs is the fewest documents of a user whose loads look
+	// for an index image; imageMinBytes the fewest bytes a load from the
+	// records must read for the user's image to be written.
+	imageMinDocs, imageMinBytes int
 }
 
 func defaultTuning() tuning {
-	return tuning{appendPath: true, bulk: true, images: true, bulkMinOps: 256, imageMinDocs: defaultImageMinDocs}
+	return tuning{appendPath: true, bulk: true, images: true, bulkMinOps: 256,
+		imageMinDocs: defaultImageMinDocs, imageMinBytes: defaultImageMinBytes}
 }
 
 // openTuned is Open with the write path's tuning.

@@ -36,9 +36,19 @@ import (
 // never what a load built.
 const (
 	// defaultImageMinDocs is the fewest documents from which a user's
-	// loads use and keep an image (tuning.imageMinDocs): a smaller user's
-	// records are read in a fraction of a millisecond.
-	defaultImageMinDocs = 256
+	// loads look for an image (tuning.imageMinDocs): below it, the Get
+	// of a head that is not there would be most of what a load saves.
+	defaultImageMinDocs = 16
+	// defaultImageMinBytes is the fewest bytes a load from the records
+	// reads for the user's image to be written (tuning.imageMinBytes):
+	// a lighter user's records are read in a fraction of a millisecond,
+	// and images written for many such users cost their queries more
+	// than the images save (with images from 64 synthetic documents the
+	// 1M-fact evicting-cache benchmark's p99 went from 1.5 to 7.5 ms while
+	// they were written). It is about what 256 short facts read (430
+	// bytes each: measured); a conversation's long messages reach it in
+	// fewer documents (190 messages of a BEAM conversation read 830 KB).
+	defaultImageMinBytes = 112 << 10
 	// imageMaxDocs bounds the users an image is written for: it is
 	// written holding the user's lock, for a time that grows with the
 	// user.
@@ -315,6 +325,8 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 		return err
 	}
 	if m.Doc < uint32(e.tune.imageMinDocs) || m.Doc > imageMaxDocs {
+		// (Whether the user's records are heavy enough is the
+		// requester's to judge: it read them.)
 		return nil
 	}
 	b := e.db.NewBatch()

@@ -22,13 +22,13 @@ import (
 )
 
 // openImaging opens dir with index images on or off, from imageMinDocs
-// documents, every query loading its user (a one-byte cache), one worker
-// and a constant clock: two stores given the same operations then hold
-// the same bytes and answer the same.
+// documents (whatever their size), every query loading its user (a
+// one-byte cache), one worker and a constant clock: two stores given the
+// same operations then hold the same bytes and answer the same.
 func openImaging(t *testing.T, dir string, images bool, minDocs int, lg *slog.Logger) *Engine {
 	t.Helper()
 	tune := defaultTuning()
-	tune.images, tune.imageMinDocs = images, minDocs
+	tune.images, tune.imageMinDocs, tune.imageMinBytes = images, minDocs, 1
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	e, err := openTuned(dir, Options{NoSync: true, Workers: 1, IndexCacheBytes: 1, Logger: lg,
 		Clock: func() time.Time { return at }}, tune)
@@ -385,4 +385,75 @@ func cutText(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// TestIndexImageByBytes: whether a user's image is written depends on
+// what a load from its records reads, not on its documents: a
+// conversation of 80 long messages gets one (it reads more than
+// hundreds of short facts), a user of 150 short facts does not.
+func TestIndexImageByBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	open := func() *Engine {
+		e, err := openTuned(dir, Options{NoSync: true, IndexCacheBytes: 1, NoIndexWarmup: true}, defaultTuning())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	e := open()
+	texts := corpus.MustTexts()
+	talk := 0
+	for i := 0; talk < 80; i++ {
+		text := texts[i%len(texts)].Body
+		if len(text) < 2000 {
+			continue
+		}
+		if _, err := e.Add(ctx, "talk", fmt.Sprintf("%d. %s", i, cutText(text, 6000))); err != nil {
+			t.Fatal(err)
+		}
+		talk++
+	}
+	var fs []FactInput
+	for i := range 150 {
+		fs = append(fs, FactInput{Subject: "user", Predicate: "likes", Object: fmt.Sprintf("thing %d", i),
+			ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+	}
+	if _, err := e.AssertBatch(ctx, "facts", fs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Flush(ctx, "talk"); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e = open()
+	weights := map[string]int64{}
+	for _, user := range []string{"talk", "facts"} {
+		m, err := loadMeta(e.db, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := &countingReader{Reader: e.db}
+		if _, err := e.idx.loadFrom(ctx, e.db, cr, user, m); err != nil {
+			t.Fatal(err)
+		}
+		weights[user] = cr.n.Load()
+		if _, err := e.Query(ctx, user, "thing 7", QueryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d documents, a load reads %d bytes", user, m.Doc, weights[user])
+	}
+	if weights["talk"] < defaultImageMinBytes || weights["facts"] >= defaultImageMinBytes {
+		t.Fatalf("loads read %v bytes: the scenario does not straddle %d", weights, defaultImageMinBytes)
+	}
+	e.Close() // writes the images the loads asked for
+	e = open()
+	defer e.Close()
+	for user, want := range map[string]bool{"talk": true, "facts": false} {
+		_, err := e.db.Get(kv.ImageHead(user))
+		if got := err == nil; got != want {
+			t.Errorf("%s: image %v (%v), want %v", user, got, err, want)
+		}
+	}
 }

@@ -34,6 +34,11 @@ const (
 	episodeHasClaims   byte = 1 << 0
 	episodeSaysMore    byte = 1 << 1
 	episodeStandsKnown byte = 1 << 2
+	// episodeTimed: the episode's At and RecordedAt follow the flags, so
+	// that a load does not read the episode for them (a Get of a long
+	// message each: most of a conversation's load). A value written
+	// before format 12 lacks them.
+	episodeTimed byte = 1 << 3
 )
 
 // appendEpisodeDoc appends an episode's document map value.
@@ -49,7 +54,8 @@ func appendEpisodeDoc(dst []byte, d *episodeDoc) []byte {
 	if d.standsKnown {
 		f |= episodeStandsKnown
 	}
-	dst = append(dst, f)
+	dst = append(dst, f|episodeTimed)
+	dst = kv.AppendInt64(kv.AppendInt64(dst, d.at), d.rec)
 	for _, id := range d.stands {
 		b, _ := hex.DecodeString(id)
 		dst = append(dst, b...)
@@ -58,21 +64,32 @@ func appendEpisodeDoc(dst []byte, d *episodeDoc) []byte {
 }
 
 // decodeEpisodeFlags fills in d's flags and stands from the document map
-// value v (at least 9 bytes).
-func decodeEpisodeFlags(d *episodeDoc, v []byte) error {
+// value v (at least 9 bytes), and its times if v holds them (timed).
+func decodeEpisodeFlags(d *episodeDoc, v []byte) (timed bool, err error) {
 	if len(v) < 10 {
-		return nil
+		return false, nil
 	}
 	f := v[9]
+	if f&^(episodeHasClaims|episodeSaysMore|episodeStandsKnown|episodeTimed) != 0 {
+		return false, fmt.Errorf("%w: episode %d: flags %#x", ErrCorrupt, d.seq, f)
+	}
 	d.hasClaims, d.more, d.standsKnown = f&episodeHasClaims != 0, f&episodeSaysMore != 0, f&episodeStandsKnown != 0
 	rest := v[10:]
+	if timed = f&episodeTimed != 0; timed {
+		if len(rest) < 16 {
+			return false, fmt.Errorf("%w: episode %d: %d bytes of times", ErrCorrupt, d.seq, len(rest))
+		}
+		dec := kv.NewDecoder(rest[:16])
+		d.at, d.rec = dec.Int64(), dec.Int64()
+		rest = rest[16:]
+	}
 	if len(rest)%idLen != 0 {
-		return fmt.Errorf("%w: episode %d: %d bytes of stands", ErrCorrupt, d.seq, len(rest))
+		return false, fmt.Errorf("%w: episode %d: %d bytes of stands", ErrCorrupt, d.seq, len(rest))
 	}
 	for ; len(rest) > 0; rest = rest[idLen:] {
 		d.stands = append(d.stands, hex.EncodeToString(rest[:idLen]))
 	}
-	return nil
+	return timed, nil
 }
 
 // userIndex is one user's retrieval indexes, loaded lazily from the store
@@ -429,7 +446,8 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 		return s.loadFrom(ctx, r, r, user, m)
 	}
 	// A user with an image is read from it (see image.go); one without
-	// is read from its records, and its image written after.
+	// is read from its records, and its image written after if that load
+	// was heavy enough.
 	img, err := openImage(r, user)
 	if err == nil && img != nil {
 		var ui *userIndex
@@ -455,11 +473,39 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	case damaged:
 		s.e.log.Warn("memor: a user's index image is damaged; its indexes are loaded from the records", "user", user, "err", err)
 	}
-	ui, err := s.loadFrom(ctx, r, r, user, m)
-	if err == nil && m.Doc <= imageMaxDocs {
+	cr := &countingReader{Reader: r}
+	ui, err := s.loadFrom(ctx, r, cr, user, m)
+	if err == nil && m.Doc <= imageMaxDocs && (damaged || cr.n.Load() >= int64(s.e.tune.imageMinBytes)) {
 		s.e.images.request(user, damaged)
 	}
 	return ui, err
+}
+
+// countingReader is a Reader that counts the bytes of the keys and values
+// it serves: what a load from the records read, which decides whether the
+// user's image is worth writing. The time of a load follows its bytes
+// more than its documents: a user of a few hundred long messages reads as
+// much as one of thousands of short facts. (Safe for the concurrent parts
+// of a load.)
+type countingReader struct {
+	kv.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Get(key []byte) ([]byte, error) {
+	v, err := c.Reader.Get(key)
+	c.n.Add(int64(len(key) + len(v)))
+	return v, err
+}
+
+func (c *countingReader) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
+	var n int64
+	err := c.Reader.Scan(ctx, prefix, func(k, v []byte) error {
+		n += int64(len(k) + len(v))
+		return fn(k, v)
+	})
+	c.n.Add(n)
+	return err
 }
 
 // loadFrom is load from src: r itself or an image read through r.
@@ -598,13 +644,17 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 				ui.mu.Unlock()
 			}
 		case docEpisode:
-			ep, err := getEpisode(r, user, seq)
+			d := &episodeDoc{seq: seq}
+			timed, err := decodeEpisodeFlags(d, v)
 			if err != nil {
-				return fmt.Errorf("%w: episode %d of document %d: %v", ErrCorrupt, seq, doc, err)
-			}
-			d := &episodeDoc{seq: seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt)}
-			if err := decodeEpisodeFlags(d, v); err != nil {
 				return err
+			}
+			if !timed {
+				ep, err := getEpisode(r, user, seq)
+				if err != nil {
+					return fmt.Errorf("%w: episode %d of document %d: %v", ErrCorrupt, seq, doc, err)
+				}
+				d.at, d.rec = nanos(ep.At), nanos(ep.RecordedAt)
 			}
 			ui.episodes[doc] = d
 		}

@@ -1,6 +1,7 @@
 package memor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/kv"
 )
 
 // TestLoadRebuildsEpisodeMaps: the maps Query decides an episode's
@@ -140,5 +143,90 @@ func TestLoadParts(t *testing.T) {
 	}
 	if err := e.idx.loadParts(true, "u", func() error { return nil }, func() error { return nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// getCounter is a kv.Reader that counts the Gets under one keyspace.
+type getCounter struct {
+	kv.Reader
+	prefix []byte
+	gets   int
+}
+
+func (g *getCounter) Get(key []byte) ([]byte, error) {
+	if bytes.HasPrefix(key, g.prefix) {
+		g.gets++
+	}
+	return g.Reader.Get(key)
+}
+
+// TestLoadReadsNoEpisodes: an episode's document map value holds its At
+// and RecordedAt (format 12), so a load of a conversation reads no
+// episode (it read each, a Get of a long message, most of the load); a
+// value written before holds no times, and the load reads its episode
+// for them, to the same result.
+func TestLoadReadsNoEpisodes(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(filepath.Join(t.TempDir(), "db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	texts := corpus.MustTexts()
+	for i, text := range texts {
+		if _, err := e.Add(ctx, "u", cutText(text.Body, 3000), At(time.Date(2024, 3, 1+i, 9, 0, 0, 0, time.UTC))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := loadMeta(e.db, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func() (*userIndex, int) {
+		t.Helper()
+		r := &getCounter{Reader: e.db, prefix: kv.UserKey("u", kv.SubEpisode)}
+		ui, err := e.idx.loadFrom(ctx, e.db, r, "u", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ui, r.gets
+	}
+	timed, gets := load()
+	if len(timed.episodes) < len(texts)/2 || gets != 0 {
+		t.Fatalf("%d episode documents loaded with %d episode reads, want many and none", len(timed.episodes), gets)
+	}
+	for _, d := range timed.episodes {
+		ep, err := getEpisode(e.db, "u", d.seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.at != nanos(ep.At) || d.rec != nanos(ep.RecordedAt) || d.rec == 0 {
+			t.Fatalf("episode %d: times %d %d from its document, the episode's %d %d", d.seq, d.at, d.rec, nanos(ep.At), nanos(ep.RecordedAt))
+		}
+	}
+	// The values as format 11 wrote them: no times, no flag.
+	b := e.db.NewBatch()
+	docs := kv.UserKey("u", kv.SubDoc)
+	if err := e.db.Scan(ctx, docs, func(k, v []byte) error {
+		if v[0] != docEpisode || v[9]&episodeTimed == 0 {
+			return nil
+		}
+		old := append(append(bytes.Clone(v[:9]), v[9]&^episodeTimed), v[26:]...)
+		return b.Set(k, old)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	untimed, gets := load()
+	if gets != len(timed.episodes) {
+		t.Fatalf("%d episode reads for %d untimed documents", gets, len(timed.episodes))
+	}
+	if !reflect.DeepEqual(untimed.episodes, timed.episodes) {
+		t.Fatal("the episodes loaded from untimed documents differ from the timed ones'")
 	}
 }

@@ -63,7 +63,12 @@ import (
 //	   index/bm25/image.go) instead of a copy of its records, under an
 //	   image head of version 2. Nothing to migrate: a head of version 1
 //	   is refused as outdated, and the next load replaces the image.
-const FormatVersion uint32 = 11
+//	12: an episode's document map value may hold the episode's At and
+//	   RecordedAt (flag 8 after its seq), so that a load does not read
+//	   every episode for them; an older build would take them for the
+//	   IDs of facts it stands on. Nothing to migrate: a value without
+//	   the flag is read as before (the load reads the episode).
+const FormatVersion uint32 = 12
 
 // Errors returned by this package; match them with errors.Is.
 var (
