@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/eval"
 )
 
 var queryShapes = []struct {
@@ -181,6 +183,53 @@ func BenchmarkFirstQuery(b *testing.B) {
 	if err := e.Close(); err != nil {
 		b.Fatal(err)
 	}
+	firstQuery(b, dir, "user-0", "where do I live?")
+}
+
+// BenchmarkFirstQueryConversation is BenchmarkFirstQuery for a user who
+// is a real conversation: the first of BEAM-100K's (MEMOR_BEAM_DIR, else
+// beside the repository; skipped when absent), each message added as an
+// episode with its time and speaker, asked its first probing question.
+// Its few hundred long messages read as much as thousands of short facts.
+func BenchmarkFirstQueryConversation(b *testing.B) {
+	data := os.Getenv("MEMOR_BEAM_DIR")
+	if data == "" {
+		data = "../../shared/datasets/beam-100k"
+	}
+	if _, err := os.Stat(data); err != nil {
+		b.Skipf("BEAM data absent at %s (set MEMOR_BEAM_DIR): %v", data, err)
+	}
+	cs, err := eval.LoadBEAM(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := cs[0]
+	dir := filepath.Join(b.TempDir(), "db")
+	e, err := memor.Open(dir, memor.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, m := range c.Messages {
+		opts := []memor.AddOption{memor.At(m.At)}
+		if m.Role != "" && m.Role != "user" {
+			opts = append(opts, memor.Speaker(m.Role))
+		}
+		if _, err := e.Add(ctx, "user-0", m.Text, opts...); err != nil && !errors.Is(err, memor.ErrTooLarge) && !errors.Is(err, memor.ErrInvalidText) {
+			b.Fatal(err)
+		}
+	}
+	if err := e.Flush(ctx, "user-0"); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	firstQuery(b, dir, "user-0", c.Questions[0].Text)
+}
+
+// firstQuery runs BenchmarkFirstQuery's variants on the store in dir.
+func firstQuery(b *testing.B, dir, user, question string) {
 	ctx := context.Background()
 	for _, mode := range []string{"warm", "cold"} {
 		for _, c := range []struct{ images, warmup bool }{{true, false}, {false, false}, {true, true}} {
@@ -196,7 +245,7 @@ func BenchmarkFirstQuery(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := e.Query(ctx, "user-0", "where do I live?", memor.QueryOptions{}); err != nil {
+				if _, err := e.Query(ctx, user, question, memor.QueryOptions{}); err != nil {
 					b.Fatal(err)
 				}
 				if err := e.Close(); err != nil {
@@ -240,7 +289,7 @@ func BenchmarkFirstQuery(b *testing.B) {
 					b.StartTimer()
 					c0, f0 := rusage()
 					t := time.Now()
-					rs, err := e.Query(ctx, "user-0", "where do I live?", memor.QueryOptions{})
+					rs, err := e.Query(ctx, user, question, memor.QueryOptions{})
 					lat = append(lat, time.Since(t))
 					c1, f1 := rusage()
 					cpu, faults = cpu+c1-c0, faults+f1-f0
