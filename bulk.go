@@ -195,6 +195,7 @@ func (e *Engine) bulkWrite(ctx context.Context, user string, ep *Episode, pre *e
 	// A reader may have cached the user's empty indexes before this write
 	// (the user's lock is held: none can load meanwhile).
 	e.idx.dropUser(user)
+	e.noteImport(user)
 	return l.decisions, nil
 }
 

@@ -103,10 +103,12 @@ type Options struct {
 	// first), and the next Open loads them again in the background, as
 	// many as IndexCacheBytes holds, so that a restarted server's active
 	// users do not each pay for a load on their first query
-	// (Stats.Warming and Stats.IndexesWarmed tell its progress). With
-	// NoIndexWarmup (a short-lived process: the CLI's one-shot commands
-	// set it) nothing is loaded, and Close records the users it used
-	// before those the record named.
+	// (Stats.Warming and Stats.IndexesWarmed tell its progress); and a
+	// user a bulk import wrote (a new user's large first batch) is loaded
+	// once imports have been idle for 50 ms, so that its first query does
+	// not load it from the records. With NoIndexWarmup (a short-lived
+	// process: the CLI's one-shot commands set it) nothing is loaded, and
+	// Close records the users it used before those the record named.
 	NoIndexWarmup bool
 	// Ungoverned turns resolution off: every predicate is treated as Many,
 	// so contradicting values all stand (ends and restatements still
@@ -511,8 +513,8 @@ type Stats struct {
 	// the episodes recorded as failed (see Failed and Retry).
 	EpisodesQueued, EpisodesApplied, EpisodesFailed uint64
 	// Warming is set while the index cache's warm-up runs after Open;
-	// IndexesWarmed counts the users it loaded (see
-	// Options.NoIndexWarmup).
+	// IndexesWarmed counts the users it loaded, and those it loaded after
+	// a bulk import (see Options.NoIndexWarmup).
 	Warming       bool
 	IndexesWarmed uint64
 }

@@ -363,3 +363,82 @@ func TestIndexWarmupClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIndexWarmupAfterImport: a user a bulk import wrote is loaded once
+// imports have been idle, so that its first query finds its indexes (and
+// answers as a load on demand would); not while imports go on, not with
+// the warm-up off, and not past the cache's budget.
+func TestIndexWarmupAfterImport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	facts := func(n int) []FactInput {
+		var fs []FactInput
+		texts := corpus.MustTexts()
+		for i := range n {
+			fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/40), Predicate: "said",
+				Object: cutText(texts[i%len(texts)].Body, 300), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+		}
+		return fs
+	}
+	for _, c := range []struct {
+		name   string
+		warm   bool
+		budget int64
+		want   int // users loaded of the three imported
+	}{{"on", true, 0, 3}, {"off", false, 0, 0}, {"budget", true, 1, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			e := openWarming(t, dir, c.budget, c.warm, nil)
+			defer e.Close()
+			start := time.Now()
+			for _, u := range []string{"a", "b", "c"} {
+				if _, err := e.AssertBatch(ctx, u, facts(400)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			imported := time.Since(start)
+			st, err := e.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.BulkLoads != 3 {
+				t.Fatalf("%d bulk loads, want 3: the scenario does not import", st.BulkLoads)
+			}
+			if imported < importIdle && st.IndexesWarmed != 0 {
+				t.Fatalf("%d users loaded while the imports went on", st.IndexesWarmed)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for c.want > 0 && time.Now().Before(deadline) {
+				if st, err = e.Stats(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if st.IndexesWarmed >= uint64(c.want) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if c.want == 0 {
+				time.Sleep(3 * importIdle)
+				if st, err = e.Stats(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if st.IndexesWarmed != uint64(c.want) {
+				t.Fatalf("%d users loaded after the imports, want %d", st.IndexesWarmed, c.want)
+			}
+			for _, u := range []string{"a", "b", "c"} {
+				if got := e.idx.has(u); got != (c.want > 0) {
+					t.Fatalf("user %s cached %v", u, got)
+				}
+			}
+			if c.want == 0 {
+				return
+			}
+			got := answers(t, e, "c", "entity 3")
+			e.idx.dropUser("c")
+			if want := answers(t, e, "c", "entity 3"); got != want {
+				t.Fatalf("the warmed user answers\n%s\nloaded on demand\n%s", got, want)
+			}
+		})
+	}
+}

@@ -45,37 +45,95 @@ var queryWords = []string{"coffee", "hiking", "jazz", "chess", "sushi", "tennis"
 // valid from 2020 + i minutes: every fact is in the past (an hour apart,
 // a 1M-fact tenant reached into 2134 and Query saw only the first 5 %).
 func loadShape(b *testing.B, e *memor.Engine, users, facts int) {
-	ctx := context.Background()
-	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	r := rand.New(rand.NewPCG(1, 2))
 	for u := range users {
-		user := fmt.Sprintf("user-%d", u)
-		batch := make([]memor.FactInput, 0, 1000)
-		for i := range facts {
-			subject := "user"
-			if i >= 100 {
-				subject = fmt.Sprintf("entity %d", i/100)
+		loadUser(b, e, fmt.Sprintf("user-%d", u), facts, r)
+	}
+	if err := e.Sync(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// loadUser writes one user of loadShape, in batches of 1,000 (the first,
+// a new user's, is a bulk import).
+func loadUser(b *testing.B, e *memor.Engine, user string, facts int, r *rand.Rand) {
+	ctx := context.Background()
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	batch := make([]memor.FactInput, 0, 1000)
+	for i := range facts {
+		subject := "user"
+		if i >= 100 {
+			subject = fmt.Sprintf("entity %d", i/100)
+		}
+		f := memor.FactInput{Subject: subject, ValidFrom: base.Add(time.Duration(i) * time.Minute)}
+		switch {
+		case i%10 == 0:
+			f.Predicate, f.Object = "lives_in", queryWords[10+r.IntN(10)]
+		case i%10 == 1:
+			f.Predicate, f.Object = "works_at", fmt.Sprintf("Company %d", r.IntN(1000))
+		default:
+			f.Predicate, f.Object = "likes", fmt.Sprintf("%s %d", queryWords[r.IntN(10)], i)
+		}
+		batch = append(batch, f)
+		if len(batch) == cap(batch) || i == facts-1 {
+			if _, err := e.AssertBatch(ctx, user, batch); err != nil {
+				b.Fatal(err)
 			}
-			f := memor.FactInput{Subject: subject, ValidFrom: base.Add(time.Duration(i) * time.Minute)}
-			switch {
-			case i%10 == 0:
-				f.Predicate, f.Object = "lives_in", queryWords[10+r.IntN(10)]
-			case i%10 == 1:
-				f.Predicate, f.Object = "works_at", fmt.Sprintf("Company %d", r.IntN(1000))
-			default:
-				f.Predicate, f.Object = "likes", fmt.Sprintf("%s %d", queryWords[r.IntN(10)], i)
-			}
-			batch = append(batch, f)
-			if len(batch) == cap(batch) || i == facts-1 {
-				if _, err := e.AssertBatch(ctx, user, batch); err != nil {
-					b.Fatal(err)
-				}
-				batch = batch[:0]
-			}
+			batch = batch[:0]
 		}
 	}
-	if err := e.Sync(ctx); err != nil {
-		b.Fatal(err)
+}
+
+// BenchmarkFirstQueryAfterImport is the latency of the first Query of a
+// 1,000-fact user just imported (one AssertBatch: a bulk import) in the
+// same process, a new user each time. warmup=false: the warm-up is off,
+// so the query loads the user from its records; warmup=true: the query
+// comes once the warm-up has loaded it (imports idle for 50 ms).
+func BenchmarkFirstQueryAfterImport(b *testing.B) {
+	ctx := context.Background()
+	for _, warmup := range []bool{false, true} {
+		b.Run(fmt.Sprintf("warmup=%v", warmup), func(b *testing.B) {
+			e, err := memor.Open(filepath.Join(b.TempDir(), "db"), memor.Options{NoSync: true, NoIndexWarmup: !warmup})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			r := rand.New(rand.NewPCG(1, 2))
+			var lat []time.Duration
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				user := fmt.Sprintf("user-%d", i)
+				st0, err := e.Stats(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				loadUser(b, e, user, 1000, r)
+				for warmup {
+					st, err := e.Stats(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if st.IndexesWarmed > st0.IndexesWarmed {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				runtime.GC()
+				b.StartTimer()
+				t := time.Now()
+				rs, err := e.Query(ctx, user, "where do I live?", memor.QueryOptions{})
+				lat = append(lat, time.Since(t))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(rs) == 0 {
+					b.Fatal("nothing served")
+				}
+			}
+			b.ReportMetric(percentile(lat, 0.5), "p50-ns")
+			b.ReportMetric(percentile(lat, 0.99), "p99-ns")
+		})
 	}
 }
 
