@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/kv"
 )
@@ -23,10 +24,13 @@ import (
 // the same keys and values in the same order as the store, so what they
 // build is what a load from the records builds.
 //
-// One keyspace is imaged in another form: BM25's chunks hold the index's
-// own image (bm25.Index.AppendImage: the dictionary and postings by
-// term), cut into chunks, which bm25.LoadImage reads without building the
-// postings; a query decodes those of its terms (see imagedAsIndex).
+// The indexes' keyspaces are imaged in another form: their chunks hold
+// the index's own image, cut into chunks (see imagedAsIndex): BM25's
+// (bm25.Index.AppendImage: the dictionary and postings by term), which
+// bm25.LoadImage reads without building the postings, a query decoding
+// those of its terms; the graph's, laid out as the graph holds it in
+// memory, which graph.LoadImage uses where it lies instead of decoding
+// record by record.
 //
 // An image is valid only while the records it copies are unchanged; the
 // kv package keeps it so (every write under an imaged keyspace deletes
@@ -57,9 +61,10 @@ const (
 	// end): large enough that the chunks are few, small enough that none
 	// is a large part of a memtable.
 	imageChunkBytes = 256 << 10
-	// imageVersion is the first byte of a head (2: BM25 imaged as its
-	// index; a head of version 1 is refused, and the image replaced).
-	imageVersion = 2
+	// imageVersion is the first byte of a head (3: BM25 and the graph
+	// imaged as their indexes; 2: BM25 alone; a head of another version
+	// is refused, and the image replaced).
+	imageVersion = 3
 	// imageQueue bounds the images waiting to be written; a request
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8
@@ -123,7 +128,35 @@ func imageChunkKey(chunks []byte, sub kv.Sub, i uint64) []byte {
 
 // imagedAsIndex reports whether sub's chunks hold its index's own image
 // rather than a copy of its records.
-func imagedAsIndex(sub kv.Sub) bool { return sub == kv.SubBM25 }
+func imagedAsIndex(sub kv.Sub) bool {
+	switch sub {
+	case kv.SubBM25, kv.SubGraph:
+		return true
+	}
+	return false
+}
+
+// indexImage builds the image of keyspace sub (imagedAsIndex) of user
+// from the records r holds: the index loaded from them, imaged. A user
+// without a vector index (Load's ErrNotFound) has an empty one.
+func (s *indexSet) indexImage(ctx context.Context, r kv.Reader, user string, sub kv.Sub, m userMeta) ([]byte, error) {
+	prefix := kv.UserKey(user, sub)
+	switch sub {
+	case kv.SubBM25:
+		bm, err := bm25.Load(ctx, r, prefix, s.bmO)
+		if err != nil {
+			return nil, err
+		}
+		return bm.AppendImage(nil), nil
+	case kv.SubGraph:
+		g, err := graph.LoadSized(ctx, r, prefix, int(m.Doc))
+		if err != nil {
+			return nil, err
+		}
+		return g.AppendImage(nil), nil
+	}
+	return nil, fmt.Errorf("memor: keyspace %c is not imaged as its index", byte(sub))
+}
 
 // imageReader reads a user's imaged keyspaces from the image and every
 // other key from the store (a keyspace imaged as its index too: its
@@ -352,11 +385,10 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 		if imagedAsIndex(sub) {
 			// Built from the records and cut into chunks; the head
 			// counts its bytes.
-			bm, err := bm25.Load(ctx, e.db, prefix, e.idx.bmO)
+			img, err := e.idx.indexImage(ctx, e.db, user, sub, m)
 			if err != nil {
 				return err
 			}
-			img := bm.AppendImage(nil)
 			h.records[i] = uint64(len(img))
 			for len(img) > 0 {
 				n := min(len(img), imageChunkBytes)

@@ -284,9 +284,10 @@ func TestIndexImageLifecycle(t *testing.T) {
 }
 
 // TestIndexImageDamaged: an image whose chunks disagree with its head (a
-// record cut short, a chunk missing) or whose record a loader refuses
-// fails no load: the load reads the
-// records, says so in the log, and the image is written anew.
+// chunk cut short or missing), whose index image its LoadImage refuses,
+// or whose document map record the loader refuses, of every imaged
+// keyspace, fails no load: the load reads the records, says so in the
+// log, and the image is written anew.
 func TestIndexImageDamaged(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -294,7 +295,10 @@ func TestIndexImageDamaged(t *testing.T) {
 		sub    kv.Sub
 		damage string
 	}{{kv.SubBM25, "truncated"}, {kv.SubBM25, "missing"}, {kv.SubBM25, "garbled"},
-		{kv.SubTemporal, "truncated"}, {kv.SubTemporal, "missing"}, {kv.SubTemporal, "garbled"}} {
+		{kv.SubVector, "truncated"}, {kv.SubVector, "missing"}, {kv.SubVector, "garbled"},
+		{kv.SubTemporal, "truncated"}, {kv.SubTemporal, "missing"}, {kv.SubTemporal, "garbled"},
+		{kv.SubGraph, "truncated"}, {kv.SubGraph, "missing"}, {kv.SubGraph, "garbled"},
+		{kv.SubDoc, "truncated"}, {kv.SubDoc, "missing"}, {kv.SubDoc, "garbled"}} {
 		damage := c.damage
 		t.Run(fmt.Sprintf("%c/%s", byte(c.sub), damage), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "db")
@@ -321,7 +325,7 @@ func TestIndexImageDamaged(t *testing.T) {
 				err = b.Set(chunk, v[:len(v)-3])
 			case damage == "missing":
 				err = b.Delete(chunk)
-			case imagedAsIndex(c.sub):
+			case c.sub == kv.SubBM25:
 				// The index's image, its length right, broken in the
 				// middle: bm25.LoadImage refuses it.
 				g := bytes.Clone(v)
@@ -329,9 +333,15 @@ func TestIndexImageDamaged(t *testing.T) {
 					g[i] = 0xff
 				}
 				err = b.Set(chunk, g)
+			case imagedAsIndex(c.sub):
+				// The index's image, its length right, of a version its
+				// LoadImage does not know.
+				g := bytes.Clone(v)
+				g[0] ^= 0xff
+				err = b.Set(chunk, g)
 			default:
 				// Well-formed as a chunk, its counts right, but the first
-				// record's value is not an interval record: the loader
+				// record's value is not a document map value: the loader
 				// refuses what the image serves.
 				kn, w := binary.Uvarint(v)
 				at := w + int(kn)
@@ -363,11 +373,15 @@ func TestIndexImageDamaged(t *testing.T) {
 			if err != nil || img == nil {
 				t.Fatalf("no image written anew: %v", err)
 			}
-			if _, err := img.blob(ctx, kv.SubBM25); err != nil {
-				t.Fatalf("the image written anew: %v", err)
-			}
-			if err := img.Scan(ctx, kv.UserKey("u", kv.SubTemporal), func(k, v []byte) error { return nil }); err != nil {
-				t.Fatalf("the image written anew: %v", err)
+			for _, sub := range kv.ImagedSubs() {
+				if imagedAsIndex(sub) {
+					_, err = img.blob(ctx, sub)
+				} else {
+					err = img.Scan(ctx, kv.UserKey("u", sub), func(k, v []byte) error { return nil })
+				}
+				if err != nil {
+					t.Fatalf("the image written anew, %c: %v", byte(sub), err)
+				}
 			}
 			if got := answers(t, e, "u", "thing 7"); got != want || e.idx.imageLoads.Load() == 0 {
 				t.Fatalf("from the image written anew (%d image loads):\n%s\nwant\n%s", e.idx.imageLoads.Load(), got, want)

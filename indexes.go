@@ -561,6 +561,14 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 			return loadDocs(ctx, src, user, ui, tmp)
 		},
 		func() (err error) {
+			if img, ok := src.(*imageReader); ok {
+				b, err := img.blob(ctx, kv.SubGraph)
+				if err != nil {
+					return err
+				}
+				g, err = graph.LoadImage(b, kv.UserKey(user, kv.SubGraph))
+				return err
+			}
 			g, err = graph.LoadSized(ctx, src, kv.UserKey(user, kv.SubGraph), int(m.Doc))
 			return err
 		},
@@ -657,6 +665,8 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 				d.at, d.rec = nanos(ep.At), nanos(ep.RecordedAt)
 			}
 			ui.episodes[doc] = d
+		default:
+			return fmt.Errorf("%w: document %d of kind %#x", ErrCorrupt, doc, v[0])
 		}
 		return nil
 	})

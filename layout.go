@@ -137,15 +137,16 @@ package memor
 //
 // 'p' is the user's index image (image.go): a copy of what is under
 // 'd' 'b' 'n' 't' 'g' (kv.ImagedSubs), which a load reads instead of it.
-// A chunk of 'd' 'n' 't' 'g' holds records of one sub in key order, each
+// A chunk of 'd' 'n' 't' holds records of one sub in key order, each
 // uvarint(len(suffix)) suffix uvarint(len(value)) value, where suffix is
 // the key after 'u' esc(user) sub; a record never spans two chunks. The
-// chunks of 'b' hold, cut at 256 KB, the BM25 index's own image
-// (index/bm25/image.go: documents' lengths, dictionary, postings by
-// term), built from the 'b' records. The chunks of a sub are numbered
-// from 0. The head is imageVersion (2) then, for each imaged sub in
-// kv.ImagedSubs order, uvarint(chunks) uvarint(records) — for 'b', the
-// image's bytes. Every write
+// chunks of 'b' 'g' hold, cut at 256 KB, the index's own image, built
+// from its records: BM25's (index/bm25/image.go: documents' lengths,
+// dictionary, postings by term) and the graph's (graph/image.go). The
+// chunks of a sub
+// are numbered from 0. The head is imageVersion (3) then, for each
+// imaged sub in kv.ImagedSubs order, uvarint(chunks) uvarint(records) —
+// for a sub imaged as its index, the image's bytes. Every write
 // under an imaged sub deletes the head in its batch (kv.Batch), so a head
 // present means the chunks copy the records as they are; chunks without a
 // head are left over, and replaced when an image is next written.

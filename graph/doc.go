@@ -43,6 +43,14 @@
 // hop is large enough, the allow bitmap is copied once into a dense
 // bitmap over docs, so each edge's time check is a word test.
 //
+// # Images
+//
+// [Graph.AppendImage] serialises a graph in the form memory holds it, and
+// [LoadImage] loads it back at a fraction of a load from the records,
+// leaving the names where they lie in the image and the maps only writes
+// need to the first write. The records stay the truth: an image is the
+// graph a load of them makes, and one that fails to load is rebuilt.
+//
 // # Key layout
 //
 // All keys start with the prefix given to [New] or [Load]

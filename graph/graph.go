@@ -93,6 +93,10 @@ type Graph struct {
 	// an index, not a string.
 	labels  []string
 	labelID map[string]uint32
+	// img, set in a graph loaded from an image and not written since,
+	// stands for byNorm, first and byDoc, which are nil until the first
+	// write builds them (see index).
+	img *imageIndex
 
 	// pool (of *walkState) is apart from the graph: the runtime keeps a
 	// used pool reachable for a collection after its last use, and a pool
@@ -510,6 +514,7 @@ func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.index()
 	if slot, ok := g.byDoc[doc]; ok {
 		old := g.edges[slot]
 		if old.label == label && g.ents[old.from].norm == fromNorm && g.ents[old.to].norm == toNorm {
@@ -549,6 +554,7 @@ func (g *Graph) RemoveEdge(w kv.Writer, doc uint32) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.index()
 	if err := g.removeEdge(w, doc); err != nil {
 		return err
 	}
@@ -591,6 +597,9 @@ func (g *Graph) removeEdge(w kv.Writer, doc uint32) error {
 func (g *Graph) Len() (entities, edges int) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
+	if g.img != nil { // no free entity IDs or edge slots
+		return len(g.ents), len(g.edges)
+	}
 	return len(g.byNorm), len(g.byDoc)
 }
 
@@ -603,7 +612,7 @@ func (g *Graph) AddSubjectDocs(out *roaring.Bitmap, names ...string) {
 	var buf [256]uint32
 	n := 0
 	for _, name := range names {
-		id, ok := g.byNorm[norm.Key(name)]
+		id, ok := g.lookup(norm.Key(name))
 		if !ok {
 			continue
 		}
@@ -637,7 +646,7 @@ func (g *Graph) Entities(text string) []string {
 		// than the rest of the text (a first word shared by many long
 		// names, "coffee" of "coffee 123", would otherwise cost a
 		// comparison each).
-		list := g.first[ws[i]]
+		list := g.firstList(ws[i])
 		rest := len(ws) - i
 		j, _ := slices.BinarySearchFunc(list, rest, func(id uint32, rest int) int { return cmp.Compare(rest, len(g.ents[id].words)) })
 		for _, id := range list[j:] {
@@ -724,7 +733,7 @@ func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 			return fmt.Errorf("graph: check: %w", err)
 		}
 		stEnts[se.key] = display
-		if id, ok := g.byNorm[nk]; !ok || g.ents[id].key != se.key || g.ents[id].display != display {
+		if id, ok := g.lookup(nk); !ok || g.ents[id].key != se.key || g.ents[id].display != display {
 			bad("stored entity %d %q not in memory", se.key, display)
 		}
 	}
@@ -733,7 +742,8 @@ func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 	for _, e := range st.edges {
 		stEdges[e.doc] = e
 	}
-	for doc, slot := range g.byDoc {
+	byDoc := g.docs()
+	for doc, slot := range byDoc {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -762,8 +772,8 @@ func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 			}
 		}
 	}
-	if len(stEdges) != len(g.byDoc) {
-		bad("store holds %d edges, memory %d", len(stEdges), len(g.byDoc))
+	if len(stEdges) != len(byDoc) {
+		bad("store holds %d edges, memory %d", len(stEdges), len(byDoc))
 	}
 	live := 0
 	for id, ent := range g.ents {
@@ -777,16 +787,16 @@ func (g *Graph) Check(ctx context.Context, r kv.Reader) error {
 		if ent.refs != refs[id] || ent.refs != len(ent.adj) || ent.refs == 0 {
 			bad("entity %d %q: refs %d, adjacency %d, edges %d", id, ent.display, ent.refs, len(ent.adj), refs[id])
 		}
-		if g.byNorm[ent.norm] != uint32(id) {
+		if other, _ := g.lookup(ent.norm); other != uint32(id) {
 			bad("entity %d %q not found by identity", id, ent.display)
 		}
-		if len(ent.words) > 0 && !slices.Contains(g.first[ent.words[0]], uint32(id)) {
+		if len(ent.words) > 0 && !slices.Contains(g.firstList(ent.words[0]), uint32(id)) {
 			bad("entity %d %q missing from the match index", id, ent.display)
 		}
 	}
 	g.checkCSR(bad)
-	if live != len(g.byNorm) || live != len(st.ents) {
-		bad("%d live entities, %d by identity, %d stored", live, len(g.byNorm), len(st.ents))
+	if byNorm := len(g.normMap()); live != byNorm || live != len(st.ents) {
+		bad("%d live entities, %d by identity, %d stored", live, byNorm, len(st.ents))
 	}
 	return errors.Join(errs...)
 }

@@ -127,7 +127,7 @@ func (g *Graph) degree(u uint32) int {
 // walked edge to ws.reached (at most limit). Caller holds the read lock.
 func (g *Graph) walk(ctx context.Context, ws *walkState, seeds []string, depth, limit int, allow *roaring.Bitmap) error {
 	for _, s := range seeds {
-		id, ok := g.byNorm[norm.Key(s)]
+		id, ok := g.lookup(norm.Key(s))
 		if !ok || ws.seenEnt.Contains(id) {
 			continue
 		}
@@ -319,7 +319,7 @@ func (g *Graph) Reach(ctx context.Context, seeds []string, depth int, allow *roa
 func (g *Graph) Out(subject, label string, allow *roaring.Bitmap) []Hop {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	id, ok := g.byNorm[norm.Key(subject)]
+	id, ok := g.lookup(norm.Key(subject))
 	if !ok {
 		return nil
 	}
