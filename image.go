@@ -11,6 +11,7 @@ import (
 
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -28,9 +29,9 @@ import (
 // the index's own image, cut into chunks (see imagedAsIndex): BM25's
 // (bm25.Index.AppendImage: the dictionary and postings by term), which
 // bm25.LoadImage reads without building the postings, a query decoding
-// those of its terms; the graph's, laid out as the graph holds it in
-// memory, which graph.LoadImage uses where it lies instead of decoding
-// record by record.
+// those of its terms; the vectors' and the graph's, laid out as the index
+// holds them in memory, which their LoadImage uses where it lies (or
+// copies array by array) instead of decoding record by record.
 //
 // An image is valid only while the records it copies are unchanged; the
 // kv package keeps it so (every write under an imaged keyspace deletes
@@ -61,10 +62,11 @@ const (
 	// end): large enough that the chunks are few, small enough that none
 	// is a large part of a memtable.
 	imageChunkBytes = 256 << 10
-	// imageVersion is the first byte of a head (3: BM25 and the graph
-	// imaged as their indexes; 2: BM25 alone; a head of another version
-	// is refused, and the image replaced).
-	imageVersion = 3
+	// imageVersion is the first byte of a head (4: BM25, vectors and the
+	// graph imaged as their indexes; 3: BM25 and the graph; 2: BM25
+	// alone; a head of another version is refused, and the image
+	// replaced).
+	imageVersion = 4
 	// imageQueue bounds the images waiting to be written; a request
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8
@@ -130,7 +132,7 @@ func imageChunkKey(chunks []byte, sub kv.Sub, i uint64) []byte {
 // rather than a copy of its records.
 func imagedAsIndex(sub kv.Sub) bool {
 	switch sub {
-	case kv.SubBM25, kv.SubGraph:
+	case kv.SubBM25, kv.SubVector, kv.SubGraph:
 		return true
 	}
 	return false
@@ -148,6 +150,17 @@ func (s *indexSet) indexImage(ctx context.Context, r kv.Reader, user string, sub
 			return nil, err
 		}
 		return bm.AppendImage(nil), nil
+	case kv.SubVector:
+		ho := s.hnswO
+		ho.Capacity = int(m.Doc)
+		vec, err := hnsw.Load(ctx, r, prefix, ho)
+		if errors.Is(err, hnsw.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return vec.AppendImage(nil), nil
 	case kv.SubGraph:
 		g, err := graph.LoadSized(ctx, r, prefix, int(m.Doc))
 		if err != nil {

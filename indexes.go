@@ -548,6 +548,18 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 		func() (err error) {
 			ho := s.hnswO
 			ho.Capacity = int(m.Doc) // every document but a contested version has a vector
+			if img, ok := src.(*imageReader); ok {
+				b, err := img.blob(ctx, kv.SubVector)
+				if err != nil {
+					return err
+				}
+				if len(b) == 0 { // the user has no vector index
+					vec = hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO)
+					return nil
+				}
+				vec, err = hnsw.LoadImage(b, kv.UserKey(user, kv.SubVector), ho)
+				return err
+			}
 			vec, err = hnsw.Load(ctx, src, kv.UserKey(user, kv.SubVector), ho)
 			if errors.Is(err, hnsw.ErrNotFound) {
 				vec, err = hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO), nil

@@ -3,7 +3,6 @@ package hnsw
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -167,27 +166,63 @@ func BenchmarkMaxAbs(b *testing.B) {
 	_ = sink
 }
 
-// BenchmarkLoad is reading a 1000-vector index without a graph back (a
-// reopen's first query), sparse 384-d vectors of 25 components like the
-// default embedder's, from a store whose scan costs next to nothing.
+// BenchmarkLoad is reading an index back (a reopen's first query) from
+// its records, through a store whose scan costs next to nothing, and from
+// its image: shape=facts is the engine's common user, 1,000 facts of the
+// default (hashing) embedder, a list of sparse 384-d vectors;
+// shape=graph is 20,000 dense 384-d vectors with their graph (built
+// once, which takes a while; MEMOR_HNSW_BENCH_N changes its size).
+//
+//	go test -p 1 -run '^$' -bench 'Load$' ./index/hnsw/
 func BenchmarkLoad(b *testing.B) {
 	ctx := context.Background()
-	r := rand.New(rand.NewPCG(1, 1))
-	ix, store := New(384, []byte("p/"), Options{}), kvtest.Map{}
-	for i := range 1000 {
-		v := make([]float32, 384)
-		for range 25 {
-			v[r.IntN(384)] = float32(r.NormFloat64())
-		}
-		if err := ix.Add(store, uint32(i), v); err != nil {
-			b.Fatal(err)
-		}
+	prefix := []byte("p/")
+	n := 20000
+	if os.Getenv("MEMOR_HNSW_BENCH_N") != "" {
+		n = benchN(b)
 	}
-	sorted := kvtest.Freeze(store)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Load(ctx, sorted, []byte("p/"), Options{Capacity: 1000}); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name string
+		vecs func() [][]float32
+		o    Options
+	}{
+		{"facts", func() [][]float32 { return factVecs(b, 1000) }, Options{}},
+		{"graph", func() [][]float32 { return clustered(3, n, benchDim, 20) }, Options{Seed: 1, GraphAt: n}},
+	} {
+		vecs := c.vecs()
+		b.Run(fmt.Sprintf("shape=%s/n=%d", c.name, len(vecs)), func(b *testing.B) {
+			store := kvtest.Map{}
+			ix := New(benchDim, prefix, c.o)
+			ix.Reserve(len(vecs))
+			for i, v := range vecs {
+				if err := ix.Add(nil, uint32(i), v); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := ix.Flush(store); err != nil {
+				b.Fatal(err)
+			}
+			o := c.o
+			o.Capacity = len(vecs)
+			sorted := kvtest.Freeze(store)
+			b.Run("from=records", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := Load(ctx, sorted, prefix, o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			img := ix.AppendImage(nil)
+			b.Run("from=image", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := LoadImage(img, prefix, o); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(img)), "image-bytes")
+			})
+		})
 	}
 }

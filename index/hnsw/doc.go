@@ -88,6 +88,9 @@
 // graph adds the 388-byte int8 copy as well).
 // Format version 1 (a 14-byte meta without byte 14) is read as a built
 // graph and rewritten as version 2 by the next Add or Delete.
+// [Index.AppendImage] serialises what a load of these keys builds, in its
+// in-memory form, and [LoadImage] reads it back mostly by copying arrays
+// (image.go): the engine's user images hold it.
 //
 // # Invariants
 //
