@@ -12,6 +12,7 @@ import (
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/index/hnsw"
+	"github.com/memor-db/memor/index/temporal"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -29,9 +30,10 @@ import (
 // the index's own image, cut into chunks (see imagedAsIndex): BM25's
 // (bm25.Index.AppendImage: the dictionary and postings by term), which
 // bm25.LoadImage reads without building the postings, a query decoding
-// those of its terms; the vectors' and the graph's, laid out as the index
-// holds them in memory, which their LoadImage uses where it lies (or
-// copies array by array) instead of decoding record by record.
+// those of its terms; the vectors', intervals' and graph's, laid out as
+// the index holds them in memory, which their LoadImage uses where it
+// lies (or copies array by array) instead of decoding record by record.
+// Only the document map is a copy of its records.
 //
 // An image is valid only while the records it copies are unchanged; the
 // kv package keeps it so (every write under an imaged keyspace deletes
@@ -62,11 +64,11 @@ const (
 	// end): large enough that the chunks are few, small enough that none
 	// is a large part of a memtable.
 	imageChunkBytes = 256 << 10
-	// imageVersion is the first byte of a head (4: BM25, vectors and the
-	// graph imaged as their indexes; 3: BM25 and the graph; 2: BM25
-	// alone; a head of another version is refused, and the image
-	// replaced).
-	imageVersion = 4
+	// imageVersion is the first byte of a head (5: BM25, vectors,
+	// intervals and the graph imaged as their indexes; 4: not the
+	// intervals; 3: BM25 and the graph; 2: BM25 alone; a head of another
+	// version is refused, and the image replaced).
+	imageVersion = 5
 	// imageQueue bounds the images waiting to be written; a request
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8
@@ -129,10 +131,10 @@ func imageChunkKey(chunks []byte, sub kv.Sub, i uint64) []byte {
 }
 
 // imagedAsIndex reports whether sub's chunks hold its index's own image
-// rather than a copy of its records.
+// rather than a copy of its records: all but the document map's.
 func imagedAsIndex(sub kv.Sub) bool {
 	switch sub {
-	case kv.SubBM25, kv.SubVector, kv.SubGraph:
+	case kv.SubBM25, kv.SubVector, kv.SubTemporal, kv.SubGraph:
 		return true
 	}
 	return false
@@ -161,6 +163,12 @@ func (s *indexSet) indexImage(ctx context.Context, r kv.Reader, user string, sub
 			return nil, err
 		}
 		return vec.AppendImage(nil), nil
+	case kv.SubTemporal:
+		tmp, err := temporal.Load(ctx, r, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return tmp.AppendImage(nil), nil
 	case kv.SubGraph:
 		g, err := graph.LoadSized(ctx, r, prefix, int(m.Doc))
 		if err != nil {

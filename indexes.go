@@ -567,7 +567,15 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 			return err
 		},
 		func() (err error) {
-			if tmp, err = temporal.Load(ctx, src, kv.UserKey(user, kv.SubTemporal)); err != nil {
+			if img, ok := src.(*imageReader); ok {
+				b, err := img.blob(ctx, kv.SubTemporal)
+				if err != nil {
+					return err
+				}
+				if tmp, err = temporal.LoadImage(b, kv.UserKey(user, kv.SubTemporal)); err != nil {
+					return err
+				}
+			} else if tmp, err = temporal.Load(ctx, src, kv.UserKey(user, kv.SubTemporal)); err != nil {
 				return err
 			}
 			return loadDocs(ctx, src, user, ui, tmp)

@@ -137,15 +137,15 @@ package memor
 //
 // 'p' is the user's index image (image.go): a copy of what is under
 // 'd' 'b' 'n' 't' 'g' (kv.ImagedSubs), which a load reads instead of it.
-// A chunk of 'd' 't' holds records of one sub in key order, each
-// uvarint(len(suffix)) suffix uvarint(len(value)) value, where suffix is
-// the key after 'u' esc(user) sub; a record never spans two chunks. The
-// chunks of 'b' 'n' 'g' hold, cut at 256 KB, the index's own image,
-// built from its records: BM25's (index/bm25/image.go: documents'
-// lengths, dictionary, postings by term), the vectors'
-// (index/hnsw/image.go) and the graph's (graph/image.go); a user without
-// a vector index has no 'n' chunk. The chunks of a sub
-// are numbered from 0. The head is imageVersion (4) then, for each
+// A chunk of 'd' holds records in key order, each uvarint(len(suffix))
+// suffix uvarint(len(value)) value, where suffix is the key after
+// 'u' esc(user) 'd'; a record never spans two chunks. The chunks of
+// 'b' 'n' 't' 'g' hold, cut at 256 KB, the index's own image, built from
+// its records: BM25's (index/bm25/image.go: documents' lengths,
+// dictionary, postings by term), the vectors' (index/hnsw/image.go), the
+// intervals' (index/temporal/image.go) and the graph's (graph/image.go);
+// a user without a vector index has no 'n' chunk. The chunks of a sub
+// are numbered from 0. The head is imageVersion (5) then, for each
 // imaged sub in kv.ImagedSubs order, uvarint(chunks) uvarint(records) —
 // for a sub imaged as its index, the image's bytes. Every write
 // under an imaged sub deletes the head in its batch (kv.Batch), so a head

@@ -68,9 +68,9 @@ import (
 //	   every episode for them; an older build would take them for the
 //	   IDs of facts it stands on. Nothing to migrate: a value without
 //	   the flag is read as before (the load reads the episode).
-//	13: an image holds the graph and the vectors as their indexes' own
-//	   images too (graph/image.go, index/hnsw/image.go), under an image
-//	   head of version 4. Nothing to migrate: a head of
+//	13: an image holds the vectors, intervals and graph as their
+//	   indexes' own images too (index/hnsw, index/temporal and graph
+//	   image.go), under an image head of version 5. Nothing to migrate: a head of
 //	   another version is refused as outdated, and the next load
 //	   replaces the image.
 const FormatVersion uint32 = 13

@@ -124,27 +124,53 @@ func BenchmarkPutBulk(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/doc")
 }
 
-// BenchmarkLoad is reading a 1000-document index back (a reopen's first
-// query) from a store whose scan costs next to nothing.
+// BenchmarkLoad is reading an index back (a reopen's first query; 1,000
+// docs is the engine's 1,000-fact user) from its records, from a store
+// whose scan costs next to nothing, and from its image.
 func BenchmarkLoad(b *testing.B) {
-	r := rand.New(rand.NewPCG(42, 1000))
-	store := kvtest.Map{}
-	clock := t0
-	for d := range uint32(1000) {
-		clock = clock.Add(time.Minute)
-		iv := Interval{ValidFrom: clock.Add(-time.Duration(r.IntN(30*24)) * time.Hour), RecordedAt: clock}
-		if r.IntN(3) == 0 {
-			iv.ExpiredAt = clock.Add(time.Hour)
+	for _, n := range []int{1000, 100_000} {
+		r := rand.New(rand.NewPCG(42, uint64(n)))
+		store := kvtest.Map{}
+		clock := t0
+		for d := range uint32(n) {
+			clock = clock.Add(time.Minute)
+			iv := Interval{ValidFrom: clock.Add(-time.Duration(r.IntN(30*24)) * time.Hour), RecordedAt: clock}
+			if r.IntN(3) == 0 {
+				iv.ExpiredAt = clock.Add(time.Hour)
+			}
+			if err := WriteInterval(store, []byte("t/"), d, iv); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if err := WriteInterval(store, []byte("t/"), d, iv); err != nil {
+		frozen := kvtest.Freeze(store)
+		b.Run(fmt.Sprintf("n=%d/from=records", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Load(context.Background(), frozen, []byte("t/")); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		ix, err := Load(context.Background(), frozen, []byte("t/"))
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	frozen := kvtest.Freeze(store)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Load(context.Background(), frozen, []byte("t/")); err != nil {
-			b.Fatal(err)
-		}
+		img := ix.AppendImage(nil)
+		b.Run(fmt.Sprintf("n=%d/from=image", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := LoadImage(img, []byte("t/")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(img)), "image-bytes")
+		})
+		b.Run(fmt.Sprintf("n=%d/op=append-image", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var buf []byte
+			for b.Loop() {
+				buf = ix.AppendImage(buf[:0])
+			}
+		})
 	}
 }

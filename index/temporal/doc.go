@@ -35,6 +35,13 @@
 // events of the old structure (minus the stale docs) with the sorted delta
 // in linear time and re-sweeps the snapshots.
 //
+// # Image
+//
+// [Index.AppendImage] serialises the index in its built form (the docs'
+// intervals, each axis's spans in order and its snapshots) and
+// [LoadImage] reads it back without sorting or sweeping: the index a
+// [Load] of the same records builds. See image.go for the layout.
+//
 // # Key layout
 //
 // All keys start with the prefix given to [New] or [Load]

@@ -2,7 +2,9 @@ package temporal
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -115,4 +117,50 @@ func TestGolden(t *testing.T) {
 	goldenQueries(loaded, &out, "loaded")
 
 	golden.Check(t, "testdata/golden.txt", out.String(), *updateGolden)
+}
+
+// TestImageGolden pins the bytes of an image (see image.go): a small
+// index's whole, and the length and hash of the golden workload's, whose
+// snapshots a small index has none of. The workload's index loaded from
+// its image answers as loaded from its records. A change of the bytes
+// needs a new image version.
+func TestImageGolden(t *testing.T) {
+	small := New([]byte("p"))
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for d, iv := range []Interval{
+		{ValidFrom: at, RecordedAt: at},
+		{ValidFrom: at.Add(-time.Hour), ValidTo: at, RecordedAt: at.Add(time.Minute), ExpiredAt: at.Add(2 * time.Minute)},
+		{RecordedAt: at},
+		{ValidFrom: at.Add(time.Hour), ValidTo: at, RecordedAt: at},
+		{ValidFrom: at, RecordedAt: at, ExpiredAt: at.Add(time.Second)},
+	} {
+		if err := small.Put(discard{}, uint32(d*33), iv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	out.WriteString(hex.Dump(small.AppendImage(nil)))
+
+	prefix := []byte("golden/temporal/")
+	store := kvtest.Map{}
+	var discarded strings.Builder
+	goldenWorkload(t, New(prefix), &golden.Recorder{W: store}, &discarded)
+	loaded, err := Load(context.Background(), store, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := loaded.AppendImage(nil)
+	fmt.Fprintf(&out, "workload: %d bytes, sha256 %x\n", len(img), sha256.Sum256(img))
+	golden.Check(t, "testdata/image.txt", out.String(), *updateGolden)
+
+	fromImage, err := LoadImage(img, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b strings.Builder
+	goldenQueries(loaded, &a, "loaded")
+	goldenQueries(fromImage, &b, "loaded")
+	if a.String() != b.String() {
+		t.Fatalf("from its image the index answers\n%s\nfrom its records\n%s", b.String(), a.String())
+	}
 }

@@ -497,14 +497,9 @@ func (ev *events) add(doc uint32, q quad) {
 // the stale docs' plus ev's (whose arrays it may keep). Caller holds the
 // write lock (or owns ix).
 func (ix *Index) fold(ev events) {
-	var oldTx, oldValid *axis
-	if ix.base != nil {
-		oldTx, oldValid = ix.base.tx, ix.base.valid
-	}
-	ix.base = &base{
-		tx:    rebuildAxis(oldTx, ix.stale, ev.txS, ev.txE),
-		valid: rebuildAxis(oldValid, ix.stale, ev.vS, ev.vE),
-	}
+	b := &base{}
+	b.tx, b.valid = ix.rebuiltAxes(ev)
+	ix.base = b
 	// Deleted docs were stale and are not in the delta.
 	for _, d := range ix.stale.ToArray() {
 		if _, ok := ix.get(d); !ok {
@@ -512,6 +507,17 @@ func (ix *Index) fold(ev events) {
 		}
 	}
 	ix.stale = roaring.New()
+}
+
+// rebuiltAxes returns the axes of the old structure's events minus the
+// stale docs' plus ev's (whose arrays they may keep), leaving ix as it
+// is. Caller holds mu (or owns ix).
+func (ix *Index) rebuiltAxes(ev events) (tx, valid *axis) {
+	var oldTx, oldValid *axis
+	if ix.base != nil {
+		oldTx, oldValid = ix.base.tx, ix.base.valid
+	}
+	return rebuildAxis(oldTx, ix.stale, ev.txS, ev.txE), rebuildAxis(oldValid, ix.stale, ev.vS, ev.vE)
 }
 
 // Visible returns the docs visible at (validAt, knownAt): RecordedAt ≤
