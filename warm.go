@@ -318,8 +318,34 @@ func (e *Engine) warmUser(ctx context.Context, user string) (loaded, more bool, 
 		return false, false, err
 	}
 	ok := e.idx.putWarm(user, ui)
+	if ok {
+		e.warmEpisodes(ctx, user)
+	}
 	return ok, ok, nil
 }
+
+// warmEpisodesBytes bounds what warmEpisodes reads of a user.
+const warmEpisodesBytes = 4 << 20
+
+// warmEpisodes reads the user's episodes (up to warmEpisodesBytes), for
+// their blocks to be in Pebble's block cache when a query serves their
+// texts. A load from the records read them (for their times, see
+// episodeTimed) and so filled the cache as a side effect; a load no
+// longer does, and a warmed conversation's first query then read its
+// texts' blocks from the files: 0.63 ms instead of 0.45. Errors are the
+// query's to meet.
+func (e *Engine) warmEpisodes(ctx context.Context, user string) {
+	n := 0
+	_ = e.db.Scan(ctx, kv.UserKey(user, kv.SubEpisode), func(k, v []byte) error {
+		if n += len(k) + len(v); n > warmEpisodesBytes {
+			return errWarmEnough
+		}
+		return nil
+	})
+}
+
+// errWarmEnough stops warmEpisodes' scan.
+var errWarmEnough = errors.New("warmed enough")
 
 // stopWarm cancels the warm-up and waits for it.
 func (w *indexWarmer) stop() {

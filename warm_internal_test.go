@@ -442,3 +442,48 @@ func TestIndexWarmupAfterImport(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexWarmupReadsEpisodes: the warm-up reads a warmed user's
+// episodes, so that the texts a first query serves are in Pebble's block
+// cache (a load no longer reads them: their times are in the document
+// map). Fails without warmEpisodes.
+func TestIndexWarmupReadsEpisodes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	e := openWarming(t, dir, 0, true, nil)
+	texts := corpus.MustTexts()
+	for i, text := range texts {
+		if _, err := e.Add(ctx, "u", fmt.Sprintf("%d. %s", i, cutText(text.Body, 2000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Query(ctx, "u", "hello", QueryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Flush(); err != nil { // the episodes in a table, not the memtable
+		t.Fatal(err)
+	}
+	e.Close()
+	e = openWarming(t, dir, 0, true, nil)
+	defer e.Close()
+	if st := warmed(t, e); st.IndexesWarmed != 1 {
+		t.Fatalf("%d users warmed, want 1", st.IndexesWarmed)
+	}
+	m, err := loadMeta(e.db, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= m.Seq; seq++ {
+		before := e.db.BlockCacheMisses()
+		if _, err := getEpisode(e.db, "u", seq); err != nil {
+			t.Fatal(err)
+		}
+		if missed := e.db.BlockCacheMisses() - before; missed != 0 {
+			t.Fatalf("episode %d of %d: %d block cache misses after the warm-up", seq, m.Seq, missed)
+		}
+	}
+}

@@ -973,6 +973,10 @@ func (db *DB) Syncs() Syncs {
 	return Syncs{WAL: db.syncs.wal.Load(), Other: db.syncs.other.Load()}
 }
 
+// BlockCacheMisses returns the reads of a block that Pebble's block cache
+// did not hold, since Open.
+func (db *DB) BlockCacheMisses() int64 { return db.p.Metrics().BlockCache.Misses }
+
 type syncCounts struct{ wal, other atomic.Uint64 }
 
 // syncCountingFS counts the syncs of the files it creates.
