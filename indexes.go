@@ -224,6 +224,11 @@ const perDocOverhead = 1536
 func (ui *userIndex) setDoc(doc uint32, v []byte) {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
+	ui.setDocLocked(doc, v)
+}
+
+// setDocLocked is setDoc with ui.mu held.
+func (ui *userIndex) setDocLocked(doc uint32, v []byte) {
 	ui.bytes.Add(int64(len(v) + 8 + perDocOverhead))
 	if n := int(doc) + 1; n > len(ui.docAt) {
 		if n > 2*len(ui.docAt)+1024 {
@@ -475,7 +480,8 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	}
 	cr := &countingReader{Reader: r}
 	ui, err := s.loadFrom(ctx, r, cr, user, m)
-	if err == nil && m.Doc <= imageMaxDocs && (damaged || cr.n.Load() >= int64(s.e.tune.imageMinBytes)) {
+	read := cr.n.Load()
+	if err == nil && m.Doc <= imageMaxDocs && read <= int64(s.e.tune.imageMaxBytes) && (damaged || read >= int64(s.e.tune.imageMinBytes)) {
 		s.e.images.request(user, damaged)
 	}
 	return ui, err
@@ -650,14 +656,20 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
 	docs := kv.UserKey(user, kv.SubDoc)
 	// The subject and the context are decoded into buffers reused across
-	// documents (see addFactOfLocked).
+	// documents (see addFactOfLocked), and the maps of one episode are
+	// looked up once for a run of its documents (a batch's are
+	// consecutive). No one else sees ui before the load returns: its lock
+	// is held once, not per document.
 	var subj, ctxKey []byte
+	var run episodeMaps
+	ui.mu.Lock()
+	defer ui.mu.Unlock()
 	return r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
 		if len(v) < 9 {
 			return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
 		}
-		ui.setDoc(doc, v)
+		ui.setDocLocked(doc, v)
 		seq := kv.NewDecoder(v[1:9]).Uint64()
 		switch v[0] {
 		case docVersion:
@@ -667,9 +679,10 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 				ctxKey = d.AppendBytes(ctxKey[:0]) // the predicate, not kept
 				ctxKey = d.AppendBytes(ctxKey[:0])
 				id := [idLen]byte(v[len(v)-8-idLen : len(v)-8])
-				ui.mu.Lock()
-				addFactOfLocked(ui, seq, id, subj, ctxKey, doc)
-				ui.mu.Unlock()
+				if run.facts == nil || run.seq != seq {
+					run = ui.episodeMapsLocked(seq)
+				}
+				addFact(ui, run, id, subj, ctxKey, doc)
 			}
 		case docEpisode:
 			d := &episodeDoc{seq: seq}
@@ -715,33 +728,57 @@ func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint3
 // a load's reused buffers, bytes: a map lookup with string(b) does not
 // copy b, so a key is allocated only the first time it is stored.
 func addFactOfLocked[K string | []byte](ui *userIndex, seq uint64, id [idLen]byte, subjKey, ctxKey K, doc uint32) {
-	for _, m := range [2]struct {
-		sets map[uint64]map[string]bool
-		key  K
-	}{{ui.subjectsOf, subjKey}, {ui.contextsOf, ctxKey}} {
-		set := m.sets[seq]
-		if set == nil {
-			set = map[string]bool{}
-			m.sets[seq] = set
-		}
-		if !set[string(m.key)] {
-			set[string(m.key)] = true
-		}
+	addFact(ui, ui.episodeMapsLocked(seq), id, subjKey, ctxKey, doc)
+}
+
+// episodeMaps is what ui holds of one episode's facts: the maps of
+// factsOf, subjectsOf and contextsOf for seq.
+type episodeMaps struct {
+	seq                uint64
+	facts              map[[idLen]byte]*factDocs
+	subjects, contexts map[string]bool
+}
+
+// episodeMapsLocked returns episode seq's maps, made if new (ui.mu held).
+func (ui *userIndex) episodeMapsLocked(seq uint64) episodeMaps {
+	m := episodeMaps{seq: seq, facts: ui.factsOf[seq], subjects: ui.subjectsOf[seq], contexts: ui.contextsOf[seq]}
+	if m.facts == nil {
+		m.facts = map[[idLen]byte]*factDocs{}
+		ui.factsOf[seq] = m.facts
 	}
-	fs := ui.factsOf[seq]
-	if fs == nil {
-		fs = map[[idLen]byte]*factDocs{}
-		ui.factsOf[seq] = fs
+	if m.subjects == nil {
+		m.subjects = map[string]bool{}
+		ui.subjectsOf[seq] = m.subjects
 	}
-	d := fs[id]
+	if m.contexts == nil {
+		m.contexts = map[string]bool{}
+		ui.contextsOf[seq] = m.contexts
+	}
+	return m
+}
+
+// addFact records in m, episode m.seq's maps, that document doc is a
+// version of fact id with the subject and context keys given (ui.mu
+// held).
+func addFact[K string | []byte](ui *userIndex, m episodeMaps, id [idLen]byte, subjKey, ctxKey K, doc uint32) {
+	addKey(m.subjects, subjKey)
+	addKey(m.contexts, ctxKey)
+	d := m.facts[id]
 	if d == nil {
 		if d = ui.versionsOf[id]; d == nil {
 			d = ui.newFactDocs()
 			ui.versionsOf[id] = d
 		}
-		fs[id] = d
+		m.facts[id] = d
 	}
 	d.add(doc)
+}
+
+// addKey adds key to set, allocating its string only if it is new.
+func addKey[K string | []byte](set map[string]bool, key K) {
+	if !set[string(key)] {
+		set[string(key)] = true
+	}
 }
 
 // newFactDocs returns an empty factDocs carved from a chunk (ui.mu
