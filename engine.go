@@ -257,14 +257,15 @@ type tuning struct {
 	// the bulk loader takes (see bulkable).
 	bulkMinOps int
 	// imageMinDocs is the fewest documents of a user whose loads look
-	// for an index image; imageMinBytes the fewest bytes a load from the
-	// records must read for the user's image to be written.
-	imageMinDocs, imageMinBytes int
+	// for an index image; imageMinBytes and imageMaxBytes the fewest and
+	// most bytes a load from the records may read for the user's image
+	// to be written.
+	imageMinDocs, imageMinBytes, imageMaxBytes int
 }
 
 func defaultTuning() tuning {
 	return tuning{appendPath: true, bulk: true, images: true, bulkMinOps: 256,
-		imageMinDocs: defaultImageMinDocs, imageMinBytes: defaultImageMinBytes}
+		imageMinDocs: defaultImageMinDocs, imageMinBytes: defaultImageMinBytes, imageMaxBytes: defaultImageMaxBytes}
 }
 
 // openTuned is Open with the write path's tuning.

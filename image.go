@@ -60,6 +60,13 @@ const (
 	// written holding the user's lock, for a time that grows with the
 	// user.
 	imageMaxDocs = 200_000
+	// defaultImageMaxBytes bounds the users an image is written for by
+	// what a load from their records reads (tuning.imageMaxBytes), and an
+	// image by three times that: the image is one batch, and a vector
+	// index's image is up to 2.3 times its records (float32 vectors and
+	// codes, where the records hold half precision), so a 200k-document
+	// user of dense vectors would make a batch of 400 MB.
+	defaultImageMaxBytes = 32 << 20
 	// imageChunkBytes is the size from which a chunk is cut (at a record's
 	// end): large enough that the chunks are few, small enough that none
 	// is a large part of a memtable.
@@ -409,6 +416,10 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 			img, err := e.idx.indexImage(ctx, e.db, user, sub, m)
 			if err != nil {
 				return err
+			}
+			if b.Len()+len(img) > 3*e.tune.imageMaxBytes {
+				e.log.Debug("memor: a user's index image would be too large; its loads read the records", "user", user)
+				return nil
 			}
 			h.records[i] = uint64(len(img))
 			for len(img) > 0 {

@@ -404,13 +404,15 @@ func cutText(s string, n int) string {
 // TestIndexImageByBytes: whether a user's image is written depends on
 // what a load from its records reads, not on its documents: a
 // conversation of 80 long messages gets one (it reads more than
-// hundreds of short facts), a user of 150 short facts does not.
+// hundreds of short facts), a user of 150 short facts does not; and past
+// imageMaxBytes none is asked for, or written.
 func TestIndexImageByBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
+	tune := defaultTuning()
 	open := func() *Engine {
-		e, err := openTuned(dir, Options{NoSync: true, IndexCacheBytes: 1, NoIndexWarmup: true}, defaultTuning())
+		e, err := openTuned(dir, Options{NoSync: true, IndexCacheBytes: 1, NoIndexWarmup: true}, tune)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -463,11 +465,40 @@ func TestIndexImageByBytes(t *testing.T) {
 	}
 	e.Close() // writes the images the loads asked for
 	e = open()
-	defer e.Close()
-	for user, want := range map[string]bool{"talk": true, "facts": false} {
-		_, err := e.db.Get(kv.ImageHead(user))
-		if got := err == nil; got != want {
-			t.Errorf("%s: image %v (%v), want %v", user, got, err, want)
+	hasImage := func(want map[string]bool) {
+		t.Helper()
+		for user, want := range want {
+			_, err := e.db.Get(kv.ImageHead(user))
+			if got := err == nil; got != want {
+				t.Errorf("%s: image %v (%v), want %v", user, got, err, want)
+			}
 		}
 	}
+	hasImage(map[string]bool{"talk": true, "facts": false})
+	// Past imageMaxBytes no image is asked for (the heavier user here),
+	// and the writer refuses an image over three times it.
+	b := e.db.NewBatch()
+	if err := b.Delete(kv.ImageHead("talk")); err != nil || b.Commit() != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	e.Close()
+	tune.imageMinBytes, tune.imageMaxBytes = 1, int(weights["talk"]-1)
+	e = open()
+	for _, user := range []string{"talk", "facts"} {
+		if _, err := e.Query(ctx, user, "thing 7", QueryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Close()
+	e = open()
+	hasImage(map[string]bool{"talk": false, "facts": true})
+	e.Close()
+	tune.imageMaxBytes = 1000
+	e = open()
+	defer e.Close()
+	if err := e.writeImage(ctx, "talk", true); err != nil {
+		t.Fatal(err)
+	}
+	hasImage(map[string]bool{"talk": false})
 }
