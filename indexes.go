@@ -534,7 +534,8 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 	// (which versions are active) and follows it. The first part's error
 	// in this order is the load's, whichever finished first.
 	_, atOnce := r.(*kv.DB)
-	err := s.loadParts(atOnce && m.Doc >= loadAtOnceDocs, user,
+	_, fromImage := src.(*imageReader)
+	err := s.loadParts(atOnce && (m.Doc >= loadAtOnceDocs || fromImage), user,
 		func() (err error) {
 			bo := s.bmO
 			bo.Capacity = int(m.Doc)
@@ -609,7 +610,10 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 // loadAtOnceDocs is the size from which a load's parts run at once: for
 // a larger user that saves milliseconds, while for a small one it saves
 // tens of microseconds and, on a busy machine, makes each part wait for a
-// core: the tail of small users' loads grows.
+// core: the tail of small users' loads grows. A load from an image runs
+// them at once whatever the documents: a user has one only if its
+// records are heavy (a conversation of 190 long messages: p50 1.27 ->
+// 1.10 ms for its first query).
 const loadAtOnceDocs = 512
 
 // loadParts runs the parts of a load and returns the first error in their
