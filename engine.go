@@ -89,14 +89,14 @@ type Options struct {
 	// in use.
 	IndexCacheBytes int64
 	// NoIndexImages turns off the users' index images: by default, a
-	// user of at least 256 documents whose indexes were loaded from their
-	// records has a copy of those records packed into a few large values
-	// written in the background (and by Close), which the next load
-	// reads instead — a load after a reopen or an eviction then walks a
-	// handful of values, not thousands of records. The copy costs about
-	// as much disk as the records it copies; a write of the user makes it
-	// stale at once (it is not read again) and the next load from the
-	// records writes a new one.
+	// user whose indexes were loaded from records that read 112 KB or
+	// more (and at most 32 MB) has an image of each index, as the index
+	// holds it in memory, packed into a few large values written in the
+	// background (and by Close), which the next load uses instead of
+	// decoding thousands of records. The image costs about as much disk
+	// as the records it is made from (a dense vector index's up to 2.3
+	// times); a write of the user makes it stale at once (it is not read
+	// again) and the next load from the records writes a new one.
 	NoIndexImages bool
 	// NoIndexWarmup turns off the index cache's warm-up: by default,
 	// Close records which users' indexes were loaded (most recently used

@@ -16,15 +16,16 @@ import (
 	"github.com/memor-db/memor/kv"
 )
 
-// A user's index image is a copy of the records a load of the user's
-// indexes reads (kv.ImagedSubs: the document map, BM25, vectors,
-// intervals, graph), packed into a few large values under 'p'. A load
-// scans Pebble once per chunk instead of once per record: after a reopen,
-// when Pebble's block cache is empty, walking some 6,000 small records of
-// a 1,000-fact user through the merging iterator was three quarters of
-// the load. The loaders read the image through imageReader, which serves
-// the same keys and values in the same order as the store, so what they
-// build is what a load from the records builds.
+// A user's index image is what a load of the user's indexes reads
+// (kv.ImagedSubs: the document map, BM25, vectors, intervals, graph),
+// packed into a few large values under 'p'. A load scans Pebble once per
+// chunk instead of once per record: after a reopen, when Pebble's block
+// cache is empty, walking some 6,000 small records of a 1,000-fact user
+// through the merging iterator was three quarters of the load. The
+// document map is a copy of its records, which loadDocs reads through
+// imageReader: it serves the same keys and values in the same order as
+// the store, so what the load builds is what a load from the records
+// builds.
 //
 // The indexes' keyspaces are imaged in another form: their chunks hold
 // the index's own image, cut into chunks (see imagedAsIndex): BM25's
