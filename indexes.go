@@ -534,12 +534,12 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 	// (which versions are active) and follows it. The first part's error
 	// in this order is the load's, whichever finished first.
 	_, atOnce := r.(*kv.DB)
-	_, fromImage := src.(*imageReader)
+	img, fromImage := src.(*imageReader)
 	err := s.loadParts(atOnce && (m.Doc >= loadAtOnceDocs || fromImage), user,
 		func() (err error) {
 			bo := s.bmO
 			bo.Capacity = int(m.Doc)
-			if img, ok := src.(*imageReader); ok {
+			if fromImage {
 				// The index's own image: its postings are decoded as
 				// queries ask for them.
 				b, err := img.blob(ctx, kv.SubBM25)
@@ -555,7 +555,7 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 		func() (err error) {
 			ho := s.hnswO
 			ho.Capacity = int(m.Doc) // every document but a contested version has a vector
-			if img, ok := src.(*imageReader); ok {
+			if fromImage {
 				b, err := img.blob(ctx, kv.SubVector)
 				if err != nil {
 					return err
@@ -574,7 +574,7 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 			return err
 		},
 		func() (err error) {
-			if img, ok := src.(*imageReader); ok {
+			if fromImage {
 				b, err := img.blob(ctx, kv.SubTemporal)
 				if err != nil {
 					return err
@@ -588,7 +588,7 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 			return loadDocs(ctx, src, user, ui, tmp)
 		},
 		func() (err error) {
-			if img, ok := src.(*imageReader); ok {
+			if fromImage {
 				b, err := img.blob(ctx, kv.SubGraph)
 				if err != nil {
 					return err
@@ -660,7 +660,7 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
 	docs := kv.UserKey(user, kv.SubDoc)
 	// The subject and the context are decoded into buffers reused across
-	// documents (see addFactOfLocked), and the maps of one episode are
+	// documents (see addFact), and the maps of one episode are
 	// looked up once for a run of its documents (a batch's are
 	// consecutive). No one else sees ui before the load returns: its lock
 	// is held once, not per document.
@@ -724,15 +724,8 @@ func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint3
 	}
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	addFactOfLocked(ui, seq, key, subjKey, ctxKey, doc)
+	addFact(ui, ui.episodeMapsLocked(seq), key, subjKey, ctxKey, doc)
 	return nil
-}
-
-// addFactOfLocked is addFactOf (ui.mu held) for keys as strings or, from
-// a load's reused buffers, bytes: a map lookup with string(b) does not
-// copy b, so a key is allocated only the first time it is stored.
-func addFactOfLocked[K string | []byte](ui *userIndex, seq uint64, id [idLen]byte, subjKey, ctxKey K, doc uint32) {
-	addFact(ui, ui.episodeMapsLocked(seq), id, subjKey, ctxKey, doc)
 }
 
 // episodeMaps is what ui holds of one episode's facts: the maps of
@@ -763,7 +756,9 @@ func (ui *userIndex) episodeMapsLocked(seq uint64) episodeMaps {
 
 // addFact records in m, episode m.seq's maps, that document doc is a
 // version of fact id with the subject and context keys given (ui.mu
-// held).
+// held): keys as strings or, from a load's reused buffers, bytes (a map
+// lookup with string(b) does not copy b, so a key is allocated only the
+// first time it is stored).
 func addFact[K string | []byte](ui *userIndex, m episodeMaps, id [idLen]byte, subjKey, ctxKey K, doc uint32) {
 	addKey(m.subjects, subjKey)
 	addKey(m.contexts, ctxKey)
