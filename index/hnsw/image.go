@@ -345,7 +345,7 @@ func (ix *Index) loadListImage(b []byte, c, capacity int) error {
 	// aligned for them) they are copied, with room for the vectors
 	// Capacity expects beyond these, at their mean size, as Load sizes
 	// its arrays.
-	if v, ok := aliasF32(vals); ok {
+	if v, ok := alias[float32](vals); ok {
 		l.sval = v
 	} else {
 		room := int(e)
@@ -355,7 +355,7 @@ func (ix *Index) loadListImage(b []byte, c, capacity int) error {
 		l.sval = make([]float32, e, room)
 		getU32s(f32bits(l.sval), vals, littleEndian)
 	}
-	if v, ok := aliasU16(idx); ok {
+	if v, ok := alias[uint16](idx); ok {
 		l.sidx = v
 	} else {
 		l.sidx = make([]uint16, e, cap(l.sval))
@@ -510,31 +510,19 @@ func slabOf[T any](width, n, first int, fill func(dst []T, off int)) slab[T] {
 	return b
 }
 
-// aliasF32 returns b as the float32s it holds little-endian, without a
-// copy, when this CPU reads them so and b is aligned for them.
-func aliasF32(b []byte) ([]float32, bool) {
-	p := unsafe.SliceData(b)
+// alias returns b as the float32s or uint16s it holds little-endian,
+// without a copy, when this CPU reads them so and b is aligned for them.
+func alias[T float32 | uint16](b []byte) ([]T, bool) {
 	if len(b) == 0 {
 		return nil, true
 	}
-	if !littleEndian || uintptr(unsafe.Pointer(p))%4 != 0 {
-		return nil, false
-	}
-	n := len(b) / 4
-	return unsafe.Slice((*float32)(unsafe.Pointer(p)), n)[:n:n], true
-}
-
-// aliasU16 is aliasF32 for uint16s.
-func aliasU16(b []byte) ([]uint16, bool) {
+	size := int(unsafe.Sizeof(T(0)))
 	p := unsafe.SliceData(b)
-	if len(b) == 0 {
-		return nil, true
-	}
-	if !littleEndian || uintptr(unsafe.Pointer(p))%2 != 0 {
+	if !littleEndian || uintptr(unsafe.Pointer(p))%uintptr(size) != 0 {
 		return nil, false
 	}
-	n := len(b) / 2
-	return unsafe.Slice((*uint16)(unsafe.Pointer(p)), n)[:n:n], true
+	n := len(b) / size
+	return unsafe.Slice((*T)(unsafe.Pointer(p)), n)[:n:n], true
 }
 
 // f32 is the little-endian float32 at the start of b.
