@@ -227,6 +227,13 @@ type Engine struct {
 	// package's tests), runs between a Forget's deletion and its
 	// compaction: a test cuts Forget short there, as a crash would.
 	hookForgetCommitted func() error
+	// hookImageBuilt, if set (by this package's tests), runs in
+	// writeImage between building a user's image and taking the user's
+	// lock to commit it.
+	hookImageBuilt func(user string)
+	// imageClaims numbers the claims of images being built (see
+	// writeImage).
+	imageClaims atomic.Uint64
 
 	ing      *ingester
 	counters engineCounters

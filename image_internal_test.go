@@ -502,3 +502,95 @@ func TestIndexImageByBytes(t *testing.T) {
 	}
 	hasImage(map[string]bool{"talk": false})
 }
+
+// TestIndexImageBuiltOutsideLock: an image is built without holding its
+// user's lock, so a write of the user made while it is built does not
+// wait for it; the image it was building is then dropped (it copies the
+// records before the write), as it is after a Forget, which must leave
+// nothing of the user. With no write between, the image is committed and
+// a load reads it.
+func TestIndexImageBuiltOutsideLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	// Images off: no load asks for one, so only this test's calls write
+	// them.
+	e := openImaging(t, dir, false, 32, nil)
+	var fs []FactInput
+	for i := range 300 {
+		fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/30), Predicate: "likes",
+			Object: fmt.Sprintf("thing %d", i), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+	}
+	for _, u := range []string{"u", "gone"} {
+		if _, err := e.AssertBatch(ctx, u, fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := func(user string) []byte {
+		v, err := e.db.Get(kv.ImageHead(user))
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// during runs fn while user's image is being built, and fails if fn
+	// waits for the build.
+	during := func(fn func() error) {
+		e.hookImageBuilt = func(user string) {
+			if v := head(user); len(v) == 0 || v[0] != imageClaimVersion {
+				t.Errorf("while built, the head is %x, not a claim", v)
+			}
+			done := make(chan error, 1)
+			go func() { done <- fn() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("a write of the user waited for its image to be built")
+				go func() { <-done }() // it goes on once the build lets go
+			}
+		}
+		t.Cleanup(func() { e.hookImageBuilt = nil })
+	}
+
+	during(func() error {
+		_, err := e.Assert(ctx, "u", FactInput{Subject: "user", Predicate: "lives_in", Object: "Lisbon"})
+		return err
+	})
+	if err := e.writeImage(ctx, "u", false); err != nil {
+		t.Fatal(err)
+	}
+	if v := head("u"); v != nil {
+		t.Fatalf("an image built before a write was committed after it: head %x", v)
+	}
+
+	during(func() error { return e.Forget(ctx, "gone") })
+	if err := e.writeImage(ctx, "gone", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Scan(ctx, kv.UserKey("gone", 0)[:len(kv.UserKey("gone", 0))-1], func(k, _ []byte) error {
+		return fmt.Errorf("a forgotten user's key %q is left", k)
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.hookImageBuilt = nil
+	want := answers(t, e, "u", "Lisbon thing 7")
+	if err := e.writeImage(ctx, "u", false); err != nil {
+		t.Fatal(err)
+	}
+	if v := head("u"); len(v) == 0 || v[0] != imageVersion {
+		t.Fatalf("no image written with no write between: head %x", v)
+	}
+	e.Close()
+	e = openImaging(t, dir, true, 32, nil)
+	defer func() { e.Close() }()
+	if got := answers(t, e, "u", "Lisbon thing 7"); got != want {
+		t.Fatalf("from the image:\n%s\nwant\n%s", got, want)
+	}
+	if n := e.idx.imageLoads.Load(); n == 0 {
+		t.Fatal("the load did not read the image")
+	}
+}

@@ -150,7 +150,10 @@ package memor
 // for a sub imaged as its index, the image's bytes. Every write
 // under an imaged sub deletes the head in its batch (kv.Batch), so a head
 // present means the chunks copy the records as they are; chunks without a
-// head are left over, and replaced when an image is next written.
+// head are left over, and replaced when an image is next written. A head
+// of 0x00 then u64(n) is a claim, not an image: the writer building the
+// image from a snapshot commits it only if its claim is still the head
+// (no write came between); a load finds no image there.
 //
 // Everything under 'c' 'i' 'v' 'h' 'a' 'd' 'r' 's' 'b' 'n' 't' 'g' 'p' is
 // derived from 'e' and 'j' (derivedSubs in admin.go): Rebuild deletes it
