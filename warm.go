@@ -244,17 +244,21 @@ func (e *Engine) warmForgot(user string) func() {
 			w.done(user)
 			w.mu.Lock()
 			w.stored = slices.DeleteFunc(w.stored, func(u warmUser) bool { return u.user == user })
+			w.imported = slices.DeleteFunc(w.imported, func(u string) bool { return u == user })
 			w.mu.Unlock()
 		}
 	}
 }
 
-// remaining returns the users not yet warmed, and those the record
-// names.
+// remaining returns the users not yet warmed: those imported, most
+// recent first, then those the record names; and those the record names.
 func (w *indexWarmer) remaining() (rest, stored []warmUser) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.rest), slices.Clone(w.stored)
+	for _, u := range slices.Backward(w.imported) {
+		rest = append(rest, warmUser{user: u})
+	}
+	return append(rest, w.rest...), slices.Clone(w.stored)
 }
 
 // warmUsers loads w's users in order until one does not fit the cache or
@@ -380,9 +384,13 @@ const (
 )
 
 // noteImport tells the warm-up that a bulk import of user committed.
+// Without the warm-up (a CLI command, NoIndexWarmup), or if Close comes
+// first, the users imported and not loaded are recorded for the next
+// Open to warm (see recordWarm): a store bulk-loaded by one process and
+// served by the next then serves its users' first queries loaded.
 func (e *Engine) noteImport(user string) {
 	w := e.warm
-	if w == nil || e.opts.NoIndexWarmup {
+	if w == nil {
 		return
 	}
 	w.mu.Lock()
@@ -394,6 +402,9 @@ func (e *Engine) noteImport(user string) {
 	w.imported = append(slices.DeleteFunc(w.imported, func(u string) bool { return u == user }), user)
 	if len(w.imported) > importWarmMax {
 		w.imported = slices.Delete(w.imported, 0, len(w.imported)-importWarmMax)
+	}
+	if e.opts.NoIndexWarmup {
+		return
 	}
 	if !w.importing {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -468,11 +479,13 @@ func (e *Engine) recordWarm() {
 		n += len(u.user) + 2*binary.MaxVarintLen64
 	}
 	rest, stored := e.warm.remaining()
+	listed := make(map[string]bool, len(rest)) // an imported user the record also named
 	for _, u := range rest {
 		if n += len(u.user) + 2*binary.MaxVarintLen64; n > warmMaxBytes {
 			break
 		}
-		if !e.idx.has(u.user) {
+		if !listed[u.user] && !e.idx.has(u.user) {
+			listed[u.user] = true
 			us = append(us, u)
 		}
 	}

@@ -487,3 +487,59 @@ func TestIndexWarmupReadsEpisodes(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexWarmupImportedElsewhere: users bulk-imported by a session that
+// did not load them (the warm-up off, as in a CLI command, or closed
+// before the imports were idle) are recorded at its Close, most recent
+// first, and the next Open warms them; a user forgotten after its import
+// is not recorded, nor warmed. Fails with the imports left out of the
+// record.
+func TestIndexWarmupImportedElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var fs []FactInput
+	texts := corpus.MustTexts()
+	for i := range 300 {
+		fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/40), Predicate: "said",
+			Object: cutText(texts[i%len(texts)].Body, 300), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+	}
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warmup=%v", warm), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			e := openWarming(t, dir, 0, warm, nil)
+			for _, u := range []string{"alpha", "bravo", "charlie"} {
+				if _, err := e.AssertBatch(ctx, u, fs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.Forget(ctx, "bravo"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Close(); err != nil { // before the imports were idle for importIdle
+				t.Fatal(err)
+			}
+			e = openWarming(t, dir, 0, true, nil)
+			defer func() { e.Close() }()
+			if got := strings.Join(userNames(e.warm.stored), " "); got != "charlie alpha" {
+				t.Fatalf("the record names %q, want the imported users, most recent first, not the one forgotten", got)
+			}
+			st := warmed(t, e)
+			if st.IndexesWarmed != 2 || !e.idx.has("alpha") || !e.idx.has("charlie") || e.idx.has("bravo") {
+				t.Fatalf("%d users warmed, cached %v", st.IndexesWarmed, cachedOrder(e))
+			}
+			got := answers(t, e, "charlie", "entity 3")
+			e.idx.dropUser("charlie")
+			if want := answers(t, e, "charlie", "entity 3"); got != want {
+				t.Fatalf("the warmed user answers\n%s\nloaded on demand\n%s", got, want)
+			}
+		})
+	}
+}
+
+func userNames(us []warmUser) []string {
+	var s []string
+	for _, u := range us {
+		s = append(s, u.user)
+	}
+	return s
+}
