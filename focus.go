@@ -365,47 +365,89 @@ func (f focus) admitsSubject(subjKey string) bool {
 
 // pathScore is how many of the question's words a graph path explains, per
 // hop.
-func pathScore(p graph.Path, words map[string]bool, tokens *pathTokens, gloss func(string) string) float64 {
-	return float64(len(pathWords(p, words, tokens, gloss, nil))) / float64(len(p.Hops))
+func pathScore(p graph.Path, tokens *pathTokens) float64 {
+	return float64(len(pathWords(p, tokens, nil))) / float64(len(p.Hops))
 }
 
-// pathTokens memoises the tokens of the labels, their glosses and the
-// entities of one query's paths: the paths share most of them, and a gloss
-// costs a catalogue lookup and a few strings each time it is made. The
-// tokens of a label or an entity are the user's (userIndex.tokens), so a
-// query tokenises only the names no earlier query of the user reached; a
-// gloss's follow the predicate catalogue, which RegisterPredicate changes,
-// and stay the query's.
+// pathTokens holds what one query's paths explain of its words: for each
+// label, gloss and entity name met, the words its tokens hold. The paths
+// share most of them (a walk's paths share their first hops), so each is
+// matched once per query, not once per path and hop. The tokens of a
+// label or an entity are the user's (userIndex.tokens), so a query
+// tokenises only the names no earlier query of the user reached and
+// bm25.MayContain does not rule out; a gloss's follow the predicate
+// catalogue, which RegisterPredicate changes, and stay the query's.
 type pathTokens struct {
-	ui      *userIndex
-	glossOf map[string][]string // label → its gloss's tokens
+	ui    *userIndex
+	words map[string]bool
+	gloss func(string) string
+	// of: label or entity name → the words its tokens hold (nil: none);
+	// glossOf: label → the words its gloss's tokens hold.
+	of, glossOf map[string][]string
 }
 
-func newPathTokens(ui *userIndex) *pathTokens {
-	return &pathTokens{ui: ui, glossOf: map[string][]string{}}
+func newPathTokens(ui *userIndex, words map[string]bool, gloss func(string) string) *pathTokens {
+	return &pathTokens{ui: ui, words: words, gloss: gloss, of: map[string][]string{}, glossOf: map[string][]string{}}
 }
 
 // pathWords appends to matched the question's words a path explains: in
 // its predicates (their names and glosses) and the entities it reaches.
-func pathWords(p graph.Path, words map[string]bool, tokens *pathTokens, gloss func(string) string, matched []string) []string {
-	glossTok := func(label string) []string {
-		ts, ok := tokens.glossOf[label]
-		if !ok {
-			ts = bm25.Tokenize(gloss(label))
-			tokens.glossOf[label] = ts
-		}
-		return ts
-	}
+func pathWords(p graph.Path, tokens *pathTokens, matched []string) []string {
 	for _, h := range p.Hops {
-		for _, ts := range [...][]string{tokens.ui.tokens(h.Label), glossTok(h.Label), tokens.ui.tokens(h.To)} {
-			for _, t := range ts {
-				if words[t] && !slices.Contains(matched, t) {
-					matched = append(matched, t)
+		for _, ws := range [...][]string{tokens.wordsIn(h.Label), tokens.glossWords(h.Label), tokens.wordsIn(h.To)} {
+			for _, w := range ws {
+				if !slices.Contains(matched, w) {
+					matched = append(matched, w)
 				}
 			}
 		}
 	}
 	return matched
+}
+
+// wordsIn returns the question's words among the tokens of a label or an
+// entity name s, in their order. A name none of the words can be in
+// (bm25.MayContain) is not tokenised: a user's first query reaches
+// hundreds of entities, few of which hold a word of the question, and
+// tokenising each (a few allocations) was a large part of that query.
+func (pt *pathTokens) wordsIn(s string) []string {
+	ws, ok := pt.of[s]
+	if ok {
+		return ws
+	}
+	ts, held := pt.ui.tokensHeld(s)
+	if !held {
+		for w := range pt.words {
+			if held = bm25.MayContain(s, w); held {
+				ts = pt.ui.tokens(s)
+				break
+			}
+		}
+	}
+	ws = pt.among(ts)
+	pt.of[s] = ws
+	return ws
+}
+
+// glossWords is wordsIn for the gloss of label.
+func (pt *pathTokens) glossWords(label string) []string {
+	ws, ok := pt.glossOf[label]
+	if !ok {
+		ws = pt.among(bm25.Tokenize(pt.gloss(label)))
+		pt.glossOf[label] = ws
+	}
+	return ws
+}
+
+// among returns the tokens ts that are the question's words (nil if none).
+func (pt *pathTokens) among(ts []string) []string {
+	var ws []string
+	for _, t := range ts {
+		if pt.words[t] {
+			ws = append(ws, t)
+		}
+	}
+	return ws
 }
 
 // DefaultMinSupport is the support (see QueryOptions.MinSupport) below
@@ -433,7 +475,7 @@ func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate
 	if len(terms) == 0 {
 		return 1
 	}
-	tokens := newPathTokens(ui)
+	tokens := newPathTokens(ui, terms, e.preds.gloss)
 	best := 0
 	var matched []string
 	for _, c := range cands {
@@ -449,7 +491,7 @@ func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate
 			}
 		}
 		if len(c.walk.Hops) > 0 {
-			matched = pathWords(c.walk, terms, tokens, e.preds.gloss, matched)
+			matched = pathWords(c.walk, tokens, matched)
 		} else if c.path != "" {
 			for _, t := range bm25.Tokenize(c.path) {
 				if terms[t] && !slices.Contains(matched, t) {

@@ -150,13 +150,10 @@ type userIndex struct {
 // graph path, from pathTok if an earlier query made it. Tokenize depends
 // on its argument only, so an entry is never stale.
 func (ui *userIndex) tokens(s string) []string {
-	ui.pathTokMu.RLock()
-	ts, ok := ui.pathTok[s]
-	ui.pathTokMu.RUnlock()
-	if ok {
+	if ts, ok := ui.tokensHeld(s); ok {
 		return ts
 	}
-	ts = bm25.Tokenize(s)
+	ts := bm25.Tokenize(s)
 	ui.pathTokMu.Lock()
 	defer ui.pathTokMu.Unlock()
 	if held, ok := ui.pathTok[s]; ok {
@@ -173,6 +170,14 @@ func (ui *userIndex) tokens(s string) []string {
 	ui.bytes.Add(int64(n))
 	ui.grown.Store(true)
 	return ts
+}
+
+// tokensHeld returns bm25.Tokenize(s) if an earlier query made it.
+func (ui *userIndex) tokensHeld(s string) ([]string, bool) {
+	ui.pathTokMu.RLock()
+	defer ui.pathTokMu.RUnlock()
+	ts, ok := ui.pathTok[s]
+	return ts, ok
 }
 
 // tokenEntryOverhead is roughly what an entry of pathTok costs beside its

@@ -108,9 +108,9 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 	for _, t := range bm25.Tokenize(text) {
 		words[t] = true
 	}
-	tokens := newPathTokens(ui)
+	tokens := newPathTokens(ui, words, e.preds.gloss)
 	for _, p := range paths {
-		score := pathScore(p, words, tokens, e.preds.gloss)
+		score := pathScore(p, tokens)
 		if score == 0 {
 			continue
 		}

@@ -44,6 +44,56 @@ func Tokenize(text string) []string {
 	return out
 }
 
+// MayContain reports whether term may be one of [Tokenize](text)'s terms:
+// false only if it is not. It neither allocates nor tokenises, so that a
+// caller matching a few terms against many short texts (the entities a
+// query's graph paths reach) tokenises only the texts it cannot rule out.
+//
+// It rules a term out only in ASCII text without apostrophes, for a term
+// of letters: such a term comes from a word of letters, lower-cased and
+// stemmed, and every step of the stemmer either cuts the word short or
+// replaces its last letter or appends one ("hoping" → "hope", "happy" →
+// "happi"), so all of the term but its last byte begins the word, and
+// occurs in the text, whatever its case. Any other text or term (accents
+// folded, NFKC, apostrophes and thousands separators dropped) may hold it.
+func MayContain(text, term string) bool {
+	if term == "" {
+		return false
+	}
+	for i := 0; i < len(term); i++ {
+		if c := term[i]; c < 'a' || c > 'z' {
+			return true
+		}
+	}
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c >= utf8.RuneSelf || c == '\'' {
+			return true
+		}
+	}
+	return containsFold(text, term[:len(term)-1])
+}
+
+// containsFold reports whether sub, of lower-case ASCII letters, occurs
+// in the ASCII text, whatever its case.
+func containsFold(text, sub string) bool {
+	for i := 0; i+len(sub) <= len(text); i++ {
+		j := 0
+		for ; j < len(sub); j++ {
+			c := text[i+j]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // folder is stateless and safe for concurrent use (cases.Fold doc).
 var folder = cases.Fold()
 

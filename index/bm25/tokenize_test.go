@@ -75,6 +75,11 @@ func FuzzTokenize(f *testing.F) {
 				}
 			}
 		}
+		for _, tok := range toks {
+			if !MayContain(s, tok) {
+				t.Fatalf("MayContain(%q, %q) is false, and Tokenize gives the term", s, tok)
+			}
+		}
 		if again := Tokenize(s); !slices.Equal(again, toks) {
 			t.Fatalf("not deterministic on %q", s)
 		}
@@ -109,6 +114,58 @@ func TestStopWordsAreLowercase(t *testing.T) {
 		}
 		if !IsStopWord(w) {
 			t.Errorf("IsStopWord(%q) = false", w)
+		}
+	}
+}
+
+// TestMayContain: every term Tokenize gives of a text, of the realistic
+// corpus (whole and line by line, as entity names and labels are short),
+// of names and of words the stemmer changes, MayContain keeps; and it
+// rules out terms a text does not hold, which is what it is for.
+func TestMayContain(t *testing.T) {
+	var samples []string
+	for _, tx := range texts.MustTexts() {
+		samples = append(samples, tx.Body)
+		samples = append(samples, strings.Split(tx.Body, "\n")...)
+		samples = append(samples, strings.Fields(tx.Body)...)
+	}
+	samples = append(samples, "Company 317", "HOPING", "hopped", "Happy", "ponies", "agreed", "caresses",
+		"controlling", "filing", "rated", "troubled", "sized", "O'Neills", "don't", "1,000 users",
+		"Straße", "café", "ﬁnance", "Tel Aviv", "東京", "relocates", "ALL CAPS", "x", "ies", "lives_in")
+	for _, p := range []string{"hop", "rat", "siz", "happ", "agre", "control", "fil", "bless", "pon", "car", "troubl", "fe", "a", "yy", "sky"} {
+		for _, x := range []string{"", "s", "es", "ies", "ed", "ing", "eed", "y", "e", "ll", "lls", "ely", "ied", "ying", "ated", "bled", "izing", "ss", "us"} {
+			samples = append(samples, p+x, strings.ToUpper(p+x), "the "+p+x+" of it")
+		}
+	}
+	kept := 0
+	for _, s := range samples {
+		for _, tok := range Tokenize(s) {
+			if !MayContain(s, tok) {
+				t.Fatalf("MayContain(%q, %q) is false, and Tokenize gives the term", s, tok)
+			}
+			kept++
+		}
+	}
+	if kept < 1000 {
+		t.Fatalf("only %d terms checked", kept)
+	}
+	for _, c := range []struct {
+		text, term string
+		want       bool
+	}{
+		{"Company 317", "live", false},
+		{"entity 4", "work", false},
+		{"Lisbon", "live", false},
+		{"I live here", "live", true},
+		{"LIVING room", "live", true},
+		{"happy", "happi", true},
+		{"café", "live", true},    // non-ASCII: not ruled out
+		{"o'clock", "live", true}, // an apostrophe: not ruled out
+		{"1,000", "1000", true},   // a digit in the term: not ruled out
+		{"anything", "", false},
+	} {
+		if got := MayContain(c.text, c.term); got != c.want {
+			t.Errorf("MayContain(%q, %q) = %v, want %v", c.text, c.term, got, c.want)
 		}
 	}
 }
