@@ -380,14 +380,21 @@ func pathScore(p graph.Path, tokens *pathTokens) float64 {
 type pathTokens struct {
 	ui    *userIndex
 	words map[string]bool
+	list  []string // words, for bm25.MayContain (ranging a map costs more)
 	gloss func(string) string
 	// of: label or entity name → the words its tokens hold (nil: none);
 	// glossOf: label → the words its gloss's tokens hold.
 	of, glossOf map[string][]string
 }
 
-func newPathTokens(ui *userIndex, words map[string]bool, gloss func(string) string) *pathTokens {
-	return &pathTokens{ui: ui, words: words, gloss: gloss, of: map[string][]string{}, glossOf: map[string][]string{}}
+// newPathTokens returns the pathTokens of a query's words, for paths that
+// meet about names distinct labels and entities (a hint).
+func newPathTokens(ui *userIndex, words map[string]bool, gloss func(string) string, names int) *pathTokens {
+	pt := &pathTokens{ui: ui, words: words, gloss: gloss, of: make(map[string][]string, names), glossOf: map[string][]string{}}
+	for w := range words {
+		pt.list = append(pt.list, w)
+	}
+	return pt
 }
 
 // pathWords appends to matched the question's words a path explains: in
@@ -417,7 +424,7 @@ func (pt *pathTokens) wordsIn(s string) []string {
 	}
 	ts, held := pt.ui.tokensHeld(s)
 	if !held {
-		for w := range pt.words {
+		for _, w := range pt.list {
 			if held = bm25.MayContain(s, w); held {
 				ts = pt.ui.tokens(s)
 				break
@@ -475,7 +482,7 @@ func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate
 	if len(terms) == 0 {
 		return 1
 	}
-	tokens := newPathTokens(ui, terms, e.preds.gloss)
+	tokens := newPathTokens(ui, terms, e.preds.gloss, len(cands))
 	best := 0
 	var matched []string
 	for _, c := range cands {

@@ -108,7 +108,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 	for _, t := range bm25.Tokenize(text) {
 		words[t] = true
 	}
-	tokens := newPathTokens(ui, words, e.preds.gloss)
+	tokens := newPathTokens(ui, words, e.preds.gloss, len(paths)+len(seeds))
 	for _, p := range paths {
 		score := pathScore(p, tokens)
 		if score == 0 {

@@ -222,7 +222,7 @@ func TestPathTokensAreTheUsers(t *testing.T) {
 	qv.ui.pathTok["Rex"] = []string{"zebra"}
 	qv.ui.pathTokMu.Unlock()
 	p := graph.Path{Hops: []graph.Hop{{From: "Alex", Label: "has_pet", To: "Rex"}}}
-	if got := pathWords(p, newPathTokens(qv.ui, map[string]bool{"zebra": true}, e.preds.gloss), nil); !slices.Equal(got, []string{"zebra"}) {
+	if got := pathWords(p, newPathTokens(qv.ui, map[string]bool{"zebra": true}, e.preds.gloss, 1), nil); !slices.Equal(got, []string{"zebra"}) {
 		t.Errorf("pathWords did not read the user's tokens: %q", got)
 	}
 }
