@@ -447,6 +447,12 @@ func (s *indexSet) load(ctx context.Context, r kv.Reader, user string, full bool
 	if err != nil {
 		return nil, err
 	}
+	return s.loadWith(ctx, r, user, m, full)
+}
+
+// loadWith is load for a caller that has read the user's counters m
+// through r.
+func (s *indexSet) loadWith(ctx context.Context, r kv.Reader, user string, m userMeta, full bool) (*userIndex, error) {
 	if m.Doc == 0 && !full {
 		return s.newUserIndex(bm25.New(kv.UserKey(user, kv.SubBM25), s.bmO),
 			hnsw.New(s.emb.Dim(), kv.UserKey(user, kv.SubVector), s.hnswO),

@@ -317,7 +317,7 @@ func (e *Engine) warmUser(ctx context.Context, user string) (loaded, more bool, 
 	if m.Doc == 0 {
 		return false, true, nil // holds nothing now (forgotten, say)
 	}
-	ui, err := e.idx.load(ctx, e.db, user, false)
+	ui, err := e.idx.loadWith(ctx, e.db, user, m, false)
 	if err != nil {
 		return false, false, err
 	}
