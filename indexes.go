@@ -104,16 +104,14 @@ type userIndex struct {
 	// episodes: document → what Query needs to decide whether a raw
 	// episode may be served.
 	episodes map[uint32]*episodeDoc
-	// factsOf: episode seq → fact ID → documents of that fact's versions;
-	// versionsOf: fact ID → the same documents.
-	// Keyed by the ID's bytes, not its hex: a load decodes them from the
-	// document map, and a key costs no allocation of its own.
-	factsOf    map[uint64]map[[idLen]byte]*factDocs
+	// factsOf: episode seq → what the episode produced (the documents of
+	// its facts' versions, their subjects and contexts); versionsOf: fact
+	// ID → the documents of its versions. Keyed by the ID's bytes, not
+	// its hex: a load decodes them from the document map, and a key costs
+	// no allocation of its own.
+	factsOf    map[uint64]*episodeFacts
 	versionsOf map[[idLen]byte]*factDocs
 	factChunk  []factDocs // where newFactDocs carves the next one
-	// subjectsOf and contextsOf: episode seq → normalised subjects and
-	// contexts of its facts.
-	subjectsOf, contextsOf map[uint64]map[string]bool
 	// speakers: normalised speaker → the first episode they said and
 	// their name; nil until read from the episode log (see participants).
 	speakers map[string]spoke
@@ -669,16 +667,24 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 // loadDocs reads user's document map into ui (before its indexes are
 // set), with the versions that tmp holds as active.
 func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
-	docs := kv.UserKey(user, kv.SubDoc)
-	// The subject and the context are decoded into buffers reused across
-	// documents (see addFact), and the maps of one episode are
-	// looked up once for a run of its documents (a batch's are
-	// consecutive). No one else sees ui before the load returns: its lock
-	// is held once, not per document.
-	var subj, ctxKey []byte
-	var run episodeMaps
+	// No one else sees ui before the load returns: its lock is held once,
+	// not per document, and so is tmp's (Reading).
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
+	return tmp.Reading(func(active func(uint32) bool) error {
+		return loadDocsLocked(ctx, r, user, ui, active)
+	})
+}
+
+// loadDocsLocked is loadDocs with the locks held; active reports whether
+// tmp holds a version.
+func loadDocsLocked(ctx context.Context, r kv.Reader, user string, ui *userIndex, active func(uint32) bool) error {
+	docs := kv.UserKey(user, kv.SubDoc)
+	// The subject and the context are decoded into buffers reused across
+	// documents (see addFact), and an episode's facts are looked up once
+	// for a run of its documents (a batch's are consecutive).
+	var subj, ctxKey []byte
+	var run *episodeFacts
 	return r.Scan(ctx, docs, func(k, v []byte) error {
 		doc := kv.NewDecoder(k[len(docs):]).Uint32()
 		if len(v) < 9 {
@@ -688,14 +694,14 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 		seq := kv.NewDecoder(v[1:9]).Uint64()
 		switch v[0] {
 		case docVersion:
-			if _, ok := tmp.Get(doc); ok && len(v) >= 9+idLen+8 {
+			if active(doc) && len(v) >= 9+idLen+8 {
 				d := kv.NewDecoder(v[9:])
 				subj = d.AppendBytes(subj[:0])
 				ctxKey = d.AppendBytes(ctxKey[:0]) // the predicate, not kept
 				ctxKey = d.AppendBytes(ctxKey[:0])
 				id := [idLen]byte(v[len(v)-8-idLen : len(v)-8])
-				if run.facts == nil || run.seq != seq {
-					run = ui.episodeMapsLocked(seq)
+				if run == nil || run.seq != seq {
+					run = ui.episodeFactsLocked(seq)
 				}
 				addFact(ui, run, id, subj, ctxKey, doc)
 			}
@@ -722,8 +728,7 @@ func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp 
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {
 	return &userIndex{bm: bm, vec: vec, tmp: tmp, g: g, episodes: map[uint32]*episodeDoc{},
-		factsOf: map[uint64]map[[idLen]byte]*factDocs{}, versionsOf: map[[idLen]byte]*factDocs{}, subjectsOf: map[uint64]map[string]bool{},
-		contextsOf: map[uint64]map[string]bool{}}
+		factsOf: map[uint64]*episodeFacts{}, versionsOf: map[[idLen]byte]*factDocs{}}
 }
 
 // addFactOf records that document doc is a version of fact id (hex),
@@ -735,60 +740,75 @@ func (ui *userIndex) addFactOf(seq uint64, id, subjKey, ctxKey string, doc uint3
 	}
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
-	addFact(ui, ui.episodeMapsLocked(seq), key, subjKey, ctxKey, doc)
+	addFact(ui, ui.episodeFactsLocked(seq), key, subjKey, ctxKey, doc)
 	return nil
 }
 
-// episodeMaps is what ui holds of one episode's facts: the maps of
-// factsOf, subjectsOf and contextsOf for seq.
-type episodeMaps struct {
-	seq                uint64
-	facts              map[[idLen]byte]*factDocs
+// episodeFacts is what ui holds of the facts one episode produced.
+type episodeFacts struct {
+	seq uint64
+	// facts: the documents of each fact's versions (a fact's factDocs
+	// once, unless the episode's versions of it were added apart);
+	// subjects and contexts: their normalised subjects and contexts.
+	// A list, not a map by fact ID: a load adds every fact, and the only
+	// question asked of them is whether all have a visible version.
+	facts              []*factDocs
 	subjects, contexts map[string]bool
+	// subj and ctx: the subject and context added last (if held): the
+	// next fact of the episode most often shares them (a batch's facts
+	// are about a few subjects), and then costs no lookup.
+	subj, ctx       string
+	hasSubj, hasCtx bool
 }
 
-// episodeMapsLocked returns episode seq's maps, made if new (ui.mu held).
-func (ui *userIndex) episodeMapsLocked(seq uint64) episodeMaps {
-	m := episodeMaps{seq: seq, facts: ui.factsOf[seq], subjects: ui.subjectsOf[seq], contexts: ui.contextsOf[seq]}
-	if m.facts == nil {
-		m.facts = map[[idLen]byte]*factDocs{}
-		ui.factsOf[seq] = m.facts
+// episodeFactsLocked returns what ui holds of episode seq, made if new
+// (ui.mu held).
+func (ui *userIndex) episodeFactsLocked(seq uint64) *episodeFacts {
+	ef := ui.factsOf[seq]
+	if ef == nil {
+		ef = &episodeFacts{seq: seq, subjects: map[string]bool{}, contexts: map[string]bool{}}
+		ui.factsOf[seq] = ef
 	}
-	if m.subjects == nil {
-		m.subjects = map[string]bool{}
-		ui.subjectsOf[seq] = m.subjects
-	}
-	if m.contexts == nil {
-		m.contexts = map[string]bool{}
-		ui.contextsOf[seq] = m.contexts
-	}
-	return m
+	return ef
 }
 
-// addFact records in m, episode m.seq's maps, that document doc is a
+// addFact records in ef, episode ef.seq's facts, that document doc is a
 // version of fact id with the subject and context keys given (ui.mu
 // held): keys as strings or, from a load's reused buffers, bytes (a map
 // lookup with string(b) does not copy b, so a key is allocated only the
 // first time it is stored).
-func addFact[K string | []byte](ui *userIndex, m episodeMaps, id [idLen]byte, subjKey, ctxKey K, doc uint32) {
-	addKey(m.subjects, subjKey)
-	addKey(m.contexts, ctxKey)
-	d := m.facts[id]
-	if d == nil {
-		if d = ui.versionsOf[id]; d == nil {
-			d = ui.newFactDocs()
-			ui.versionsOf[id] = d
+func addFact[K string | []byte](ui *userIndex, ef *episodeFacts, id [idLen]byte, subjKey, ctxKey K, doc uint32) {
+	if !ef.hasSubj || string(subjKey) != ef.subj {
+		if k, added := addKey(ef.subjects, subjKey); added {
+			ef.subj, ef.hasSubj = k, true
 		}
-		m.facts[id] = d
+	}
+	if !ef.hasCtx || string(ctxKey) != ef.ctx {
+		if k, added := addKey(ef.contexts, ctxKey); added {
+			ef.ctx, ef.hasCtx = k, true
+		}
+	}
+	d := ui.versionsOf[id]
+	if d == nil {
+		d = ui.newFactDocs()
+		ui.versionsOf[id] = d
+	}
+	if d.lastSeq != ef.seq || d.n == 0 {
+		d.lastSeq = ef.seq
+		ef.facts = append(ef.facts, d)
 	}
 	d.add(doc)
 }
 
-// addKey adds key to set, allocating its string only if it is new.
-func addKey[K string | []byte](set map[string]bool, key K) {
-	if !set[string(key)] {
-		set[string(key)] = true
+// addKey adds key to set if it is new, and returns the string it
+// allocated for it (a lookup with string(b) does not copy b).
+func addKey[K string | []byte](set map[string]bool, key K) (string, bool) {
+	if set[string(key)] {
+		return "", false
 	}
+	k := string(key)
+	set[k] = true
+	return k, true
 }
 
 // newFactDocs returns an empty factDocs carved from a chunk (ui.mu
@@ -812,6 +832,8 @@ type factDocs struct {
 	first uint32
 	n     int // documents held: first, then rest
 	rest  []uint32
+	// lastSeq: the episode whose facts list holds it last (see addFact).
+	lastSeq uint64
 }
 
 // add adds doc, once.
@@ -1048,21 +1070,27 @@ func (ui *userIndex) stale(ids []string, visible *roaring.Bitmap) bool {
 func (ui *userIndex) episodeSubjects(seq uint64) map[string]bool {
 	ui.mu.RLock()
 	defer ui.mu.RUnlock()
-	return ui.subjectsOf[seq]
+	if ef := ui.factsOf[seq]; ef != nil {
+		return ef.subjects
+	}
+	return nil
 }
 
 // episodeContexts returns the contexts of the facts an episode produced.
 func (ui *userIndex) episodeContexts(seq uint64) map[string]bool {
 	ui.mu.RLock()
 	defer ui.mu.RUnlock()
-	return ui.contextsOf[seq]
+	if ef := ui.factsOf[seq]; ef != nil {
+		return ef.contexts
+	}
+	return nil
 }
 
-func allVisible(fs map[[idLen]byte]*factDocs, visible *roaring.Bitmap) bool {
-	if len(fs) == 0 {
+func allVisible(ef *episodeFacts, visible *roaring.Bitmap) bool {
+	if ef == nil || len(ef.facts) == 0 {
 		return false
 	}
-	for _, versions := range fs {
+	for _, versions := range ef.facts {
 		if !versions.intersects(visible) {
 			return false
 		}

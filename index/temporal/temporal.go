@@ -432,6 +432,19 @@ func (ix *Index) Get(doc uint32) (Interval, bool) {
 	return q.interval(), true
 }
 
+// Reading calls fn with has, which reports whether doc is in the index,
+// under one hold of the index's read lock: for a caller asking of every
+// document (a load asks which versions the index holds), Get's lock per
+// call was a third of the time. fn must not call ix's other methods.
+func (ix *Index) Reading(fn func(has func(doc uint32) bool) error) error {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return fn(func(doc uint32) bool {
+		_, ok := ix.get(doc)
+		return ok
+	})
+}
+
 // Len returns the number of docs in the index.
 func (ix *Index) Len() int {
 	ix.mu.RLock()

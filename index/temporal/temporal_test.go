@@ -97,6 +97,21 @@ func checkAgainstBrute(t *testing.T, ix *Index, ref map[uint32]Interval, qs []ti
 			t.Fatalf("Current(%v): %s", k, diff(cur, wantCur))
 		}
 	}
+	// Reading's has is membership, as Get's ok.
+	var top uint32
+	for d := range ref {
+		top = max(top, d)
+	}
+	if err := ix.Reading(func(has func(uint32) bool) error {
+		for d := range top + 2*pageSize {
+			if _, want := ref[d]; has(d) != want {
+				t.Fatalf("Reading: has(%d) = %v, want %v", d, !want, want)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestVisibleMatchesPredicate checks Visible and Current against the DESIGN
