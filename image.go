@@ -21,27 +21,24 @@ import (
 // packed into a few large values under 'p'. A load scans Pebble once per
 // chunk instead of once per record: after a reopen, when Pebble's block
 // cache is empty, walking some 6,000 small records of a 1,000-fact user
-// through the merging iterator was three quarters of the load. The
-// document map is a copy of its records, which loadDocs reads through
-// imageReader: it serves the same keys and values in the same order as
-// the store, so what the load builds is what a load from the records
-// builds.
+// through the merging iterator was three quarters of the load.
 //
-// The indexes' keyspaces are imaged in another form: their chunks hold
-// the index's own image, cut into chunks (see imagedAsIndex): BM25's
-// (bm25.Index.AppendImage: the dictionary and postings by term), which
-// bm25.LoadImage reads without building the postings, a query decoding
-// those of its terms; the vectors', intervals' and graph's, laid out as
-// the index holds them in memory, which their LoadImage uses where it
-// lies (or copies array by array) instead of decoding record by record.
-// Only the document map is a copy of its records.
+// Each keyspace's chunks hold its index's own image, built from its
+// records (indexSet.indexImage): BM25's (bm25.Index.AppendImage: the
+// dictionary and postings by term), which bm25.LoadImage reads without
+// building the postings, a query decoding those of its terms; the
+// vectors', intervals' and graph's, laid out as the index holds them in
+// memory, which their LoadImage uses where it lies (or copies array by
+// array) instead of decoding record by record; and the document map's
+// (docimage.go), its arena as a userIndex holds it.
 //
-// An image is valid only while the records it copies are unchanged; the
-// kv package keeps it so (every write under an imaged keyspace deletes
-// the user's image head in its batch), so a head present means the image
-// is current. It is written in the background (imageWriter) after a load
-// that found none, under the user's lock: it copies what the store holds,
-// never what a load built.
+// An image is valid only while the records it was built from are
+// unchanged; the kv package keeps it so (every write under an imaged
+// keyspace deletes the user's image head in its batch), so a head present
+// means the image is current. It is written in the background
+// (imageWriter) after a load that found none, from a snapshot (see
+// writeImage): it is built from what the store holds, never from what a
+// load built.
 const (
 	// defaultImageMinDocs is the fewest documents from which a user's
 	// loads look for an image (tuning.imageMinDocs): below it, the Get
@@ -72,11 +69,11 @@ const (
 	// end): large enough that the chunks are few, small enough that none
 	// is a large part of a memtable.
 	imageChunkBytes = 256 << 10
-	// imageVersion is the first byte of a head (5: BM25, vectors,
-	// intervals and the graph imaged as their indexes; 4: not the
-	// intervals; 3: BM25 and the graph; 2: BM25 alone; a head of another
-	// version is refused, and the image replaced).
-	imageVersion = 5
+	// imageVersion is the first byte of a head (6: every keyspace imaged
+	// as its index, the document map too; 5: all but the document map;
+	// 4: not the intervals either; 3: BM25 and the graph; 2: BM25 alone; a
+	// head of another version is refused, and the image replaced).
+	imageVersion = 6
 	// imageQueue bounds the images waiting to be written; a request
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8
@@ -138,22 +135,14 @@ func imageChunkKey(chunks []byte, sub kv.Sub, i uint64) []byte {
 	return kv.AppendUint32(k, uint32(i))
 }
 
-// imagedAsIndex reports whether sub's chunks hold its index's own image
-// rather than a copy of its records: all but the document map's.
-func imagedAsIndex(sub kv.Sub) bool {
-	switch sub {
-	case kv.SubBM25, kv.SubVector, kv.SubTemporal, kv.SubGraph:
-		return true
-	}
-	return false
-}
-
-// indexImage builds the image of keyspace sub (imagedAsIndex) of user
-// from the records r holds: the index loaded from them, imaged. A user
-// without a vector index (Load's ErrNotFound) has an empty one.
+// indexImage builds the image of keyspace sub (one of kv.ImagedSubs) of
+// user from the records r holds: the index loaded from them, imaged. A
+// user without a vector index (Load's ErrNotFound) has an empty one.
 func (s *indexSet) indexImage(ctx context.Context, r kv.Reader, user string, sub kv.Sub, m userMeta) ([]byte, error) {
 	prefix := kv.UserKey(user, sub)
 	switch sub {
+	case kv.SubDoc:
+		return appendDocImage(ctx, nil, r, user, m)
 	case kv.SubBM25:
 		bm, err := bm25.Load(ctx, r, prefix, s.bmO)
 		if err != nil {
@@ -184,22 +173,16 @@ func (s *indexSet) indexImage(ctx context.Context, r kv.Reader, user string, sub
 		}
 		return g.AppendImage(nil), nil
 	}
-	return nil, fmt.Errorf("memor: keyspace %c is not imaged as its index", byte(sub))
+	return nil, fmt.Errorf("memor: keyspace %c is not imaged", byte(sub))
 }
 
-// imageReader reads a user's imaged keyspaces from the image and every
-// other key from the store (a keyspace imaged as its index too: its
-// records are read from the store, its image by blob). Like the store, a Scan's k and v are valid
-// only during the call.
+// imageReader reads the parts of a user's image.
 type imageReader struct {
 	r    kv.Reader
 	head imageHead
-	// subs: kv.UserKey(user, sub) of each imaged keyspace; chunks: the
-	// prefix of its chunks.
-	subs, chunks [][]byte
+	// chunks: the prefix of each imaged keyspace's chunks.
+	chunks [][]byte
 }
-
-var _ kv.Sizer = (*imageReader)(nil)
 
 // openImage returns a reader of user's image through r, or nil when the
 // user has none.
@@ -221,28 +204,13 @@ func openImage(r kv.Reader, user string) (*imageReader, error) {
 	ir := &imageReader{r: r, head: h}
 	cp := kv.ImageChunks(user)
 	for _, sub := range kv.ImagedSubs() {
-		ir.subs = append(ir.subs, kv.UserKey(user, sub))
 		ir.chunks = append(ir.chunks, append(append([]byte(nil), cp...), byte(sub)))
 	}
 	return ir, nil
 }
 
-// sub returns the keyspace imaged as records that holds every key with
-// prefix p, or -1.
-func (ir *imageReader) sub(p []byte) int {
-	for i, s := range ir.subs {
-		if bytes.HasPrefix(p, s) {
-			if imagedAsIndex(kv.ImagedSubs()[i]) {
-				return -1
-			}
-			return i
-		}
-	}
-	return -1
-}
-
-// blob returns the image of keyspace sub, imaged as its index: its
-// chunks joined, checked against the head (which counts its bytes).
+// blob returns the image of keyspace sub: its chunks joined, checked
+// against the head (which counts its bytes). The bytes are the caller's.
 func (ir *imageReader) blob(ctx context.Context, sub kv.Sub) ([]byte, error) {
 	i := slices.Index(kv.ImagedSubs(), sub)
 	cp := ir.chunks[i]
@@ -266,105 +234,6 @@ func (ir *imageReader) blob(ctx context.Context, sub kv.Sub) ([]byte, error) {
 			errImageDamaged, byte(sub), chunks, len(out), ir.head.chunks[i], ir.head.records[i])
 	}
 	return out, nil
-}
-
-func (ir *imageReader) Get(key []byte) ([]byte, error) {
-	i := ir.sub(key)
-	if i < 0 {
-		return ir.r.Get(key)
-	}
-	var out []byte
-	err := ir.scan(context.Background(), i, key, func(k, v []byte) error {
-		if len(k) == len(key) {
-			out = append([]byte{}, v...)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return nil, kv.ErrNotFound
-	}
-	return out, nil
-}
-
-func (ir *imageReader) Scan(ctx context.Context, prefix []byte, fn func(k, v []byte) error) error {
-	i := ir.sub(prefix)
-	if i < 0 {
-		return ir.r.Scan(ctx, prefix, fn)
-	}
-	return ir.scan(ctx, i, prefix, fn)
-}
-
-// ScanSize implements kv.Sizer for the imaged keyspaces (and fails for a
-// prefix outside them: the store cannot size a scan without it).
-func (ir *imageReader) ScanSize(ctx context.Context, prefix []byte) (records, valueBytes int, err error) {
-	i := ir.sub(prefix)
-	if i < 0 {
-		return 0, 0, fmt.Errorf("memor: %q is not in an index image", prefix)
-	}
-	err = ir.scan(ctx, i, prefix, func(_, v []byte) error {
-		records, valueBytes = records+1, valueBytes+len(v)
-		return nil
-	})
-	return records, valueBytes, err
-}
-
-// errImageScanned stops a scan of the chunks once past its prefix.
-var errImageScanned = errors.New("image scan past its prefix")
-
-// scan calls fn for each record of imaged keyspace i whose key has
-// prefix, in key order. A scan that reads every chunk checks the counts
-// in the head.
-func (ir *imageReader) scan(ctx context.Context, i int, prefix []byte, fn func(k, v []byte) error) error {
-	sub, cp := ir.subs[i], ir.chunks[i]
-	key := append(make([]byte, 0, len(sub)+64), sub...)
-	var chunks, records uint64
-	err := ir.r.Scan(ctx, cp, func(ck, cv []byte) error {
-		if len(ck) != len(cp)+4 || uint64(binary.BigEndian.Uint32(ck[len(cp):])) != chunks {
-			return fmt.Errorf("%w: chunk %d of %c out of place", errImageDamaged, chunks, sub[len(sub)-1])
-		}
-		chunks++
-		body := cv
-		for len(body) > 0 {
-			if records++; records&255 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			kn, w := binary.Uvarint(body)
-			if w <= 0 || uint64(len(body)-w) < kn {
-				return fmt.Errorf("%w: record %d of %c truncated", errImageDamaged, records-1, sub[len(sub)-1])
-			}
-			key = append(key[:len(sub)], body[w:w+int(kn)]...)
-			body = body[w+int(kn):]
-			vn, w := binary.Uvarint(body)
-			if w <= 0 || uint64(len(body)-w) < vn {
-				return fmt.Errorf("%w: record %d of %c truncated", errImageDamaged, records-1, sub[len(sub)-1])
-			}
-			v := body[w : w+int(vn) : w+int(vn)]
-			body = body[w+int(vn):]
-			if bytes.HasPrefix(key, prefix) {
-				if err := fn(key, v); err != nil {
-					return err
-				}
-			} else if bytes.Compare(key, prefix) > 0 {
-				return errImageScanned
-			}
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errImageScanned):
-		return nil
-	case err != nil:
-		return err
-	case chunks != ir.head.chunks[i] || records != ir.head.records[i]:
-		return fmt.Errorf("%w: %c holds %d chunks and %d records, its head says %d and %d",
-			errImageDamaged, sub[len(sub)-1], chunks, records, ir.head.chunks[i], ir.head.records[i])
-	}
-	return nil
 }
 
 // writeImage writes user's image from the store, unless the user has one
@@ -402,56 +271,28 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 	}
 	subs := kv.ImagedSubs()
 	h := imageHead{chunks: make([]uint64, len(subs)), records: make([]uint64, len(subs))}
-	buf := make([]byte, 0, imageChunkBytes+4<<10)
 	for i, sub := range subs {
-		flush := func() error {
-			if len(buf) == 0 {
-				return nil
-			}
-			err := b.Set(imageChunkKey(cp, sub, h.chunks[i]), buf)
-			h.chunks[i]++
-			buf = buf[:0]
-			return err
-		}
-		prefix := kv.UserKey(user, sub)
-		if imagedAsIndex(sub) {
-			// Built from the records and cut into chunks; the head
-			// counts its bytes.
-			img, err := e.idx.indexImage(ctx, snap, user, sub, m)
-			if err != nil {
-				return err
-			}
-			if b.Len()+len(img) > 3*e.tune.imageMaxBytes {
-				e.log.Debug("memor: a user's index image would be too large; its loads read the records", "user", user)
-				return nil
-			}
-			h.records[i] = uint64(len(img))
-			for len(img) > 0 {
-				n := min(len(img), imageChunkBytes)
-				buf = append(buf[:0], img[:n]...)
-				img = img[n:]
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		err := snap.Scan(ctx, prefix, func(k, v []byte) error {
-			buf = binary.AppendUvarint(buf, uint64(len(k)-len(prefix)))
-			buf = append(buf, k[len(prefix):]...)
-			buf = binary.AppendUvarint(buf, uint64(len(v)))
-			buf = append(buf, v...)
-			h.records[i]++
-			if len(buf) >= imageChunkBytes {
-				return flush()
-			}
+		img, err := e.idx.indexImage(ctx, snap, user, sub, m)
+		if errors.Is(err, errDocsNotHeld) {
+			e.log.Debug("memor: a user's document map has a record it would not hold; its loads read the records", "user", user, "err", err)
 			return nil
-		})
+		}
 		if err != nil {
 			return err
 		}
-		if err := flush(); err != nil {
-			return err
+		if b.Len()+len(img) > 3*e.tune.imageMaxBytes {
+			e.log.Debug("memor: a user's index image would be too large; its loads read the records", "user", user)
+			return nil
+		}
+		// Cut into chunks; the head counts its bytes.
+		h.records[i] = uint64(len(img))
+		for len(img) > 0 {
+			n := min(len(img), imageChunkBytes)
+			if err := b.Set(imageChunkKey(cp, sub, h.chunks[i]), img[:n]); err != nil {
+				return err
+			}
+			h.chunks[i]++
+			img = img[n:]
 		}
 	}
 	if err := b.Set(kv.ImageHead(user), appendImageHead(nil, &h)); err != nil {

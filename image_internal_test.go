@@ -3,19 +3,18 @@ package memor
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/memor-db/memor/index/temporal"
 	"github.com/memor-db/memor/internal/corpus"
 	"github.com/memor-db/memor/internal/syncbuf"
 	"github.com/memor-db/memor/kv"
@@ -233,38 +232,49 @@ func TestIndexImageLifecycle(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// Every prefix the loaders read (hnsw reads its meta, vectors and
-	// links apart), and a key's Get, as the store serves them.
-	var prefixes [][]byte
+	// Every part is whole, and the document map's holds every record of
+	// the store's, as a load from the records holds it.
 	for _, sub := range kv.ImagedSubs() {
-		p := kv.UserKey("u", sub)
-		prefixes = append(prefixes, p, append(bytes.Clone(p), 'v'), append(bytes.Clone(p), 'l'), append(bytes.Clone(p), 'm'))
+		if _, err := img.blob(ctx, sub); err != nil {
+			t.Fatalf("%c: %v", byte(sub), err)
+		}
+	}
+	tb, err := img.blob(ctx, kv.SubTemporal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := temporal.LoadImage(tb, kv.UserKey("u", kv.SubTemporal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := img.blob(ctx, kv.SubDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromImage := e.idx.newUserIndex(nil, nil, nil, nil)
+	if err := loadDocImage(db, e.db, "u", fromImage, tmp); err != nil {
+		t.Fatal(err)
 	}
 	records := 0
-	for _, p := range prefixes {
-		var fromImage, fromStore [][2]string
-		if err := img.Scan(ctx, p, func(k, v []byte) error { fromImage = append(fromImage, [2]string{string(k), string(v)}); return nil }); err != nil {
-			t.Fatal(err)
+	docs := kv.UserKey("u", kv.SubDoc)
+	if err := e.db.Scan(ctx, docs, func(k, v []byte) error {
+		doc := kv.NewDecoder(k[len(docs):]).Uint32()
+		if got, ok := fromImage.docValue(doc); !ok || !bytes.Equal(got, v) {
+			return fmt.Errorf("document %d: the image holds %x (%v), the store %x", doc, got, ok, v)
 		}
-		if err := e.db.Scan(ctx, p, func(k, v []byte) error { fromStore = append(fromStore, [2]string{string(k), string(v)}); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(fromImage, fromStore) {
-			t.Errorf("prefix %q: the image serves %d records, the store %d, or they differ", p, len(fromImage), len(fromStore))
-		}
-		records += len(fromStore)
-		for _, rec := range fromStore {
-			if got, err := img.Get([]byte(rec[0])); err != nil || string(got) != rec[1] {
-				t.Errorf("Get %q: %q %v, want %q", rec[0], got, err, rec[1])
-				break
-			}
+		records++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, at := range fromImage.docAt {
+		if at != 0 {
+			held++
 		}
 	}
-	if records < 300*4 {
-		t.Fatalf("the loaders' prefixes hold %d records", records)
-	}
-	if _, err := img.Get(append(kv.UserKey("u", kv.SubBM25), 0xff)); !errors.Is(err, kv.ErrNotFound) {
-		t.Errorf("Get of a key the image lacks: %v, want kv.ErrNotFound", err)
+	if records < 300 || held != records {
+		t.Fatalf("the image holds %d documents, the store %d", held, records)
 	}
 	if got := answers(t, e, "u", "thing 7"); got != want {
 		t.Fatalf("from the image:\n%s\nwant\n%s", got, want)
@@ -333,23 +343,11 @@ func TestIndexImageDamaged(t *testing.T) {
 					g[i] = 0xff
 				}
 				err = b.Set(chunk, g)
-			case imagedAsIndex(c.sub):
+			default:
 				// The index's image, its length right, of a version its
 				// LoadImage does not know.
 				g := bytes.Clone(v)
 				g[0] ^= 0xff
-				err = b.Set(chunk, g)
-			default:
-				// Well-formed as a chunk, its counts right, but the first
-				// record's value is not a document map value: the loader
-				// refuses what the image serves.
-				kn, w := binary.Uvarint(v)
-				at := w + int(kn)
-				vn, w := binary.Uvarint(v[at:])
-				g := bytes.Clone(v)
-				for i := at + w; i < at+w+int(vn); i++ {
-					g[i] = 0xff
-				}
 				err = b.Set(chunk, g)
 			}
 			if err != nil || b.Commit() != nil {
@@ -374,12 +372,7 @@ func TestIndexImageDamaged(t *testing.T) {
 				t.Fatalf("no image written anew: %v", err)
 			}
 			for _, sub := range kv.ImagedSubs() {
-				if imagedAsIndex(sub) {
-					_, err = img.blob(ctx, sub)
-				} else {
-					err = img.Scan(ctx, kv.UserKey("u", sub), func(k, v []byte) error { return nil })
-				}
-				if err != nil {
+				if _, err = img.blob(ctx, sub); err != nil {
 					t.Fatalf("the image written anew, %c: %v", byte(sub), err)
 				}
 			}
@@ -451,7 +444,7 @@ func TestIndexImageByBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		cr := &countingReader{Reader: e.db}
-		if _, err := e.idx.loadFrom(ctx, e.db, cr, user, m); err != nil {
+		if _, err := e.idx.loadFrom(ctx, e.db, cr, nil, user, m); err != nil {
 			t.Fatal(err)
 		}
 		weights[user] = cr.n.Load()

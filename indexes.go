@@ -457,7 +457,7 @@ func (s *indexSet) loadWith(ctx context.Context, r kv.Reader, user string, m use
 			temporal.New(kv.UserKey(user, kv.SubTemporal)), graph.New(kv.UserKey(user, kv.SubGraph))), nil
 	}
 	if m.Doc < uint32(s.e.tune.imageMinDocs) || s.e.images == nil {
-		return s.loadFrom(ctx, r, r, user, m)
+		return s.loadFrom(ctx, r, r, nil, user, m)
 	}
 	// A user with an image is read from it (see image.go); one without
 	// is read from its records, and its image written after if that load
@@ -465,7 +465,7 @@ func (s *indexSet) loadWith(ctx context.Context, r kv.Reader, user string, m use
 	img, err := openImage(r, user)
 	if err == nil && img != nil {
 		var ui *userIndex
-		if ui, err = s.loadFrom(ctx, r, img, user, m); err == nil {
+		if ui, err = s.loadFrom(ctx, r, r, img, user, m); err == nil {
 			s.imageLoads.Add(1)
 			return ui, nil
 		}
@@ -488,7 +488,7 @@ func (s *indexSet) loadWith(ctx context.Context, r kv.Reader, user string, m use
 		s.e.log.Warn("memor: a user's index image is damaged; its indexes are loaded from the records", "user", user, "err", err)
 	}
 	cr := &countingReader{Reader: r}
-	ui, err := s.loadFrom(ctx, r, cr, user, m)
+	ui, err := s.loadFrom(ctx, r, cr, nil, user, m)
 	read := cr.n.Load()
 	if err == nil && m.Doc <= imageMaxDocs && read <= int64(s.e.tune.imageMaxBytes) && (damaged || read >= int64(s.e.tune.imageMinBytes)) {
 		s.e.images.request(user, damaged)
@@ -523,8 +523,9 @@ func (c *countingReader) Scan(ctx context.Context, prefix []byte, fn func(k, v [
 	return err
 }
 
-// loadFrom is load from src: r itself or an image read through r.
-func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, m userMeta) (*userIndex, error) {
+// loadFrom is load from the image img if not nil, else from the records
+// through src (r itself, or r counted).
+func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, img *imageReader, user string, m userMeta) (*userIndex, error) {
 	var (
 		bm  *bm25.Index
 		vec *hnsw.Index
@@ -536,14 +537,16 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 	)
 	// Every document up to the counter is in the map, and most are
 	// versions of distinct facts: sized once, not grown as they come.
-	ui.docAt = make([]uint32, 0, int(m.Doc)+1)
+	if img == nil { // (an image holds the document map's arena whole)
+		ui.docAt = make([]uint32, 0, int(m.Doc)+1)
+	}
 	ui.versionsOf = make(map[[idLen]byte]*factDocs, m.Doc)
 	// The parts read disjoint key ranges and build disjoint structures,
 	// so they run at once; the document map needs the temporal index
 	// (which versions are active) and follows it. The first part's error
 	// in this order is the load's, whichever finished first.
 	_, atOnce := r.(*kv.DB)
-	img, fromImage := src.(*imageReader)
+	fromImage := img != nil
 	err := s.loadParts(atOnce && (m.Doc >= loadAtOnceDocs || fromImage), user,
 		func() (err error) {
 			bo := s.bmO
@@ -591,7 +594,12 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, user string, 
 				if tmp, err = temporal.LoadImage(b, kv.UserKey(user, kv.SubTemporal)); err != nil {
 					return err
 				}
-			} else if tmp, err = temporal.Load(ctx, src, kv.UserKey(user, kv.SubTemporal)); err != nil {
+				if b, err = img.blob(ctx, kv.SubDoc); err != nil {
+					return err
+				}
+				return loadDocImage(b, r, user, ui, tmp)
+			}
+			if tmp, err = temporal.Load(ctx, src, kv.UserKey(user, kv.SubTemporal)); err != nil {
 				return err
 			}
 			return loadDocs(ctx, src, user, ui, tmp)
@@ -664,66 +672,78 @@ func (s *indexSet) loadParts(atOnce bool, user string, parts ...func() error) er
 	return nil
 }
 
-// loadDocs reads user's document map into ui (before its indexes are
-// set), with the versions that tmp holds as active.
+// loadDocs reads user's document map into ui from its records (before
+// its indexes are set), with the versions that tmp holds as active.
 func loadDocs(ctx context.Context, r kv.Reader, user string, ui *userIndex, tmp *temporal.Index) error {
 	// No one else sees ui before the load returns: its lock is held once,
 	// not per document, and so is tmp's (Reading).
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
 	return tmp.Reading(func(active func(uint32) bool) error {
-		return loadDocsLocked(ctx, r, user, ui, active)
+		docs := kv.UserKey(user, kv.SubDoc)
+		dl := docLoad{r: r, user: user, ui: ui, active: active}
+		return r.Scan(ctx, docs, func(k, v []byte) error {
+			doc := kv.NewDecoder(k[len(docs):]).Uint32()
+			if len(v) < 9 {
+				return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
+			}
+			ui.setDocLocked(doc, v)
+			return dl.add(doc, v)
+		})
 	})
 }
 
-// loadDocsLocked is loadDocs with the locks held; active reports whether
-// tmp holds a version.
-func loadDocsLocked(ctx context.Context, r kv.Reader, user string, ui *userIndex, active func(uint32) bool) error {
-	docs := kv.UserKey(user, kv.SubDoc)
-	// The subject and the context are decoded into buffers reused across
-	// documents (see addFact), and an episode's facts are looked up once
-	// for a run of its documents (a batch's are consecutive).
-	var subj, ctxKey []byte
-	var run *episodeFacts
-	return r.Scan(ctx, docs, func(k, v []byte) error {
-		doc := kv.NewDecoder(k[len(docs):]).Uint32()
-		if len(v) < 9 {
-			return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
-		}
-		ui.setDocLocked(doc, v)
-		seq := kv.NewDecoder(v[1:9]).Uint64()
-		switch v[0] {
-		case docVersion:
-			if active(doc) && len(v) >= 9+idLen+8 {
-				d := kv.NewDecoder(v[9:])
-				subj = d.AppendBytes(subj[:0])
-				ctxKey = d.AppendBytes(ctxKey[:0]) // the predicate, not kept
-				ctxKey = d.AppendBytes(ctxKey[:0])
-				id := [idLen]byte(v[len(v)-8-idLen : len(v)-8])
-				if run == nil || run.seq != seq {
-					run = ui.episodeFactsLocked(seq)
-				}
-				addFact(ui, run, id, subj, ctxKey, doc)
+// docLoad builds, document by document, what a userIndex derives from its
+// document map (the episodes, what each produced, the fact versions),
+// with ui.mu held and active reporting whether the interval index holds a
+// version. The subject and the context are decoded into buffers reused
+// across documents (see addFact), and an episode's facts are looked up
+// once for a run of its documents (a batch's are consecutive). r reads
+// the episodes whose values hold no times (written before format 12).
+type docLoad struct {
+	r            kv.Reader
+	user         string
+	ui           *userIndex
+	active       func(uint32) bool
+	subj, ctxKey []byte
+	run          *episodeFacts
+}
+
+// add derives what document doc's map value v (at least 9 bytes) says.
+func (dl *docLoad) add(doc uint32, v []byte) error {
+	ui := dl.ui
+	seq := kv.NewDecoder(v[1:9]).Uint64()
+	switch v[0] {
+	case docVersion:
+		if dl.active(doc) && len(v) >= 9+idLen+8 {
+			d := kv.NewDecoder(v[9:])
+			dl.subj = d.AppendBytes(dl.subj[:0])
+			dl.ctxKey = d.AppendBytes(dl.ctxKey[:0]) // the predicate, not kept
+			dl.ctxKey = d.AppendBytes(dl.ctxKey[:0])
+			id := [idLen]byte(v[len(v)-8-idLen : len(v)-8])
+			if dl.run == nil || dl.run.seq != seq {
+				dl.run = ui.episodeFactsLocked(seq)
 			}
-		case docEpisode:
-			d := &episodeDoc{seq: seq}
-			timed, err := decodeEpisodeFlags(d, v)
+			addFact(ui, dl.run, id, dl.subj, dl.ctxKey, doc)
+		}
+	case docEpisode:
+		d := &episodeDoc{seq: seq}
+		timed, err := decodeEpisodeFlags(d, v)
+		if err != nil {
+			return err
+		}
+		if !timed {
+			ep, err := getEpisode(dl.r, dl.user, seq)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: episode %d of document %d: %v", ErrCorrupt, seq, doc, err)
 			}
-			if !timed {
-				ep, err := getEpisode(r, user, seq)
-				if err != nil {
-					return fmt.Errorf("%w: episode %d of document %d: %v", ErrCorrupt, seq, doc, err)
-				}
-				d.at, d.rec = nanos(ep.At), nanos(ep.RecordedAt)
-			}
-			ui.episodes[doc] = d
-		default:
-			return fmt.Errorf("%w: document %d of kind %#x", ErrCorrupt, doc, v[0])
+			d.at, d.rec = nanos(ep.At), nanos(ep.RecordedAt)
 		}
-		return nil
-	})
+		ui.episodes[doc] = d
+	default:
+		return fmt.Errorf("%w: document %d of kind %#x", ErrCorrupt, doc, v[0])
+	}
+	return nil
 }
 
 func (s *indexSet) newUserIndex(bm *bm25.Index, vec *hnsw.Index, tmp *temporal.Index, g *graph.Graph) *userIndex {

@@ -207,7 +207,7 @@ func TestLoadReadsNoEpisodes(t *testing.T) {
 	load := func() (*userIndex, int) {
 		t.Helper()
 		r := &getCounter{Reader: e.db, prefix: kv.UserKey("u", kv.SubEpisode)}
-		ui, err := e.idx.loadFrom(ctx, e.db, r, "u", m)
+		ui, err := e.idx.loadFrom(ctx, e.db, r, nil, "u", m)
 		if err != nil {
 			t.Fatal(err)
 		}

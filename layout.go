@@ -135,25 +135,22 @@ package memor
 // same batch, so that the repeat of an Add finds it before the episode is
 // applied. Like 'e', Rebuild keeps it.
 //
-// 'p' is the user's index image (image.go): a copy of what is under
-// 'd' 'b' 'n' 't' 'g' (kv.ImagedSubs), which a load reads instead of it.
-// A chunk of 'd' holds records in key order, each uvarint(len(suffix))
-// suffix uvarint(len(value)) value, where suffix is the key after
-// 'u' esc(user) 'd'; a record never spans two chunks. The chunks of
-// 'b' 'n' 't' 'g' hold, cut at 256 KB, the index's own image, built from
-// its records: BM25's (index/bm25/image.go: documents' lengths,
-// dictionary, postings by term), the vectors' (index/hnsw/image.go), the
-// intervals' (index/temporal/image.go) and the graph's (graph/image.go);
-// a user without a vector index has no 'n' chunk. The chunks of a sub
-// are numbered from 0. The head is imageVersion (5) then, for each
-// imaged sub in kv.ImagedSubs order, uvarint(chunks) uvarint(records) —
-// for a sub imaged as its index, the image's bytes. Every write
+// 'p' is the user's index image (image.go): what is under 'd' 'b' 'n'
+// 't' 'g' (kv.ImagedSubs), which a load reads instead of it, each as its
+// index's own image built from its records, cut into chunks of 256 KB:
+// the document map's (docimage.go: its arena as a userIndex holds it),
+// BM25's (index/bm25/image.go: documents' lengths, dictionary, postings
+// by term), the vectors' (index/hnsw/image.go), the intervals'
+// (index/temporal/image.go) and the graph's (graph/image.go); a user
+// without a vector index has no 'n' chunk. The chunks of a sub are
+// numbered from 0. The head is imageVersion (6) then, for each imaged sub
+// in kv.ImagedSubs order, uvarint(chunks) uvarint(bytes). Every write
 // under an imaged sub deletes the head in its batch (kv.Batch), so a head
-// present means the chunks copy the records as they are; chunks without a
-// head are left over, and replaced when an image is next written. A head
-// of 0x00 then u64(n) is a claim, not an image: the writer building the
-// image from a snapshot commits it only if its claim is still the head
-// (no write came between); a load finds no image there.
+// present means the chunks were built from the records as they are;
+// chunks without a head are left over, and replaced when an image is next
+// written. A head of 0x00 then u64(n) is a claim, not an image: the
+// writer building the image from a snapshot commits it only if its claim
+// is still the head (no write came between); a load finds no image there.
 //
 // Everything under 'c' 'i' 'v' 'h' 'a' 'd' 'r' 's' 'b' 'n' 't' 'g' 'p' is
 // derived from 'e' and 'j' (derivedSubs in admin.go): Rebuild deletes it

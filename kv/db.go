@@ -73,7 +73,14 @@ import (
 //	   image.go), under an image head of version 5. Nothing to migrate: a head of
 //	   another version is refused as outdated, and the next load
 //	   replaces the image.
-const FormatVersion uint32 = 13
+//	14: an image holds the document map as its in-memory arena too
+//	   (docimage.go in the root package), under an image head of version
+//	   6; a head may also be a claim (0x00 then a number) set while the
+//	   image is built, which an older build would refuse as outdated
+//	   (harmless) but which an older build's writes delete like a head.
+//	   Nothing to migrate: a head of another version is refused as
+//	   outdated, and the next load replaces the image.
+const FormatVersion uint32 = 14
 
 // Errors returned by this package; match them with errors.Is.
 var (
