@@ -243,12 +243,12 @@ func (ir *imageReader) blob(ctx context.Context, sub kv.Sub) ([]byte, error) {
 // The image is built outside the user's lock, from a snapshot, so that
 // the user's writes and loads do not wait for it (3 to 19 ms for a
 // 1,000-fact user, while a write of the user waited). Under the lock it
-// sets the head to a claim (see imageClaim) and takes the snapshot;
+// sets the head to a claim (claimImage) and takes the snapshot;
 // every write under an imaged keyspace, a Forget or an eviction deletes
 // the head in its batch (see kv/image.go), so if the claim is still the
 // head when the image is built, under the lock again, no write came
-// between the snapshot and now, and the image copies what the store
-// holds. Otherwise it is dropped: the next load asks again. The commit
+// between the snapshot and now, and the image was built from what the
+// store holds. Otherwise it is dropped: the next load asks again. The commit
 // is not synced: an image lost to a crash costs a load from the records,
 // and a later write's deletion of its head is after it in the log.
 func (e *Engine) writeImage(ctx context.Context, user string, replace bool) error {

@@ -2,9 +2,9 @@ package kv
 
 import "bytes"
 
-// A user's index image (the root package's image.go) is a copy, at one
-// moment, of the records under the user's imaged keyspaces, kept under
-// SubImage so that a load reads a few large values instead of every
+// A user's index image (the root package's image.go) is built, at one
+// moment, from the records under the user's imaged keyspaces, and kept
+// under SubImage so that a load reads a few large values instead of every
 // record. It is valid only while those records are unchanged. This package
 // keeps it so by construction: every write under an imaged keyspace
 // through a Batch (Set, Delete, DeleteRange) also deletes the user's image
