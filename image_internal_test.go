@@ -176,18 +176,15 @@ func TestIndexImageMatchesRecords(t *testing.T) {
 
 // TestIndexImageLifecycle: a user's first load after a reopen reads its
 // records and has its image written in the background (by Close at the
-// latest); the next reads it, serving every record the loaders ask for
-// as the store does; a write deletes the image in its own commit.
+// latest); the next reads it, whose parts are whole and whose document
+// map holds every record the store holds; a write deletes the image in
+// its own commit.
 func TestIndexImageLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
 	e := openImaging(t, dir, true, 32, nil)
-	var fs []FactInput
-	for i := range 300 {
-		fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/30), Predicate: "likes",
-			Object: fmt.Sprintf("thing %d", i), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
-	}
+	fs := entityFacts(300)
 	if _, err := e.AssertBatch(ctx, "u", fs); err != nil {
 		t.Fatal(err)
 	}
@@ -383,6 +380,16 @@ func TestIndexImageDamaged(t *testing.T) {
 	}
 }
 
+// entityFacts is n facts about entities of 30 facts each, a minute apart.
+func entityFacts(n int) []FactInput {
+	var fs []FactInput
+	for i := range n {
+		fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/30), Predicate: "likes",
+			Object: fmt.Sprintf("thing %d", i), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+	}
+	return fs
+}
+
 // cutText returns at most n bytes of s, cut at a rune boundary.
 func cutText(s string, n int) string {
 	if len(s) <= n {
@@ -509,11 +516,7 @@ func TestIndexImageBuiltOutsideLock(t *testing.T) {
 	// Images off: no load asks for one, so only this test's calls write
 	// them.
 	e := openImaging(t, dir, false, 32, nil)
-	var fs []FactInput
-	for i := range 300 {
-		fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/30), Predicate: "likes",
-			Object: fmt.Sprintf("thing %d", i), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
-	}
+	fs := entityFacts(300)
 	for _, u := range []string{"u", "gone"} {
 		if _, err := e.AssertBatch(ctx, u, fs); err != nil {
 			t.Fatal(err)

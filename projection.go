@@ -43,8 +43,8 @@ func (e *Engine) DumpUser(ctx context.Context, user string, fn func(k, v []byte)
 			return err
 		}
 		seq = m.Seq
-		// Without the index image ('p'): a copy of records the dump
-		// holds anyway, which the restoring store writes anew.
+		// Without the index image ('p'): built from records the dump
+		// holds anyway, which the restoring store builds anew.
 		img := kv.UserKey(user, kv.SubImage)
 		return s.Scan(ctx, kv.UserRoot(user), func(k, v []byte) error {
 			if bytes.HasPrefix(k, img) {
