@@ -3,6 +3,7 @@ package cli_test
 import (
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,6 +169,39 @@ func TestServeWarmsIndexes(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "Oslo") {
 		t.Fatalf("query of a warmed user: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestServeWarmsImported: a store filled by `memor import` (a one-shot
+// command, which does not warm) is served by `memor serve` with the
+// imported users' indexes loaded before any query, as the README says.
+func TestServeWarmsImported(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t)
+	users := []string{"alice", "bob"}
+	for _, u := range users {
+		a.ok("add", "I live in Oslo and I work at Acme.", "--user", u)
+		a.ok("add", "My sister Maya works at Door Dash.", "--user", u)
+	}
+	file := filepath.Join(t.TempDir(), "dump.jsonl")
+	a.ok("export", "--all", "-o", file)
+	b := newEnv(t)
+	b.ok("import", file)
+	base, stop := serve(t, b, "--addr", "127.0.0.1:0")
+	defer stop(syscall.SIGTERM)
+	var fams map[string]*dto.MetricFamily
+	for range 200 {
+		_, fams = scrapeMetrics(t, base, "")
+		if fams["memor_index_cache_warming"] != nil && sample(fams, "memor_index_cache_warming", nil) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := sample(fams, "memor_index_cache_warmed_users_total", nil); got != float64(len(users)) {
+		t.Fatalf("memor_index_cache_warmed_users_total %v after an import, want %d", got, len(users))
+	}
+	if got := sample(fams, "memor_index_cache_users", nil); got != float64(len(users)) {
+		t.Fatalf("memor_index_cache_users %v before any query, want %d", got, len(users))
 	}
 }
 
