@@ -14,6 +14,7 @@ import (
 
 	"github.com/memor-db/memor/index/temporal"
 	"github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/internal/imagetest"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -136,40 +137,24 @@ func TestDocImageMatchesRecords(t *testing.T) {
 func TestLoadDocImageDamaged(t *testing.T) {
 	t.Parallel()
 	e, b, tmp := docImageUser(t)
-	for n := range len(b) {
+	load := func(b []byte) (*userIndex, error) {
 		ui := e.idx.newUserIndex(nil, nil, nil, nil)
-		if err := loadDocImage(bytes.Clone(b[:n]), e.db, "u", ui, tmp); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("cut at %d of %d: %v, want ErrCorrupt", n, len(b), err)
-		}
+		return ui, loadDocImage(b, e.db, "u", ui, tmp)
 	}
-	r := rand.New(rand.NewPCG(3, 4))
-	loaded := 0
-	for range 3000 {
-		g := bytes.Clone(b)
-		for range 1 + r.IntN(4) {
-			g[r.IntN(len(g))] = byte(r.UintN(256))
-		}
-		if exerciseDocImage(e, g, tmp) == nil {
-			loaded++
-		}
+	imagetest.Cuts(t, b, ErrCorrupt, load)
+	refused := imagetest.Damage(t, rand.New(rand.NewPCG(3, 4)), b, 3000, ErrCorrupt, load, func(ui *userIndex) { readDocs(ui, tmp) })
+	t.Logf("%d of 3000 damaged images refused (a changed byte of a value's text is a valid image)", refused)
+	if refused < 300 {
+		t.Fatalf("only %d of 3000 damaged images refused", refused)
 	}
-	t.Logf("%d of 3000 damaged images loaded (a changed byte of a value's text is a valid image)", loaded)
 }
 
-// exerciseDocImage loads b and reads every document it holds.
-func exerciseDocImage(e *Engine, b []byte, tmp *temporal.Index) error {
-	ui := e.idx.newUserIndex(nil, nil, nil, nil)
-	if err := loadDocImage(b, e.db, "u", ui, tmp); err != nil {
-		if !errors.Is(err, ErrCorrupt) {
-			return fmt.Errorf("not ErrCorrupt: %w", err)
-		}
-		return err
-	}
+// readDocs reads every document ui holds, and which episodes are visible.
+func readDocs(ui *userIndex, tmp *temporal.Index) {
 	for doc := range ui.docAt {
 		ui.docValue(uint32(doc))
 	}
 	ui.visibleEpisodes(1<<62, 1<<62, tmp.Current(time.Now()))
-	return nil
 }
 
 // FuzzLoadDocImage: whatever the bytes, loadDocImage refuses them with
@@ -179,8 +164,13 @@ func FuzzLoadDocImage(f *testing.F) {
 	f.Add(b)
 	f.Add(b[:docImageHead])
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if err := exerciseDocImage(e, b, tmp); err != nil && !errors.Is(err, ErrCorrupt) {
-			t.Fatal(err)
+		ui := e.idx.newUserIndex(nil, nil, nil, nil)
+		if err := loadDocImage(b, e.db, "u", ui, tmp); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatal(err)
+			}
+			return
 		}
+		readDocs(ui, tmp)
 	})
 }

@@ -147,20 +147,7 @@ func TestServeWarmsIndexes(t *testing.T) {
 
 	base, stop = serve(t, e, "--addr", "127.0.0.1:0")
 	defer stop(syscall.SIGTERM)
-	var fams map[string]*dto.MetricFamily
-	for range 200 {
-		_, fams = scrapeMetrics(t, base, "")
-		if fams["memor_index_cache_warming"] != nil && sample(fams, "memor_index_cache_warming", nil) == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := sample(fams, "memor_index_cache_warmed_users_total", nil); got != float64(len(users)) {
-		t.Fatalf("memor_index_cache_warmed_users_total %v after a restart, want %d", got, len(users))
-	}
-	if got := sample(fams, "memor_index_cache_users", nil); got != float64(len(users)) {
-		t.Fatalf("memor_index_cache_users %v before any query, want %d", got, len(users))
-	}
+	wantWarmed(t, base, len(users))
 	resp, err := http.Get(base + "/v1/users/carol/query?q=where+do+I+live")
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +176,13 @@ func TestServeWarmsImported(t *testing.T) {
 	b.ok("import", file)
 	base, stop := serve(t, b, "--addr", "127.0.0.1:0")
 	defer stop(syscall.SIGTERM)
+	wantWarmed(t, base, len(users))
+}
+
+// wantWarmed waits for the server at base to finish warming its index
+// cache and checks, before any query, that it warmed and holds n users.
+func wantWarmed(t *testing.T, base string, n int) {
+	t.Helper()
 	var fams map[string]*dto.MetricFamily
 	for range 200 {
 		_, fams = scrapeMetrics(t, base, "")
@@ -197,11 +191,11 @@ func TestServeWarmsImported(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := sample(fams, "memor_index_cache_warmed_users_total", nil); got != float64(len(users)) {
-		t.Fatalf("memor_index_cache_warmed_users_total %v after an import, want %d", got, len(users))
+	if got := sample(fams, "memor_index_cache_warmed_users_total", nil); got != float64(n) {
+		t.Fatalf("memor_index_cache_warmed_users_total %v, want %d", got, n)
 	}
-	if got := sample(fams, "memor_index_cache_users", nil); got != float64(len(users)) {
-		t.Fatalf("memor_index_cache_users %v before any query, want %d", got, len(users))
+	if got := sample(fams, "memor_index_cache_users", nil); got != float64(n) {
+		t.Fatalf("memor_index_cache_users %v before any query, want %d", got, n)
 	}
 }
 

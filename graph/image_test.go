@@ -16,6 +16,7 @@ import (
 
 	realtext "github.com/memor-db/memor/internal/corpus"
 	"github.com/memor-db/memor/internal/golden"
+	"github.com/memor-db/memor/internal/imagetest"
 	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv/kvtest"
 )
@@ -397,30 +398,13 @@ func serves(t testing.TB, g *Graph) error {
 // different name, noticed by Check against the records).
 func TestLoadImageDamaged(t *testing.T) {
 	img := damagedImage(t, 120)
-	for n := range len(img) {
-		if _, err := LoadImage(img[:n], []byte("p")); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("image cut at %d of %d: %v", n, len(img), err)
-		}
-	}
-	r := rand.New(rand.NewPCG(8, 9))
-	refused := 0
-	for range 3000 {
-		bad := bytes.Clone(img)
-		for range 1 + r.IntN(3) {
-			bad[r.IntN(len(bad))] ^= byte(1 + r.IntN(255))
-		}
-		g, err := LoadImage(bad, []byte("p"))
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("damaged image: %v, not ErrCorrupt", err)
-			}
-			refused++
-			continue
-		}
+	load := func(b []byte) (*Graph, error) { return LoadImage(b, []byte("p")) }
+	imagetest.Cuts(t, img, ErrCorrupt, load)
+	refused := imagetest.Damage(t, rand.New(rand.NewPCG(8, 9)), img, 3000, ErrCorrupt, load, func(g *Graph) {
 		if err := serves(t, g); err != nil {
 			t.Fatalf("the image of a graph a damaged image loaded: %v", err)
 		}
-	}
+	})
 	t.Logf("%d of 3000 damaged images refused (%d bytes)", refused, len(img))
 	if refused < 1000 {
 		t.Fatalf("only %d of 3000 damaged images refused", refused)

@@ -13,6 +13,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	realtext "github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/internal/imagetest"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -241,26 +242,9 @@ func TestLoadImageDamaged(t *testing.T) {
 	db := openStore(t)
 	prefix := kv.UserKey("damaged user", kv.SubBM25)
 	img := indexCorpus(t, db, prefix, corpusDocs()[:60]).AppendImage(nil)
-	for n := range len(img) {
-		if _, err := LoadImage(img[:n], prefix, Options{}); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("image cut at %d of %d: %v", n, len(img), err)
-		}
-	}
-	r := rand.New(rand.NewPCG(8, 9))
-	refused := 0
-	for range 3000 {
-		bad := bytes.Clone(img)
-		for range 1 + r.IntN(3) {
-			bad[r.IntN(len(bad))] ^= byte(1 + r.IntN(255))
-		}
-		ix, err := LoadImage(bad, prefix, Options{})
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("damaged image: %v, not ErrCorrupt", err)
-			}
-			refused++
-			continue
-		}
+	load := func(b []byte) (*Index, error) { return LoadImage(b, prefix, Options{}) }
+	imagetest.Cuts(t, img, ErrCorrupt, load)
+	refused := imagetest.Damage(t, rand.New(rand.NewPCG(8, 9)), img, 3000, ErrCorrupt, load, func(ix *Index) {
 		// A change that keeps the structure (a term's letters, a
 		// frequency moved between terms) loads an index that works.
 		if _, err := ix.Search(ctx, "the quick fox 東京", 10, nil); err != nil {
@@ -269,7 +253,7 @@ func TestLoadImageDamaged(t *testing.T) {
 		if err := ix.Add(discard{}, 1<<20, "a new document"); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
 	if refused < 1500 {
 		t.Fatalf("only %d of 3000 damaged images refused", refused)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/memor-db/memor/embed"
 	realtext "github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/internal/imagetest"
 	"github.com/memor-db/memor/kv/kvtest"
 )
 
@@ -495,32 +496,11 @@ func exercise(t *testing.T, ix *Index) {
 // another), loads an index that serves searches and writes.
 func TestLoadImageDamaged(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
+	load := func(b []byte) (*Index, error) { return LoadImage(b, []byte("p"), Options{}) }
 	for k, img := range smallImages(t) {
-		for n := range len(img) {
-			if _, err := LoadImage(img[:n], []byte("p"), Options{}); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("image %d cut at %d of %d: %v", k, n, len(img), err)
-			}
-		}
-		if _, err := LoadImage(append(slices.Clone(img), 0), []byte("p"), Options{}); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("image %d with a byte more: %v", k, err)
-		}
-		refused := 0
+		imagetest.Cuts(t, img, ErrCorrupt, load)
 		const tries = 3000
-		for range tries {
-			bad := slices.Clone(img)
-			for range 1 + r.IntN(3) {
-				bad[r.IntN(len(bad))] ^= byte(1 + r.IntN(255))
-			}
-			ix, err := LoadImage(bad, []byte("p"), Options{})
-			if err != nil {
-				if !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("damaged image: %v, not ErrCorrupt", err)
-				}
-				refused++
-				continue
-			}
-			exercise(t, ix)
-		}
+		refused := imagetest.Damage(t, r, img, tries, ErrCorrupt, load, func(ix *Index) { exercise(t, ix) })
 		t.Logf("image %d (%d bytes): %d of %d damaged images refused", k, len(img), refused, tries)
 	}
 	// Values that are not finite load and serve (Dot stores them).

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memor-db/memor/internal/imagetest"
 	"github.com/memor-db/memor/kv/kvtest"
 )
 
@@ -398,32 +399,11 @@ func exercise(t *testing.T, ix *Index) {
 // serves queries and writes (never a panic).
 func TestLoadImageDamaged(t *testing.T) {
 	img := damagedImage(t)
-	for n := range len(img) {
-		if _, err := LoadImage(img[:n], []byte("p")); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("image cut at %d of %d: %v", n, len(img), err)
-		}
-	}
-	if _, err := LoadImage(append(bytes.Clone(img), 0), []byte("p")); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("image with a byte more: %v", err)
-	}
+	load := func(b []byte) (*Index, error) { return LoadImage(b, []byte("p")) }
+	imagetest.Cuts(t, img, ErrCorrupt, load)
 	r := rand.New(rand.NewPCG(8, 9))
-	refused := 0
 	const tries = 3000
-	for range tries {
-		bad := bytes.Clone(img)
-		for range 1 + r.IntN(3) {
-			bad[r.IntN(len(bad))] ^= byte(1 + r.IntN(255))
-		}
-		ix, err := LoadImage(bad, []byte("p"))
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("damaged image: %v, not ErrCorrupt", err)
-			}
-			refused++
-			continue
-		}
-		exercise(t, ix)
-	}
+	refused := imagetest.Damage(t, r, img, tries, ErrCorrupt, load, func(ix *Index) { exercise(t, ix) })
 	// The last snapshot, which ends the image, changed alone: roaring's
 	// decoder meets the damage.
 	ix, err := LoadImage(img, []byte("p"))
