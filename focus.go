@@ -425,7 +425,7 @@ func (pt *pathTokens) wordsIn(s string) []string {
 	ts, held := pt.ui.tokensHeld(s)
 	if !held {
 		for _, w := range pt.list {
-			if held = bm25.MayContain(s, w); held {
+			if bm25.MayContain(s, w) {
 				ts = pt.ui.tokens(s)
 				break
 			}

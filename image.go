@@ -65,9 +65,9 @@ const (
 	// codes, where the records hold half precision), so a 200k-document
 	// user of dense vectors would make a batch of 400 MB.
 	defaultImageMaxBytes = 32 << 20
-	// imageChunkBytes is the size from which a chunk is cut (at a record's
-	// end): large enough that the chunks are few, small enough that none
-	// is a large part of a memtable.
+	// imageChunkBytes is the size of a chunk (the last of a part may be
+	// shorter): large enough that the chunks are few, small enough that
+	// none is a large part of a memtable.
 	imageChunkBytes = 256 << 10
 	// imageVersion is the first byte of a head (6: every keyspace imaged
 	// as its index, the document map too; 5: all but the document map;
@@ -90,23 +90,24 @@ var errImageDamaged = fmt.Errorf("%w: index image", ErrCorrupt)
 var errImageOutdated = fmt.Errorf("%w: of another version", errImageDamaged)
 
 // imageHead is what a head records of each imaged keyspace, in
-// kv.ImagedSubs order: how many chunks and records the image holds.
+// kv.ImagedSubs order: how many chunks and bytes its part of the image
+// holds.
 type imageHead struct {
-	chunks, records []uint64
+	chunks, bytes []uint64
 }
 
 func appendImageHead(dst []byte, h *imageHead) []byte {
 	dst = append(dst, imageVersion)
 	for i := range h.chunks {
 		dst = binary.AppendUvarint(dst, h.chunks[i])
-		dst = binary.AppendUvarint(dst, h.records[i])
+		dst = binary.AppendUvarint(dst, h.bytes[i])
 	}
 	return dst
 }
 
 func decodeImageHead(v []byte) (imageHead, error) {
 	n := len(kv.ImagedSubs())
-	h := imageHead{chunks: make([]uint64, n), records: make([]uint64, n)}
+	h := imageHead{chunks: make([]uint64, n), bytes: make([]uint64, n)}
 	if len(v) == 0 {
 		return h, fmt.Errorf("%w: empty head", errImageDamaged)
 	}
@@ -115,7 +116,7 @@ func decodeImageHead(v []byte) (imageHead, error) {
 	}
 	v = v[1:]
 	for i := range n {
-		for _, p := range []*uint64{&h.chunks[i], &h.records[i]} {
+		for _, p := range []*uint64{&h.chunks[i], &h.bytes[i]} {
 			x, w := binary.Uvarint(v)
 			if w <= 0 {
 				return h, fmt.Errorf("%w: head truncated", errImageDamaged)
@@ -221,7 +222,7 @@ func (ir *imageReader) blob(ctx context.Context, sub kv.Sub) ([]byte, error) {
 			return fmt.Errorf("%w: chunk %d of %c out of place", errImageDamaged, chunks, byte(sub))
 		}
 		if chunks++; out == nil {
-			out = make([]byte, 0, ir.head.records[i])
+			out = make([]byte, 0, ir.head.bytes[i])
 		}
 		out = append(out, cv...)
 		return nil
@@ -229,9 +230,9 @@ func (ir *imageReader) blob(ctx context.Context, sub kv.Sub) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if chunks != ir.head.chunks[i] || uint64(len(out)) != ir.head.records[i] {
+	if chunks != ir.head.chunks[i] || uint64(len(out)) != ir.head.bytes[i] {
 		return nil, fmt.Errorf("%w: %c holds %d chunks and %d bytes, its head says %d and %d",
-			errImageDamaged, byte(sub), chunks, len(out), ir.head.chunks[i], ir.head.records[i])
+			errImageDamaged, byte(sub), chunks, len(out), ir.head.chunks[i], ir.head.bytes[i])
 	}
 	return out, nil
 }
@@ -257,9 +258,11 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 		return err
 	}
 	defer snap.Close()
-	committed := false
+	// settled: the claim is no longer ours to release (the image
+	// committed over it, or a write deleted it).
+	settled := false
 	defer func() {
-		if !committed {
+		if !settled {
 			e.releaseImageClaim(user, claim)
 		}
 	}()
@@ -270,7 +273,7 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 		return err
 	}
 	subs := kv.ImagedSubs()
-	h := imageHead{chunks: make([]uint64, len(subs)), records: make([]uint64, len(subs))}
+	h := imageHead{chunks: make([]uint64, len(subs)), bytes: make([]uint64, len(subs))}
 	for i, sub := range subs {
 		img, err := e.idx.indexImage(ctx, snap, user, sub, m)
 		if errors.Is(err, errDocsNotHeld) {
@@ -285,7 +288,7 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 			return nil
 		}
 		// Cut into chunks; the head counts its bytes.
-		h.records[i] = uint64(len(img))
+		h.bytes[i] = uint64(len(img))
 		for len(img) > 0 {
 			n := min(len(img), imageChunkBytes)
 			if err := b.Set(imageChunkKey(cp, sub, h.chunks[i]), img[:n]); err != nil {
@@ -307,20 +310,20 @@ func (e *Engine) writeImage(ctx context.Context, user string, replace bool) erro
 		if err != nil && !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
-		committed = true // nothing of the claim is left to release
+		settled = true
 		e.log.Debug("memor: a user was written while its index image was built; the image is dropped", "user", user)
 		return nil
 	}
 	if err := b.CommitNoSync(); err != nil {
 		return err
 	}
-	committed = true
+	settled = true
 	return nil
 }
 
 // imageClaimVersion is the first byte of a head that claims the user's
-// image for a writer building it (imageClaim): a load finds no image
-// there, a writer none to keep.
+// image for a writer building it (see writeImage): a load finds no
+// image there, a writer none to keep.
 const imageClaimVersion = 0
 
 // claimImage decides, under user's lock, whether the user's image is to

@@ -145,12 +145,10 @@ type userIndex struct {
 }
 
 // tokens returns bm25.Tokenize(s) for a label or an entity name of a
-// graph path, from pathTok if an earlier query made it. Tokenize depends
-// on its argument only, so an entry is never stale.
+// graph path, and holds it in pathTok for the user's later queries (a
+// caller looks there first: tokensHeld). Tokenize depends on its
+// argument only, so an entry is never stale.
 func (ui *userIndex) tokens(s string) []string {
-	if ts, ok := ui.tokensHeld(s); ok {
-		return ts
-	}
 	ts := bm25.Tokenize(s)
 	ui.pathTokMu.Lock()
 	defer ui.pathTokMu.Unlock()
@@ -170,7 +168,8 @@ func (ui *userIndex) tokens(s string) []string {
 	return ts
 }
 
-// tokensHeld returns bm25.Tokenize(s) if an earlier query made it.
+// tokensHeld returns bm25.Tokenize(s) if an earlier query made it (see
+// tokens).
 func (ui *userIndex) tokensHeld(s string) ([]string, bool) {
 	ui.pathTokMu.RLock()
 	defer ui.pathTokMu.RUnlock()

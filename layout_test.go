@@ -121,7 +121,7 @@ func goldenRecords() []goldenRecord {
 		{"key-image-chunk", func() []byte { return imageChunkKey(kv.ImageChunks("alice"), kv.SubBM25, 3) }, nil},
 		{"image-claim", func() []byte { return kv.AppendUint64([]byte{imageClaimVersion}, 7) }, nil},
 		{"image-head", func() []byte {
-			return appendImageHead(nil, &imageHead{chunks: []uint64{1, 1, 2, 1, 0}, records: []uint64{12, 12, 13, 10, 0}})
+			return appendImageHead(nil, &imageHead{chunks: []uint64{1, 1, 2, 1, 0}, bytes: []uint64{12, 12, 13, 10, 0}})
 		}, func(b []byte) error {
 			// A head of an older image version (format 10's) is known as
 			// outdated: refused, and the image replaced.
