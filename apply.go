@@ -413,7 +413,8 @@ func (t *txn) indexEpisode(ep Episode, text string, hasClaims, more bool) error 
 	}
 	t.meta.Doc++
 	doc := t.meta.Doc
-	d := &episodeDoc{seq: ep.Seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: hasClaims, more: more, standsKnown: true}
+	d := &episodeDoc{seq: ep.Seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: hasClaims, more: more, standsKnown: true,
+		speaker: ep.Speaker, voiced: true}
 	slices.Sort(t.stands)
 	d.stands = slices.Clone(slices.Compact(t.stands))
 	if err := t.setDoc(doc, appendEpisodeDoc(nil, d)); err != nil {

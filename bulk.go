@@ -484,7 +484,7 @@ func (l *bulkLoad) episodeDoc() error {
 	l.meta.Doc++
 	doc := l.meta.Doc
 	d := &episodeDoc{seq: ep.Seq, at: nanos(ep.At), rec: nanos(ep.RecordedAt), hasClaims: l.claimed > 0,
-		more: l.e.preds.saysMore(l.text, l.ops), standsKnown: true}
+		more: l.e.preds.saysMore(l.text, l.ops), standsKnown: true, speaker: ep.Speaker, voiced: true}
 	slices.Sort(l.stands)
 	d.stands = slices.Clone(slices.Compact(l.stands))
 	l.sb = kv.AppendUint32(l.sb[:0], doc)

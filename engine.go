@@ -268,11 +268,15 @@ type tuning struct {
 	// most bytes a load from the records may read for the user's image
 	// to be written.
 	imageMinDocs, imageMinBytes, imageMaxBytes int
+	// readAtOnce is how long one of the episodes a query serves must take
+	// to read for the rest to be read at once (see readEpisodes).
+	readAtOnce time.Duration
 }
 
 func defaultTuning() tuning {
 	return tuning{appendPath: true, bulk: true, images: true, bulkMinOps: 256,
-		imageMinDocs: defaultImageMinDocs, imageMinBytes: defaultImageMinBytes, imageMaxBytes: defaultImageMaxBytes}
+		imageMinDocs: defaultImageMinDocs, imageMinBytes: defaultImageMinBytes, imageMaxBytes: defaultImageMaxBytes,
+		readAtOnce: defaultReadAtOnce}
 }
 
 // openTuned is Open with the write path's tuning.

@@ -301,6 +301,12 @@ func (f focus) admits(ui *userIndex, c *candidate) bool {
 	return false
 }
 
+// readsText reports whether admits may read an episode's text: for a
+// question about someone other than the user, an episode must name them.
+func (f focus) readsText() bool {
+	return f.about != nil && !f.about["user"]
+}
+
 // spokenBy reports whether someone in focus said ep (see Speaker): a
 // participant's own turn is about them as much as a turn naming them.
 func (f focus) spokenBy(ep *Episode) bool {

@@ -39,6 +39,13 @@ const (
 	// message each: most of a conversation's load). A value written
 	// before format 12 lacks them.
 	episodeTimed byte = 1 << 3
+	// episodeVoiced: the episode's speaker follows the times (its length
+	// and bytes; empty for the user's own turn), so that a query ranks an
+	// episode on what the document map holds and reads only the episodes
+	// it serves (Query's reads of long messages it then did not serve
+	// were most of a conversation's cold first query). A value written
+	// before format 15 lacks it.
+	episodeVoiced byte = 1 << 4
 )
 
 // appendEpisodeDoc appends an episode's document map value.
@@ -54,8 +61,10 @@ func appendEpisodeDoc(dst []byte, d *episodeDoc) []byte {
 	if d.standsKnown {
 		f |= episodeStandsKnown
 	}
-	dst = append(dst, f|episodeTimed)
+	dst = append(dst, f|episodeTimed|episodeVoiced)
 	dst = kv.AppendInt64(kv.AppendInt64(dst, d.at), d.rec)
+	dst = binary.AppendUvarint(dst, uint64(len(d.speaker)))
+	dst = append(dst, d.speaker...)
 	for _, id := range d.stands {
 		b, _ := hex.DecodeString(id)
 		dst = append(dst, b...)
@@ -64,13 +73,14 @@ func appendEpisodeDoc(dst []byte, d *episodeDoc) []byte {
 }
 
 // decodeEpisodeFlags fills in d's flags and stands from the document map
-// value v (at least 9 bytes), and its times if v holds them (timed).
+// value v (at least 9 bytes), its times if v holds them (timed) and its
+// speaker if v holds it (d.voiced).
 func decodeEpisodeFlags(d *episodeDoc, v []byte) (timed bool, err error) {
 	if len(v) < 10 {
 		return false, nil
 	}
 	f := v[9]
-	if f&^(episodeHasClaims|episodeSaysMore|episodeStandsKnown|episodeTimed) != 0 {
+	if f&^(episodeHasClaims|episodeSaysMore|episodeStandsKnown|episodeTimed|episodeVoiced) != 0 {
 		return false, fmt.Errorf("%w: episode %d: flags %#x", ErrCorrupt, d.seq, f)
 	}
 	d.hasClaims, d.more, d.standsKnown = f&episodeHasClaims != 0, f&episodeSaysMore != 0, f&episodeStandsKnown != 0
@@ -82,6 +92,16 @@ func decodeEpisodeFlags(d *episodeDoc, v []byte) (timed bool, err error) {
 		dec := kv.NewDecoder(rest[:16])
 		d.at, d.rec = dec.Int64(), dec.Int64()
 		rest = rest[16:]
+	}
+	if d.voiced = f&episodeVoiced != 0; d.voiced {
+		if !timed {
+			return false, fmt.Errorf("%w: episode %d: a speaker without times", ErrCorrupt, d.seq)
+		}
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)-w) {
+			return false, fmt.Errorf("%w: episode %d: speaker cut short", ErrCorrupt, d.seq)
+		}
+		d.speaker, rest = string(rest[w:w+int(n)]), rest[w+int(n):]
 	}
 	if len(rest)%idLen != 0 {
 		return false, fmt.Errorf("%w: episode %d: %d bytes of stands", ErrCorrupt, d.seq, len(rest))
@@ -266,6 +286,14 @@ func (ui *userIndex) docValue(doc uint32) ([]byte, bool) {
 	return b[w : w+int(n) : w+int(n)], true
 }
 
+// episodeDocOf returns what the document map holds of the episode
+// document doc names (nil if it names none).
+func (ui *userIndex) episodeDocOf(doc uint32) *episodeDoc {
+	ui.mu.RLock()
+	defer ui.mu.RUnlock()
+	return ui.episodes[doc]
+}
+
 type episodeDoc struct {
 	seq       uint64
 	at, rec   int64
@@ -276,6 +304,10 @@ type episodeDoc struct {
 	// were recorded (not a value written before they were).
 	stands      []string
 	standsKnown bool
+	// speaker is the episode's Speaker, if voiced: recorded (a value
+	// written before format 15 is not, and its episode is read for it).
+	speaker string
+	voiced  bool
 }
 
 // indexSet is the engine's indexer: per-user indexes behind a cache.

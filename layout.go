@@ -219,12 +219,14 @@ package memor
 //	    a fact version: its first episode, and its 'v' suffix plus rec, so
 //	    that the version is the live one if its RecordedAt is rec, else
 //	    the 'h' (or 'a') key with that suffix
-//	'e' seq:u64 flags:1 [at:i64 rec:i64] [n × id:16]
+//	'e' seq:u64 flags:1 [at:i64 rec:i64] [speaker:str] [n × id:16]
 //	    an episode's text: flags 1 it has claims, 2 it says more than its
 //	    claims, 4 the IDs that follow (the facts it stands on) are known,
 //	    8 the episode's At and RecordedAt follow (from format 12; a load
-//	    reads the episode for a value without them); a value written
-//	    before stands were recorded has flags 0 or 1
+//	    reads the episode for a value without them), 16 its Speaker
+//	    follows them, empty for the user's own turn (from format 15; a
+//	    query reads the episode of a value without it to rank it); a
+//	    value written before stands were recorded has flags 0 or 1
 //
 // Document IDs count up per user from 1 (userMeta.Doc); the index packages
 // know documents only by these numbers.

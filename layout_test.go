@@ -97,7 +97,7 @@ func goldenRecords() []goldenRecord {
 		{"decision-extended", func() []byte { return appendDecision(nil, &decExt) }, func(b []byte) error { _, err := decodeDecision(b); return err }},
 		{"doc-version", func() []byte { return versionDoc(nil, 7, suf, nanos(rec)) }, nil},
 		{"doc-episode", func() []byte {
-			return appendEpisodeDoc(nil, &episodeDoc{seq: 7, at: nanos(rec), rec: nanos(rec) + 5, hasClaims: true, more: true, standsKnown: true, stands: []string{idA, idB}})
+			return appendEpisodeDoc(nil, &episodeDoc{seq: 7, at: nanos(rec), rec: nanos(rec) + 5, hasClaims: true, more: true, standsKnown: true, stands: []string{idA, idB}, speaker: "Maya 東京", voiced: true})
 		}, func(b []byte) error { d := episodeDoc{seq: 7}; _, err := decodeEpisodeFlags(&d, b); return err }},
 		{"user-meta", func() []byte { return mustJSON(userMeta{Seq: 9, Applied: 8, Doc: 12, Log: 4, Txn: nanos(rec)}) }, nil},
 		{"episode-state", func() []byte { return mustJSON(epState{Error: "extract: model down", Failed: nanos(rec)}) }, nil},

@@ -22,6 +22,9 @@ type candidate struct {
 	rawVector float64
 	fact      *Fact
 	episode   *Episode
+	// shallow: episode holds only what the document map records of it
+	// (see qview.loadDoc), until readEpisodes reads it.
+	shallow bool
 }
 
 // candidateSet holds a query's candidates by document, each created the

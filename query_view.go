@@ -111,11 +111,25 @@ func (e *Engine) queryView(ctx context.Context, user string, validAt, knownAt, t
 // version being read. A version not visible at the view's instants in the
 // snapshot (a pending one) is errSkip, one the snapshot does not hold
 // kv.ErrNotFound.
-func (qv *qview) loadDoc(user string, c *candidate, keep func(subjKey string) bool) error {
+//
+// With shallow, an episode whose document map value holds its times and
+// speaker is not read: c.episode holds what ranking it needs (Seq, Kind,
+// At, RecordedAt, Speaker, User) and c.shallow is set; readEpisodes reads
+// the episodes then served. A query's candidates outnumber what it
+// serves, and each episode is a long message's read.
+func (qv *qview) loadDoc(user string, c *candidate, keep func(subjKey string) bool, shallow bool) error {
 	var v []byte
 	ok := false
 	if qv.pending == nil || !qv.pending.Contains(c.doc) {
 		v, ok = qv.ui.docValue(c.doc)
+		if ok && shallow && len(v) >= 9 && v[0] == docEpisode {
+			if d := qv.ui.episodeDocOf(c.doc); d != nil && d.voiced {
+				c.episode = &Episode{User: user, Seq: d.seq, Kind: EpisodeText,
+					At: fromNanos(d.at), RecordedAt: fromNanos(d.rec), Speaker: d.speaker}
+				c.shallow = true
+				return nil
+			}
+		}
 	}
 	if !ok {
 		var err error
@@ -133,7 +147,7 @@ func (qv *qview) loadDoc(user string, c *candidate, keep func(subjKey string) bo
 		if err != nil {
 			return err
 		}
-		c.episode = &ep
+		c.episode, c.shallow = &ep, false
 		return nil
 	case docVersion:
 		suf := v[9:]

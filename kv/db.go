@@ -80,7 +80,13 @@ import (
 //	   (harmless) but which an older build's writes delete like a head.
 //	   Nothing to migrate: a head of another version is refused as
 //	   outdated, and the next load replaces the image.
-const FormatVersion uint32 = 14
+//	15: an episode's document map value may hold the episode's speaker
+//	   (flag 16 after its seq, the speaker after the times), so that a
+//	   query ranks episodes without reading them and reads only those
+//	   it serves; an older build would take it for the IDs of facts the
+//	   episode stands on. Nothing to migrate: a value without the flag
+//	   is read as before (the query reads the episode).
+const FormatVersion uint32 = 15
 
 // Errors returned by this package; match them with errors.Is.
 var (
