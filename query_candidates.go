@@ -11,7 +11,11 @@ import (
 
 // candidate is one document under consideration.
 type candidate struct {
-	doc     uint32
+	doc uint32
+	// shallow: episode holds only what the document map records of it
+	// (see qview.loadDoc), until readEpisodes reads it. (Beside doc, in
+	// its padding: a candidate is allocated per document a signal finds.)
+	shallow bool
 	signals Signals
 	path    string
 	// walk, when path is empty, is the graph path that reached the
@@ -22,9 +26,6 @@ type candidate struct {
 	rawVector float64
 	fact      *Fact
 	episode   *Episode
-	// shallow: episode holds only what the document map records of it
-	// (see qview.loadDoc), until readEpisodes reads it.
-	shallow bool
 }
 
 // candidateSet holds a query's candidates by document, each created the
