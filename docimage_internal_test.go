@@ -32,7 +32,11 @@ func docImageUser(t testing.TB) (*Engine, []byte, *temporal.Index) {
 	t.Cleanup(func() { e.Close() })
 	day := func(d int) time.Time { return time.Date(2024, 3, 1, 9, 0, 0, 0, time.UTC).AddDate(0, 0, d) }
 	for i, text := range corpus.MustTexts() {
-		if _, err := e.Add(ctx, "u", cutText(text.Body, 2000), At(day(i))); err != nil {
+		opts := []AddOption{At(day(i))}
+		if i%3 == 1 { // (a speaker in the document map's values: format 15)
+			opts = append(opts, Speaker([]string{"assistant", "Maya 東京"}[i%2]))
+		}
+		if _, err := e.Add(ctx, "u", cutText(text.Body, 2000), opts...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,6 +105,16 @@ func TestDocImageMatchesRecords(t *testing.T) {
 	if len(fromRecords.episodes) < 10 || len(fromRecords.versionsOf) < 100 || len(fromRecords.factsOf) < 5 {
 		t.Fatalf("%d episodes, %d facts, %d episodes with facts: the scenario wrote too little",
 			len(fromRecords.episodes), len(fromRecords.versionsOf), len(fromRecords.factsOf))
+	}
+	speakers := map[string]bool{}
+	for _, d := range fromRecords.episodes {
+		if !d.voiced {
+			t.Fatalf("episode %d: no speaker recorded in its document", d.seq)
+		}
+		speakers[d.speaker] = true
+	}
+	if !speakers[""] || !speakers["Maya 東京"] {
+		t.Fatalf("speakers %v: the scenario has none but the user", speakers)
 	}
 	for _, f := range []struct {
 		name           string
