@@ -119,6 +119,9 @@ func (e *Engine) deleteStored(ctx context.Context, user string) (ranges [][2][]b
 	forgot()
 	e.idx.dropUser(user)
 	e.ing.forget(user)
+	if e.images != nil {
+		e.images.forgot(user)
+	}
 	if e.hookForgetCommitted != nil {
 		if err := e.hookForgetCommitted(); err != nil {
 			return nil, nil, err

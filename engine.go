@@ -271,12 +271,15 @@ type tuning struct {
 	// readAtOnce is how long one of the episodes a query serves must take
 	// to read for the rest to be read at once (see readEpisodes).
 	readAtOnce time.Duration
+	// closeImages bounds the time Close spends writing the images this
+	// session's writes deleted (imageWriter.rewrite).
+	closeImages time.Duration
 }
 
 func defaultTuning() tuning {
 	return tuning{appendPath: true, bulk: true, images: true, bulkMinOps: 256,
 		imageMinDocs: defaultImageMinDocs, imageMinBytes: defaultImageMinBytes, imageMaxBytes: defaultImageMaxBytes,
-		readAtOnce: defaultReadAtOnce}
+		readAtOnce: defaultReadAtOnce, closeImages: defaultCloseImages}
 }
 
 // openTuned is Open with the write path's tuning.
@@ -384,9 +387,11 @@ func (e *Engine) Close() error {
 		// rest stay committed and are applied after the next Open.
 		e.ing.stop()
 		e.ing.wg.Wait()
-		// Then the images asked for are written (see imageWriter).
+		// Then the images asked for are written (see imageWriter), and
+		// those this session's writes deleted.
 		if e.images != nil {
 			e.images.wg.Wait()
+			e.images.rewrite(e.tune.closeImages)
 		}
 	})
 	if !first {

@@ -2,12 +2,15 @@ package memor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
@@ -77,6 +80,12 @@ const (
 	// imageQueue bounds the images waiting to be written; a request
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8
+	// defaultCloseImages bounds the time Close spends writing the images
+	// of the users this session wrote (tuning.closeImages): a
+	// 1,000-fact user's takes some 5 ms, a conversation's 10, so it is
+	// hundreds of users; those left are loaded from their records next
+	// time, as before.
+	defaultCloseImages = time.Second
 )
 
 // errImageDamaged: an image disagrees with its head (a chunk missing or
@@ -388,13 +397,22 @@ func (e *Engine) setImageHead(user string, v []byte) error {
 
 // imageWriter writes the images loads asked for, one at a time, in the
 // background. Close writes those already asked for before the store
-// closes (at most imageQueue).
+// closes (at most imageQueue), then those of the users written since
+// their indexes were loaded with (or asked for) an image (rewrite).
 type imageWriter struct {
 	e       *Engine
 	mu      sync.Mutex
 	pending map[string]bool
 	queue   chan imageRequest
 	wg      sync.WaitGroup
+	// written: the users whose image a write of this session deleted
+	// (and whose image was worth writing: userIndex.imaged), each with
+	// the number of its last write, so that Close writes the most recent
+	// first. Without it the next session's first query of any user
+	// written after a load read the records (a conversation's: 5–10 ms
+	// instead of 0.8).
+	written map[string]uint64
+	writes  uint64
 }
 
 type imageRequest struct {
@@ -403,7 +421,7 @@ type imageRequest struct {
 }
 
 func newImageWriter(e *Engine) *imageWriter {
-	w := &imageWriter{e: e, pending: map[string]bool{}, queue: make(chan imageRequest, imageQueue)}
+	w := &imageWriter{e: e, pending: map[string]bool{}, queue: make(chan imageRequest, imageQueue), written: map[string]uint64{}}
 	w.wg.Go(w.run)
 	return w
 }
@@ -422,16 +440,57 @@ func (w *imageWriter) request(user string, replace bool) {
 	}
 }
 
+// noteWritten records that a write of user deleted its image.
+func (w *imageWriter) noteWritten(user string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	w.written[user] = w.writes
+}
+
+// forgot drops user from written: a Forget leaves nothing to image.
+func (w *imageWriter) forgot(user string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.written, user)
+}
+
+// rewrite writes, one at a time from the most recently written, the
+// images of the users written (see written) that have none, for at most
+// budget: Close's, once the store takes no more writes and the queue is
+// done. A build the budget cuts short is dropped (its claim released), as
+// is one for a user with too few documents or too many.
+func (w *imageWriter) rewrite(budget time.Duration) {
+	w.mu.Lock()
+	users := slices.SortedFunc(maps.Keys(w.written), func(a, b string) int { return cmp.Compare(w.written[b], w.written[a]) })
+	clear(w.written)
+	w.mu.Unlock()
+	if len(users) == 0 || budget <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	for i, user := range users {
+		if ctx.Err() != nil {
+			w.e.log.Debug("memor: Close's budget for index images ran out; the users left are loaded from their records", "left", len(users)-i)
+			return
+		}
+		if err := w.write(ctx, imageRequest{user: user}); err != nil && ctx.Err() == nil {
+			return // (logged; a failed store fails them all)
+		}
+	}
+}
+
 func (w *imageWriter) run() {
 	for {
 		select {
 		case r := <-w.queue:
-			w.write(r)
+			_ = w.write(context.Background(), r)
 		case <-w.e.closing:
 			for {
 				select {
 				case r := <-w.queue:
-					w.write(r)
+					_ = w.write(context.Background(), r)
 				default:
 					return
 				}
@@ -440,7 +499,8 @@ func (w *imageWriter) run() {
 	}
 }
 
-func (w *imageWriter) write(r imageRequest) {
+// write writes the image r asks for, logging a failure, which it returns.
+func (w *imageWriter) write(ctx context.Context, r imageRequest) error {
 	user := r.user
 	w.mu.Lock()
 	delete(w.pending, user)
@@ -451,9 +511,10 @@ func (w *imageWriter) write(r imageRequest) {
 				err = w.e.panicError(p, "write image", user)
 			}
 		}()
-		return w.e.writeImage(context.Background(), user, r.replace)
+		return w.e.writeImage(ctx, user, r.replace)
 	}()
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		w.e.log.Warn("memor: cannot write a user's index image; its loads read the records", "user", user, "err", err)
 	}
+	return err
 }

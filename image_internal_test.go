@@ -590,3 +590,101 @@ func TestIndexImageBuiltOutsideLock(t *testing.T) {
 		t.Fatal("the load did not read the image")
 	}
 }
+
+// TestCloseRewritesWrittenImages: a user written after a load that found
+// (or asked for) an image gets a new image at Close, so the next
+// session's first query reads it, not the records; a user too light for
+// one gets none; a forgotten user none; Close's budget bounds the work.
+func TestCloseRewritesWrittenImages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		budget time.Duration
+	}{{"budget", defaultCloseImages}, {"none", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			tune := defaultTuning()
+			tune.closeImages = c.budget
+			open := func() *Engine {
+				t.Helper()
+				e, err := openTuned(dir, Options{NoSync: true, NoIndexWarmup: true}, tune)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return e
+			}
+			e := open()
+			for _, user := range []string{"heavy", "forgotten"} {
+				if _, err := e.AssertBatch(ctx, user, entityFacts(400)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := e.AssertBatch(ctx, "light", entityFacts(40)); err != nil {
+				t.Fatal(err)
+			}
+			e.Close()
+			hasImage := func(e *Engine, user string) bool {
+				t.Helper()
+				img, err := openImage(e.db, user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return img != nil
+			}
+			// A session that loads every user from its records (images
+			// asked for the heavy ones) and then writes each.
+			e = open()
+			for _, user := range []string{"heavy", "forgotten", "light"} {
+				if _, err := e.Query(ctx, user, "thing 7", QueryOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if loads := e.idx.imageLoads.Load(); loads != 0 {
+				t.Fatalf("%d loads from an image in the first session", loads)
+			}
+			// The images those loads asked for are written in the
+			// background: the writes come after them.
+			for deadline := time.Now().Add(10 * time.Second); !hasImage(e, "heavy"); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the image the heavy user's load asked for was not written")
+				}
+			}
+			for _, user := range []string{"heavy", "forgotten", "light"} {
+				if _, err := e.Assert(ctx, user, FactInput{Subject: "entity 2", Predicate: "likes", Object: "thing new",
+					ValidFrom: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if hasImage(e, "heavy") {
+				t.Fatal("the heavy user's image outlived a write")
+			}
+			if err := e.Forget(ctx, "forgotten"); err != nil {
+				t.Fatal(err)
+			}
+			e.Close()
+			e = open()
+			defer e.Close()
+			if got, want := hasImage(e, "heavy"), c.budget > 0; got != want {
+				t.Fatalf("the heavy user has an image: %v, want %v", got, want)
+			}
+			if hasImage(e, "light") || hasImage(e, "forgotten") {
+				t.Fatal("an image for a user too light for one, or forgotten")
+			}
+			rs, err := e.Query(ctx, "heavy", "thing new", QueryOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 0 || rs[0].Fact == nil || rs[0].Fact.Object != "thing new" {
+				t.Fatalf("the write before Close is not served: %v", resultLines(rs))
+			}
+			if got, want := e.idx.imageLoads.Load(), map[bool]uint64{true: 1, false: 0}[c.budget > 0]; got != want {
+				t.Fatalf("%d loads from an image, want %d", got, want)
+			}
+			left := 0
+			if err := e.db.Scan(ctx, kv.UserRoot("forgotten"), func(_, _ []byte) error { left++; return nil }); err != nil || left != 0 {
+				t.Fatalf("%d keys of the forgotten user (%v)", left, err)
+			}
+		})
+	}
+}

@@ -149,6 +149,11 @@ type userIndex struct {
 	// grown: a reader added to bytes (see tokens), which the cache has
 	// not counted yet.
 	grown atomic.Bool
+	// imaged: the user's image is worth keeping (these indexes were
+	// loaded from one, or their load from the records asked for one), so
+	// a write, which deletes it, makes Close write it anew
+	// (imageWriter.written). Set before the indexes are shared.
+	imaged bool
 	// pathTok is bm25.Tokenize of the labels and entity names the user's
 	// queries reached in graph paths (see tokens), under its own lock: a
 	// query reads it while others may add to it.
@@ -498,6 +503,7 @@ func (s *indexSet) loadWith(ctx context.Context, r kv.Reader, user string, m use
 		var ui *userIndex
 		if ui, err = s.loadFrom(ctx, r, r, img, user, m); err == nil {
 			s.imageLoads.Add(1)
+			ui.imaged = true
 			return ui, nil
 		}
 		if ctx.Err() != nil {
@@ -523,6 +529,7 @@ func (s *indexSet) loadWith(ctx context.Context, r kv.Reader, user string, m use
 	read := cr.n.Load()
 	if err == nil && m.Doc <= imageMaxDocs && read <= int64(s.e.tune.imageMaxBytes) && (damaged || read >= int64(s.e.tune.imageMinBytes)) {
 		s.e.images.request(user, damaged)
+		ui.imaged = true
 	}
 	return ui, err
 }

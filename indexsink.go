@@ -106,6 +106,9 @@ func (w *indexWrite) done() {
 	if w.ui != nil {
 		w.ui.settle()
 		w.s.grew(w.user, w.ui)
+		if w.ui.imaged && w.s.e.images != nil {
+			w.s.e.images.noteWritten(w.user)
+		}
 	}
 }
 

@@ -250,6 +250,56 @@ func BenchmarkFirstQuery(b *testing.B) {
 // episode with its time and speaker, asked its first probing question.
 // Its few hundred long messages read as much as thousands of short facts.
 func BenchmarkFirstQueryConversation(b *testing.B) {
+	dir, c := conversationStore(b)
+	firstQuery(b, dir, "user-0", c.Questions[0].Text)
+}
+
+// BenchmarkFirstQueryAfterWrites is the first Query of a session of the
+// BEAM conversation of BenchmarkFirstQueryConversation when, as a user's
+// sessions go, the session before wrote after its first query: each cycle
+// reopens the store, asks the question (timed), adds two messages and
+// closes. Without the warm-up, so that the query loads the user: from an
+// image only if the last session's Close wrote one after its writes.
+func BenchmarkFirstQueryAfterWrites(b *testing.B) {
+	dir, c := conversationStore(b)
+	ctx := context.Background()
+	o := memor.Options{NoSync: true, NoIndexWarmup: true}
+	var lat []time.Duration
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		e, err := memor.Open(dir, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		b.StartTimer()
+		t := time.Now()
+		rs, err := e.Query(ctx, "user-0", c.Questions[0].Text, memor.QueryOptions{})
+		lat = append(lat, time.Since(t))
+		b.StopTimer()
+		if err != nil || len(rs) == 0 {
+			b.Fatalf("%d results, %v", len(rs), err)
+		}
+		for _, text := range []string{"I moved the review to Friday %d, and Dana agreed.", "Dana wants the report by Monday %d."} {
+			i++
+			if _, err := e.Add(ctx, "user-0", fmt.Sprintf(text, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(percentile(lat, 0.5), "p50-ns")
+	b.ReportMetric(percentile(lat, 0.99), "p99-ns")
+}
+
+// conversationStore writes BenchmarkFirstQueryConversation's user (skipped
+// when the data are absent) into a new store, closed.
+func conversationStore(b *testing.B) (string, eval.Conversation) {
 	data := os.Getenv("MEMOR_BEAM_DIR")
 	if data == "" {
 		data = "../../shared/datasets/beam-100k"
@@ -283,7 +333,7 @@ func BenchmarkFirstQueryConversation(b *testing.B) {
 	if err := e.Close(); err != nil {
 		b.Fatal(err)
 	}
-	firstQuery(b, dir, "user-0", c.Questions[0].Text)
+	return dir, c
 }
 
 // firstQuery runs BenchmarkFirstQuery's variants on the store in dir.
