@@ -81,10 +81,10 @@ const (
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8
 	// defaultCloseImages bounds the time Close spends writing the images
-	// of the users this session wrote (tuning.closeImages): a
-	// 1,000-fact user's takes some 5 ms, a conversation's 10, so it is
-	// hundreds of users; those left are loaded from their records next
-	// time, as before.
+	// of the users this session wrote (tuning.closeImages): an image
+	// takes a load's worth of work, milliseconds for a user of a
+	// thousand facts, so this is some hundreds of users; those left are
+	// loaded from their records next time.
 	defaultCloseImages = time.Second
 )
 
@@ -408,9 +408,9 @@ type imageWriter struct {
 	// written: the users whose image a write of this session deleted
 	// (and whose image was worth writing: userIndex.imaged), each with
 	// the number of its last write, so that Close writes the most recent
-	// first. Without it the next session's first query of any user
-	// written after a load read the records (a conversation's: 5–10 ms
-	// instead of 0.8).
+	// first. Only a load from the records asks for an image, so without
+	// it a user written after their load would have none at the next
+	// Open, whose first query would read the records.
 	written map[string]uint64
 	writes  uint64
 }

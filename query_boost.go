@@ -82,9 +82,8 @@ func (e *Engine) loadAndBoost(qv *qview, user string, p queryPlan, foc focus, li
 // take to read for the rest to be read at once (tuning.readAtOnce): about
 // a disk's latency. A read served by Pebble's block cache or the page
 // cache takes microseconds, and then starting goroutines costs more than
-// it saves (a loaded conversation's query: 80 µs more at p50); one that
-// waited on the disk says the others will too, and a disk serves several
-// at once.
+// it saves; one that waited on the disk says the others will too, and a
+// disk serves several at once.
 const defaultReadAtOnce = 50 * time.Microsecond
 
 // readEpisodes reads the shallow episodes (see qview.loadDoc) among the
