@@ -72,11 +72,12 @@ const (
 	// shorter): large enough that the chunks are few, small enough that
 	// none is a large part of a memtable.
 	imageChunkBytes = 256 << 10
-	// imageVersion is the first byte of a head (6: every keyspace imaged
-	// as its index, the document map too; 5: all but the document map;
+	// imageVersion is the first byte of a head (7: a vector index with
+	// a graph images its vectors as it holds them, sparse or dense; 6:
+	// every keyspace imaged as its index, the document map too; 5: all but the document map;
 	// 4: not the intervals either; 3: BM25 and the graph; 2: BM25 alone; a
 	// head of another version is refused, and the image replaced).
-	imageVersion = 6
+	imageVersion = 7
 	// imageQueue bounds the images waiting to be written; a request
 	// beyond it is dropped (the next load asks again).
 	imageQueue = 8

@@ -143,7 +143,7 @@ package memor
 // by term), the vectors' (index/hnsw/image.go), the intervals'
 // (index/temporal/image.go) and the graph's (graph/image.go); a user
 // without a vector index has no 'n' chunk. The chunks of a sub are
-// numbered from 0. The head is imageVersion (6) then, for each imaged sub
+// numbered from 0. The head is imageVersion (7) then, for each imaged sub
 // in kv.ImagedSubs order, uvarint(chunks) uvarint(bytes). Every write
 // under an imaged sub deletes the head in its batch (kv.Batch), so a head
 // present means the chunks were built from the records as they are;

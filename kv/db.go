@@ -86,7 +86,12 @@ import (
 //	   it serves; an older build would take it for the IDs of facts the
 //	   episode stands on. Nothing to migrate: a value without the flag
 //	   is read as before (the query reads the episode).
-const FormatVersion uint32 = 15
+//	16: the image of a vector index with a graph holds its vectors as
+//	   the index holds them (a sparse vector's non-zero components, as
+//	   without a graph, where they were all dense), under an image head
+//	   of version 7. Nothing to migrate: a head of another version is
+//	   refused as outdated, and the next load replaces the image.
+const FormatVersion uint32 = 16
 
 // Errors returned by this package; match them with errors.Is.
 var (

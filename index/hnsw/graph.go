@@ -148,12 +148,7 @@ func (ix *Index) dist(q qvec, s uint32) float32 {
 // qv is the quantised vector of slot s.
 func (ix *Index) qv(s uint32) qvec { return qvec{ix.code(s), ix.scales[s]} }
 
-func (ix *Index) exactDist(q []float32, s uint32) float32 {
-	if !ix.graph {
-		return -ix.listDot(q, s)
-	}
-	return -dot(q, ix.vec(s))
-}
+func (ix *Index) exactDist(q []float32, s uint32) float32 { return -ix.listDot(q, s) }
 
 func (ix *Index) allowed(s uint32, allow *roaring.Bitmap) bool {
 	return allow == nil || allow.Contains(ix.ids[s])
@@ -403,10 +398,10 @@ func (g *Index) buildFrom(ix *Index) {
 	for i, s := range order {
 		inPlace = inPlace && s == uint32(i)
 	}
-	// The graph holds every vector dense, in its slot (the list's are
-	// sparse or elsewhere in the slab, see list.go).
+	// The graph holds every vector as the list does (sparse or in the
+	// slab, see list.go), in its slot: placed again in ID order.
 	g.vecs = newSlab[float32](ix.dim)
-	g.vecs.reserve(n)
+	g.list.refs = make([]vecRef, 0, cap(ix.ids))
 	if inPlace {
 		g.ids, g.slotOf = ix.ids, ix.slotOf
 	} else {
@@ -415,7 +410,7 @@ func (g *Index) buildFrom(ix *Index) {
 	}
 	buf := make([]float32, ix.dim)
 	for i, s := range order {
-		copy(g.vecs.add(), ix.vecInto(s, buf))
+		g.place(uint32(i), ix.vecInto(s, buf))
 		if !inPlace {
 			g.ids[i] = ix.ids[s]
 			g.slotOf[g.ids[i]] = uint32(i)
@@ -440,7 +435,7 @@ func (g *Index) buildFrom(ix *Index) {
 func (ix *Index) install(g *Index) {
 	ix.graph = true
 	ix.vecs, ix.ids, ix.levels, ix.slotOf, ix.free = g.vecs, g.ids, g.levels, g.slotOf, nil
-	ix.list, ix.dense = listVecs{}, nil
+	ix.list = g.list
 	ix.links0, ix.upper = g.links0, g.upper
 	ix.codes, ix.scales, ix.qerr = g.codes, g.scales, g.qerr
 	ix.entry, ix.top, ix.rng = g.entry, g.top, g.rng
@@ -505,6 +500,7 @@ func (ix *Index) remove(s uint32) {
 	if i := slices.Index(ix.pending, s); i >= 0 {
 		ix.pending = slices.Delete(ix.pending, i, i+1)
 	}
+	ix.list.release(s)
 	delete(ix.slotOf, ix.ids[s])
 	ix.levels[s] = -1
 	clear(ix.links0[int(s)*(ix.m0+1) : int(s+1)*(ix.m0+1)])

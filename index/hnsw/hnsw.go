@@ -268,10 +268,9 @@ func (ix *Index) SetEfSearch(ef int) {
 
 // Reserve makes room for n more vectors, so that a batch of known size
 // does not grow the index's arrays step by step (nor, when its Adds defer
-// their writes, the list of records waiting for the flush). For a fresh
-// index it allocates the vectors' memory once (4·dim bytes a vector, a
-// tenth of what a bulk-imported fact allocates; nothing is copied), and
-// does not clear it: the Adds write every slot.
+// their writes, the list of records waiting for the flush). The vectors'
+// own memory is not reserved: each is held sparse or dense as its values
+// are (list.go), which is known only when it comes.
 func (ix *Index) Reserve(n int) {
 	if n <= 0 {
 		return
@@ -281,13 +280,9 @@ func (ix *Index) Reserve(n int) {
 	defer ix.noteBytes()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.graph {
-		// Without a graph a vector may be held sparse (list.go): nothing
-		// is known of their size until they come.
-		ix.vecs.reserve(n)
-	} else {
-		ix.list.refs = slices.Grow(ix.list.refs, n)
-	}
+	// A vector may be held sparse (list.go): nothing is known of their
+	// size until they come.
+	ix.list.refs = slices.Grow(ix.list.refs, n)
 	ix.ids = slices.Grow(ix.ids, n)
 	ix.levels = slices.Grow(ix.levels, n)
 	ix.pendingRecs = slices.Grow(ix.pendingRecs, n)
@@ -354,24 +349,15 @@ func put(dst, v []float32, scale float32) {
 	vek32.MulNumber_Into(dst, v, scale)
 }
 
-// vec is slot s's vector with a graph (without one, see vecInto).
-func (ix *Index) vec(s uint32) []float32 { return ix.vecs.at(s) }
-
 // store sets slot s (of id) to v·scale at the precision it is persisted
 // with, so that a reloaded index holds the same values, and returns the
-// record to persist. Without a graph, the slot's vector is new or was
-// released.
+// record to persist. The slot's vector is new or was released.
 func (ix *Index) store(s, id uint32, v []float32, scale float32, deferred bool) vecRecord {
 	var b []byte
 	if deferred {
 		b = ix.deferredVecRecord(id)
 	} else {
 		b = ix.newVecRecord(id)
-	}
-	if ix.graph {
-		dst := ix.vec(s)
-		put(dst, v, scale)
-		return roundAppendVec(b, dst)
 	}
 	if len(ix.dense) != ix.dim {
 		ix.dense = make([]float32, ix.dim)
@@ -384,10 +370,15 @@ func (ix *Index) store(s, id uint32, v []float32, scale float32, deferred bool) 
 
 func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }
 
-// encode (re)computes the codes of slot s from its vector.
+// encode (re)computes the codes of slot s from its vector (a writer's,
+// or a load's: it writes ix.dense).
 func (ix *Index) encode(s uint32) {
-	ix.scales[s] = quantize(ix.code(s), ix.vec(s))
-	ix.qerr[s] = boundOf(ix.code(s), ix.scales[s], ix.vec(s))
+	if len(ix.dense) != ix.dim {
+		ix.dense = make([]float32, ix.dim)
+	}
+	v := ix.vecInto(s, ix.dense)
+	ix.scales[s] = quantize(ix.code(s), v)
+	ix.qerr[s] = boundOf(ix.code(s), ix.scales[s], v)
 }
 
 // encodeAll sizes the code arrays to the slots and encodes every slot.
@@ -481,9 +472,6 @@ func (ix *Index) alloc(id uint32, v []float32, scale float32, level int, deferre
 		ix.levels[s] = int8(level)
 	} else {
 		s = uint32(len(ix.ids))
-		if ix.graph {
-			ix.vecs.add()
-		}
 		ix.ids = append(ix.ids, id)
 		ix.levels = append(ix.levels, int8(level))
 		if ix.graph {
@@ -568,7 +556,7 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 		ix.mu.Unlock()
 		// Searches go on (exactly) during the build; writers wait on wmu.
 		g.buildFrom(ix)
-		if err := g.flush(w, g.encodeVecRecord(id, g.vec(g.slotOf[id]))); err != nil {
+		if err := g.flush(w, g.encodeVecRecord(id, g.vecInto(g.slotOf[id], make([]float32, g.dim)))); err != nil {
 			return err
 		}
 		ix.mu.Lock()

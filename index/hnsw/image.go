@@ -27,7 +27,8 @@ import (
 // Layout (every integer little-endian, fixed width, so that each array is
 // one copy into the typed memory the index holds):
 //
-//	0x01                      image version
+//	0x02                      image version (1: a graph's vectors were
+//	                          all held dense)
 //	flags                     1: the graph is built; 2: the stored meta is
 //	                          not current (format 1, rewritten by the next
 //	                          write, see Load)
@@ -35,7 +36,7 @@ import (
 //	dim, n                    uint32 each: dimension, live vectors
 //	n × uint32                their IDs, ascending
 //
-// then without a graph (see list.go):
+// then the vectors, as they are held (see list.go):
 //
 //	n × uint32                per vector its sparse entries' count, or
 //	                          0xFFFFFFFF for one held dense
@@ -44,7 +45,7 @@ import (
 //	e × uint16                their indexes
 //	d × dim × float32         the dense vectors, in ID order
 //
-// or with one:
+// and with a graph:
 //
 //	uint32                    the entry point's slot (0xFFFFFFFF: none)
 //	n × int8                  levels
@@ -52,16 +53,17 @@ import (
 //	                          unused ones 0
 //	Σlevel × (M+1) × uint32   the upper layers' lists likewise, by slot
 //	                          then layer
-//	n × dim × float32         vectors
-//	n × dim × int8            their codes (quant.go)
+//	n × dim × int8            the vectors' codes (quant.go)
 //	n × 3 × float32           per vector its codes' scale, then its qbound
 //
 // The sparse entries (the bulk of the engine's common image) are used
 // where they lie when the image is aligned for them; the rest is copied,
 // each array at once. A sparse vector costs 6 bytes a component (a fact
-// of the default embedder 150 to 600 bytes, its record 120 to 400); a
-// 384-d vector with a graph 4·384 + 384 + 12 bytes and 4·(2M+1) of layer-0
-// list, about 2.3 times its records, bought with a tenth of the load.
+// of the default embedder 150 to 600 bytes, its record 120 to 400), and
+// with a graph dim bytes of codes, 12 of bounds and 4·(2M+1) of layer-0
+// list more; a dense 384-d vector 4·384 bytes, with a graph 384 + 12 and
+// the lists more, about 2.3 times its records, bought with a tenth of the
+// load.
 //
 // LoadImage checks the structure whole (lengths, IDs ascending, sparse
 // counts under dim/2 and indexes below dim, list counts, targets and
@@ -69,7 +71,7 @@ import (
 // never in a later search or write. The values are not checked: a vector
 // may hold NaN or ±Inf (Dot accepts subnormal vectors, whose halves are
 // persisted as such), and a changed value is served as it is.
-const imageVersion = 1
+const imageVersion = 2
 
 // Image flags.
 const (
@@ -116,10 +118,11 @@ func (ix *Index) AppendImage(dst []byte) []byte {
 	for _, s := range order {
 		dst = binary.LittleEndian.AppendUint32(dst, ix.ids[s])
 	}
+	dst = ix.appendVectorsImage(dst, order)
 	if ix.graph {
 		return ix.appendGraphImage(dst, order)
 	}
-	return ix.appendListImage(dst, order)
+	return dst
 }
 
 // liveByID returns the live slots in ID order: the slots a Load gives
@@ -142,7 +145,7 @@ func (ix *Index) liveByID() []uint32 {
 	return order
 }
 
-func (ix *Index) appendListImage(dst []byte, order []uint32) []byte {
+func (ix *Index) appendVectorsImage(dst []byte, order []uint32) []byte {
 	l := &ix.list
 	e, d := 0, 0
 	for _, s := range order {
@@ -203,7 +206,7 @@ func (ix *Index) appendGraphImage(dst []byte, order []uint32) []byte {
 		dst = append(dst, byte(ix.levels[s]))
 		lists += int(ix.levels[s])
 	}
-	dst = slices.Grow(dst, 4*len(order)*(ix.m0+1)+4*lists*(ix.m+1)+len(order)*(5*ix.dim+12))
+	dst = slices.Grow(dst, 4*len(order)*(ix.m0+1)+4*lists*(ix.m+1)+len(order)*(ix.dim+12))
 	list := func(s uint32, l int) {
 		nb := ix.links(s, l)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(nb)))
@@ -219,9 +222,6 @@ func (ix *Index) appendGraphImage(dst []byte, order []uint32) []byte {
 		for l := 1; l <= int(ix.levels[s]); l++ {
 			list(s, l)
 		}
-	}
-	for _, s := range order {
-		dst = appendU32s(dst, f32bits(ix.vec(s)), littleEndian)
 	}
 	for _, s := range order {
 		dst = append(dst, int8Bytes(ix.code(s))...)
@@ -280,12 +280,13 @@ func LoadImage(b, prefix []byte, o Options) (*Index, error) {
 		}
 		ix.slotOf[id] = uint32(s)
 	}
-	rest := b[imageHeader+4*n:]
-	var err error
-	if ix.graph {
+	rest, err := ix.loadVectorsImage(b[imageHeader+4*n:], c, o.Capacity)
+	switch {
+	case err != nil:
+	case ix.graph:
 		err = ix.loadGraphImage(rest, c)
-	} else {
-		err = ix.loadListImage(rest, c, o.Capacity)
+	case len(rest) != 0:
+		err = imageErr("%d bytes after the vectors", len(rest))
 	}
 	if err != nil {
 		return nil, err
@@ -296,10 +297,13 @@ func LoadImage(b, prefix []byte, o Options) (*Index, error) {
 	return ix, nil
 }
 
-// loadListImage reads the vectors of an image without a graph (b: from
-// the counts on), with room for c slots.
-func (ix *Index) loadListImage(b []byte, c, capacity int) error {
+// loadVectorsImage reads the vectors of an image (b: from the counts
+// on), with room for c slots, and returns the bytes after them.
+func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 	n := len(ix.ids)
+	if uint64(len(b)) < 4*uint64(n) {
+		return nil, imageErr("vector counts in %d bytes", len(b))
+	}
 	counts := b[:4*n]
 	var e, d uint64
 	for s := range n {
@@ -308,14 +312,16 @@ func (ix *Index) loadListImage(b []byte, c, capacity int) error {
 			d++
 		case 2*uint64(k) >= uint64(ix.dim):
 			// Held dense, as place holds it.
-			return imageErr("vector %d has %d sparse components of %d", ix.ids[s], k, ix.dim)
+			return nil, imageErr("vector %d has %d sparse components of %d", ix.ids[s], k, ix.dim)
 		default:
 			e += uint64(k)
 		}
 	}
-	if want := uint64(4*n) + 6*e + 4*d*uint64(ix.dim); uint64(len(b)) != want {
-		return imageErr("vectors in %d bytes, want %d", len(b), want)
+	want := uint64(4*n) + 6*e + 4*d*uint64(ix.dim)
+	if uint64(len(b)) < want {
+		return nil, imageErr("vectors in %d bytes, want %d", len(b), want)
 	}
+	rest := b[want:]
 	ix.levels = make([]int8, n, c)
 	l := &ix.list
 	l.refs = make([]vecRef, n, c)
@@ -335,7 +341,7 @@ func (ix *Index) loadListImage(b []byte, c, capacity int) error {
 	// The indexes are checked in range (a score reads the query at each)
 	// and nothing else: no code relies on their order.
 	if i, ok := indexesBelow(idx, ix.dim); !ok {
-		return imageErr("sparse index %d of dimension %d", i, ix.dim)
+		return nil, imageErr("sparse index %d of dimension %d", i, ix.dim)
 	}
 	// The sparse entries are only ever appended to (a vector replaced or
 	// deleted leaves its entries dead until compact copies the live
@@ -364,7 +370,7 @@ func (ix *Index) loadListImage(b []byte, c, capacity int) error {
 	ix.vecs = slabOf[float32](ix.dim, int(d), 0, func(dst []float32, off int) {
 		getU32s(f32bits(dst), b[6*e+4*uint64(off):], littleEndian)
 	})
-	return nil
+	return rest, nil
 }
 
 // loadGraphImage reads the graph of an image (b: from the entry point
@@ -394,7 +400,7 @@ func (ix *Index) loadGraphImage(b []byte, c int) error {
 		ix.entry, ix.top = int32(entry), top
 	}
 	w0, w := ix.m0+1, ix.m+1
-	want := uint64(4+n) + 4*(uint64(n)*uint64(w0)+uint64(lists)*uint64(w)) + uint64(n)*(5*uint64(ix.dim)+12)
+	want := uint64(4+n) + 4*(uint64(n)*uint64(w0)+uint64(lists)*uint64(w)) + uint64(n)*(uint64(ix.dim)+12)
 	if uint64(len(b)) != want {
 		return imageErr("graph in %d bytes, want %d", len(b), want)
 	}
@@ -446,10 +452,6 @@ func (ix *Index) loadGraphImage(b []byte, c int) error {
 		ix.upper[s] = u
 	}
 	dim := uint64(ix.dim)
-	ix.vecs = slabOf[float32](ix.dim, n, c, func(dst []float32, off int) {
-		getU32s(f32bits(dst), b[4*uint64(off):], littleEndian)
-	})
-	b = b[4*uint64(n)*dim:]
 	ix.codes = slabOf[int8](ix.dim, n, 0, func(dst []int8, off int) {
 		copy(int8Bytes(dst), b[off:])
 	})

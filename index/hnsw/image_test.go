@@ -3,6 +3,7 @@ package hnsw
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -507,7 +508,12 @@ func TestLoadImageDamaged(t *testing.T) {
 	img := smallImages(t)[2]
 	bad := slices.Clone(img)
 	n, dim := 40, 8
-	vecs := len(bad) - n*(5*dim+12)
+	vecs := imageHeader + 8*n // after the IDs and the counts: every vector dense
+	for s := range n {
+		if binary.LittleEndian.Uint32(bad[imageHeader+4*n+4*s:]) != denseCount {
+			t.Fatalf("vector %d of the image is held sparse", s)
+		}
+	}
 	for i := range n * dim {
 		if i%3 == 0 {
 			copy(bad[vecs+4*i:], []byte{0, 0, 0xc0, 0x7f}) // NaN
@@ -519,7 +525,7 @@ func TestLoadImageDamaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !math.IsNaN(float64(ix.vec(0)[0])) {
+	if !math.IsNaN(float64(vecOf(ix, 0)[0])) {
 		t.Fatal("the damage missed the vectors")
 	}
 	exercise(t, ix)

@@ -5,12 +5,13 @@ import (
 	"math"
 )
 
-// Until the graph exists (see Options.GraphAt) the index is a list of
-// vectors searched exactly, and a vector whose persisted record is sparse
-// (fewer than dim/2 non-zero halves, see sparse.go: a hashing embedder's
-// vector of a short text) is held sparse in memory too: its non-zero
+// A vector whose persisted record is sparse (fewer than dim/2 non-zero
+// halves, see sparse.go: a hashing embedder's vector of a short text) is
+// held sparse in memory too, with a graph or without: its non-zero
 // components' indexes and values, at 6 bytes each instead of 4·dim bytes
-// for the whole vector. For the default embedder that is about 180 bytes
+// for the whole vector. (With a graph each vector also has its dim int8
+// codes, which the walk reads; the float32 values are read only to score
+// the final candidates exactly.) For the default embedder that is about 180 bytes
 // instead of 1.5 KB a vector: loading a user no longer writes 1.5 KB of
 // fresh memory per document (that was two fifths of a first query's
 // allocations, and the page faults and collections they bring), more users
@@ -26,13 +27,14 @@ import (
 // order, where the dense kernel sums in SIMD lanes: the two differ in
 // the last bits, as the kernel already does between platforms.
 
-// vecRef is where a slot's vector is held in list mode: the entries
+// vecRef is where a slot's vector is held: the entries
 // at..at+n of sidx and sval, or, when n is denseRef, the slab's record at.
 type vecRef struct{ at, n uint32 }
 
 const denseRef = ^uint32(0)
 
-// listVecs is the list mode's vector memory.
+// listVecs is the vectors' memory (the dense ones' records are in the
+// index's slab).
 type listVecs struct {
 	refs []vecRef // slot → its vector
 	sidx []uint16 // sparse entries: component index
@@ -55,7 +57,7 @@ func sparseDot(q []float32, idx []uint16, val []float32) float32 {
 	return s
 }
 
-// listDot is q·(slot s's vector) in list mode.
+// listDot is q·(slot s's vector), as it is held.
 func (ix *Index) listDot(q []float32, s uint32) float32 {
 	r := ix.list.refs[s]
 	if r.n == denseRef {
@@ -65,11 +67,8 @@ func (ix *Index) listDot(q []float32, s uint32) float32 {
 }
 
 // vecInto returns slot s's vector: a view of the slab when it is held
-// dense (always, with a graph), else written into buf (of length dim).
+// dense, else written into buf (of length dim).
 func (ix *Index) vecInto(s uint32, buf []float32) []float32 {
-	if ix.graph {
-		return ix.vecs.at(s)
-	}
 	r := ix.list.refs[s]
 	if r.n == denseRef {
 		return ix.vecs.at(r.at)
@@ -81,8 +80,8 @@ func (ix *Index) vecInto(s uint32, buf []float32) []float32 {
 	return buf
 }
 
-// release gives up what slot s's vector holds in list mode (the slot is
-// freed or about to be overwritten).
+// release gives up what slot s's vector holds (the slot is freed or
+// about to be overwritten).
 func (l *listVecs) release(s uint32) {
 	r := l.refs[s]
 	if r.n == denseRef {
@@ -178,8 +177,7 @@ func (l *listVecs) compact() {
 	l.sidx, l.sval, l.dead = idx, val, 0
 }
 
-// bytes is the memory the list mode's sparse vectors and references
-// hold (the slab's records are counted with the slab).
+// bytes is the memory the sparse vectors and the references hold (the slab's records are counted with the slab).
 func (l *listVecs) bytes() int {
 	return 8*cap(l.refs) + 2*cap(l.sidx) + 4*cap(l.sval) + 4*cap(l.dfree)
 }

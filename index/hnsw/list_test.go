@@ -128,14 +128,62 @@ func TestListHoldsSparse(t *testing.T) {
 	}
 
 	// The graph, built from the held vectors when the index reaches
-	// GraphAt, holds them densely and passes Check, also reloaded.
+	// GraphAt, holds them as the list did (sparse or dense, as their
+	// values are), keeps doing so through replaces and deletes, and
+	// passes Check, also reloaded, and its image too.
 	for i := uint32(n); len(ix.slotOf) < 2*n; i++ {
-		if err := ix.Add(store, i, vecOfID()); err != nil {
+		v := vecOfID()
+		if err := ix.Add(store, i, v); err != nil {
 			t.Fatal(err)
 		}
+		live[i] = v
 	}
-	if !ix.graph || len(ix.list.refs) != 0 {
-		t.Fatalf("graph %v, %d list references after GraphAt", ix.graph, len(ix.list.refs))
+	if !ix.graph {
+		t.Fatal("no graph at GraphAt")
+	}
+	for range n {
+		id := uint32(r.IntN(2 * n))
+		if _, ok := live[id]; ok && r.IntN(4) == 0 {
+			if err := ix.Delete(store, id); err != nil {
+				t.Fatal(err)
+			}
+			delete(live, id)
+			continue
+		}
+		v := vecOfID()
+		if err := ix.Add(store, id, v); err != nil {
+			t.Fatal(err)
+		}
+		live[id] = v
+	}
+	heldAsRecords := func(ix *Index) {
+		t.Helper()
+		sparse, dense := 0, 0
+		for id, s := range ix.slotOf {
+			want := make([]float32, dim)
+			if !decodeVec(want, store[string(ix.vecKey(id))], false) {
+				t.Fatalf("vector %d: record does not decode", id)
+			}
+			if got := vecOf(ix, s); !slices.Equal(got, want) {
+				t.Fatalf("vector %d held as %v, its record decodes to %v", id, got, want)
+			}
+			if ix.list.refs[s].n == denseRef {
+				dense++
+			} else {
+				sparse++
+			}
+		}
+		if sparse == 0 || dense == 0 || len(ix.slotOf) != len(live) {
+			t.Fatalf("%d sparse and %d dense vectors of %d: the test wants both", sparse, dense, len(live))
+		}
+	}
+	heldAsRecords(ix)
+	vecBytes := ix.list.bytes()
+	for _, c := range ix.vecs.chunks {
+		vecBytes += 4 * cap(c)
+	}
+	if denseBytes := len(live) * 4 * dim; vecBytes > denseBytes*3/5 {
+		t.Errorf("the graph's vectors hold %d bytes, densely %d", vecBytes, denseBytes)
 	}
 	if err := ix.Check(ctx, store); err != nil {
 		t.Fatal(err)
@@ -147,5 +195,15 @@ func TestListHoldsSparse(t *testing.T) {
 	if err := re.Check(ctx, store); err != nil {
 		t.Fatal(err)
 	}
+	heldAsRecords(re)
 	sameSearches(t, ix, re, queries, nil)
+	im, err := LoadImage(re.AppendImage(nil), []byte("l/"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Check(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	heldAsRecords(im)
+	sameSearches(t, re, im, queries, nil)
 }

@@ -315,13 +315,8 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	ix.vecs, ix.codes = newSlab[float32](ix.dim), newSlab[int8](ix.dim)
 	ix.o.Metric = md.metric
 	ix.graph = md.graph
-	if ix.graph {
-		ix.vecs.reserve(o.Capacity)
-	}
 	if o.Capacity > 0 {
-		if !ix.graph {
-			ix.list.refs = make([]vecRef, 0, o.Capacity)
-		}
+		ix.list.refs = make([]vecRef, 0, o.Capacity)
 		ix.ids = make([]uint32, 0, o.Capacity)
 		ix.levels = make([]int8, 0, o.Capacity)
 		ix.slotOf = make(map[uint32]uint32, o.Capacity)
@@ -333,7 +328,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	}
 
 	vp := append(slices.Clip(ix.prefix), tagVector)
-	var dense []float32 // a dense record's values, without a graph
+	var dense []float32 // a dense record's values
 	err = r.Scan(ctx, vp, func(k, v []byte) error {
 		if len(k) != len(vp)+4 {
 			return fmt.Errorf("%w: vector key %x", ErrCorrupt, k)
@@ -342,7 +337,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 		s := uint32(len(ix.ids))
 		ok := true
 		switch {
-		case !ix.graph && len(v) > 0 && v[0] == sparseMarker:
+		case len(v) > 0 && v[0] == sparseMarker:
 			if cap(ix.list.sidx) == 0 && o.Capacity > 0 {
 				// Sized once: from the records' sizes where the reader
 				// tells them (no record holds more entries than its
@@ -359,7 +354,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 			at := uint32(len(ix.list.sidx))
 			ix.list.sidx, ix.list.sval, ok = appendSparse(ix.list.sidx, ix.list.sval, v, ix.dim)
 			ix.list.refs = append(ix.list.refs, vecRef{at, uint32(len(ix.list.sidx)) - at})
-		case !ix.graph:
+		default:
 			// A dense record (float32, or half precision from before
 			// sparse records) may hold a sparse vector: place decides.
 			if len(dense) != ix.dim {
@@ -368,10 +363,6 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 			if ok = decodeVec(dense, v, false); ok {
 				ix.place(uint32(len(ix.ids)), dense)
 			}
-		default:
-			// A fresh slab's records are zero (its chunks come from
-			// make), so a sparse record need not clear its record first.
-			ok = decodeVec(ix.vecs.add(), v, true)
 		}
 		if !ok {
 			return fmt.Errorf("%w: vector %d has %d malformed bytes", ErrCorrupt, id, len(v))
@@ -487,7 +478,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 		if !ix.graph {
 			continue
 		}
-		if quantize(code, ix.vec(s)) != ix.scales[s] || !slices.Equal(code, ix.code(s)) {
+		if quantize(code, ix.vecInto(s, buf)) != ix.scales[s] || !slices.Equal(code, ix.code(s)) {
 			add("codes of node %d do not match its vector", ix.ids[s])
 		}
 		for l := 0; l <= lv; l++ {
@@ -520,7 +511,7 @@ func (ix *Index) Check(ctx context.Context, r kv.Reader) error {
 	if len(ix.slotOf) == 0 && ix.entry >= 0 {
 		add("empty index has an entry point")
 	}
-	if !ix.graph && len(ix.list.refs) != len(ix.ids) {
+	if len(ix.list.refs) != len(ix.ids) {
 		add("%d vectors held for %d slots", len(ix.list.refs), len(ix.ids))
 	}
 	if len(ix.slotOf)+len(ix.free) != len(ix.ids) {
