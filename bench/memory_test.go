@@ -11,15 +11,31 @@ import (
 )
 
 // BenchmarkIndexMemory is what a loaded user's indexes hold in memory,
-// per document: 200 users × 100 facts (-short: 20 users) are loaded by a
-// query each after a reopen, and the live heap they add (after a
-// collection) is reported beside the estimate the index cache budgets
-// with (Stats.IndexBytes), so the budget's honesty is measured too.
+// per document: shape=small is 200 users × 100 facts (-short: 20 users),
+// shape=large one user of 25,000 facts, past the size at which the vector
+// index builds its graph (hnsw.DefaultExactBelow). Each user is loaded by
+// a query after a reopen, and the live heap they add (after a collection)
+// is reported beside the estimate the index cache budgets with
+// (Stats.IndexBytes), so the budget's honesty is measured too.
 func BenchmarkIndexMemory(b *testing.B) {
-	users, facts := 200, 100
-	if testing.Short() {
-		users = 20
+	for _, c := range []struct {
+		name         string
+		users, facts int
+	}{{"small", 200, 100}, {"large", 1, 25000}} {
+		b.Run("shape="+c.name, func(b *testing.B) {
+			users := c.users
+			if testing.Short() {
+				if c.users == 1 {
+					b.Skip("-short: the small shape only")
+				}
+				users = 20
+			}
+			indexMemory(b, users, c.facts)
+		})
 	}
+}
+
+func indexMemory(b *testing.B, users, facts int) {
 	dir := filepath.Join(b.TempDir(), "db")
 	o := memor.Options{NoSync: true, IndexCacheBytes: -1}
 	e, err := memor.Open(dir, o)

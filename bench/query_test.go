@@ -244,6 +244,23 @@ func BenchmarkFirstQuery(b *testing.B) {
 	firstQuery(b, dir, "user-0", "where do I live?")
 }
 
+// BenchmarkFirstQueryLarge is BenchmarkFirstQuery for a user of 25,000
+// facts: past the size at which the vector index builds its graph
+// (hnsw.DefaultExactBelow), so a load from the image or the records
+// reads the graph too.
+func BenchmarkFirstQueryLarge(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "db")
+	e, err := memor.Open(dir, memor.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	loadShape(b, e, 1, 25000)
+	if err := e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	firstQuery(b, dir, "user-0", "where do I live?")
+}
+
 // BenchmarkFirstQueryConversation is BenchmarkFirstQuery for a user who
 // is a real conversation: the first of BEAM-100K's (MEMOR_BEAM_DIR, else
 // beside the repository; skipped when absent), each message added as an

@@ -373,6 +373,14 @@ func (ix *Index) code(s uint32) []int8 { return ix.codes.at(s) }
 // encode (re)computes the codes of slot s from its vector (a writer's,
 // or a load's: it writes ix.dense).
 func (ix *Index) encode(s uint32) {
+	if r := ix.list.refs[s]; r.n != denseRef {
+		c := ix.code(s)
+		clear(c)
+		var ok bool
+		if ix.scales[s], ix.qerr[s], ok = quantizeSparse(c, ix.list.sidx[r.at:r.at+r.n], ix.list.sval[r.at:r.at+r.n]); ok {
+			return
+		}
+	}
 	if len(ix.dense) != ix.dim {
 		ix.dense = make([]float32, ix.dim)
 	}

@@ -53,15 +53,16 @@ import (
 //	                          unused ones 0
 //	Σlevel × (M+1) × uint32   the upper layers' lists likewise, by slot
 //	                          then layer
-//	n × dim × int8            the vectors' codes (quant.go)
+//	d × dim × int8            the dense vectors' codes (quant.go)
+//	e × int8                  the sparse vectors' codes at their entries
+//	                          (0 elsewhere), vector after vector
 //	n × 3 × float32           per vector its codes' scale, then its qbound
 //
 // The sparse entries (the bulk of the engine's common image) are used
 // where they lie when the image is aligned for them; the rest is copied,
 // each array at once. A sparse vector costs 6 bytes a component (a fact
 // of the default embedder 150 to 600 bytes, its record 120 to 400), and
-// with a graph dim bytes of codes, 12 of bounds and 4·(2M+1) of layer-0
-// list more; a dense 384-d vector 4·384 bytes, with a graph 384 + 12 and
+// with a graph 4·(2M+1) of layer-0 list more; a dense 384-d vector 4·384 bytes, with a graph 384 + 12 and
 // the lists more, about 2.3 times its records, bought with a tenth of the
 // load.
 //
@@ -223,8 +224,21 @@ func (ix *Index) appendGraphImage(dst []byte, order []uint32) []byte {
 			list(s, l)
 		}
 	}
+	// A sparse vector's codes are 0 but at its entries: only those are
+	// imaged (deriving them at the load, quantizeSparse, took a quarter
+	// of it).
 	for _, s := range order {
-		dst = append(dst, int8Bytes(ix.code(s))...)
+		if ix.list.refs[s].n == denseRef {
+			dst = append(dst, int8Bytes(ix.code(s))...)
+		}
+	}
+	for _, s := range order {
+		if r := ix.list.refs[s]; r.n != denseRef {
+			c := ix.code(s)
+			for _, i := range ix.list.sidx[r.at : r.at+r.n] {
+				dst = append(dst, byte(c[i]))
+			}
+		}
 	}
 	for _, s := range order {
 		q := ix.qerr[s]
@@ -400,7 +414,15 @@ func (ix *Index) loadGraphImage(b []byte, c int) error {
 		ix.entry, ix.top = int32(entry), top
 	}
 	w0, w := ix.m0+1, ix.m+1
-	want := uint64(4+n) + 4*(uint64(n)*uint64(w0)+uint64(lists)*uint64(w)) + uint64(n)*(uint64(ix.dim)+12)
+	var dense, entries uint64
+	for _, r := range ix.list.refs {
+		if r.n == denseRef {
+			dense++
+		} else {
+			entries += uint64(r.n)
+		}
+	}
+	want := uint64(4+n) + 4*(uint64(n)*uint64(w0)+uint64(lists)*uint64(w)) + dense*uint64(ix.dim) + entries + 12*uint64(n)
 	if uint64(len(b)) != want {
 		return imageErr("graph in %d bytes, want %d", len(b), want)
 	}
@@ -452,15 +474,25 @@ func (ix *Index) loadGraphImage(b []byte, c int) error {
 		ix.upper[s] = u
 	}
 	dim := uint64(ix.dim)
-	ix.codes = slabOf[int8](ix.dim, n, 0, func(dst []int8, off int) {
-		copy(int8Bytes(dst), b[off:])
-	})
-	b = b[uint64(n)*dim:]
+	codes, sparse, bounds := b[:dense*dim], b[dense*dim:dense*dim+entries], b[dense*dim+entries:]
+	// (A fresh slab is zero: a sparse vector's codes are set at its
+	// entries only.)
+	ix.codes = slabOf[int8](ix.dim, n, 0, func([]int8, int) {})
 	ix.scales = make([]float32, n, c)
 	ix.qerr = make([]qbound, n, c)
 	for s := range n {
-		ix.scales[s] = f32(b[12*s:])
-		ix.qerr[s] = qbound{f32(b[12*s+4:]), f32(b[12*s+8:])}
+		code := ix.code(uint32(s))
+		if r := ix.list.refs[s]; r.n != denseRef {
+			for k, i := range ix.list.sidx[r.at : r.at+r.n] {
+				code[i] = int8(sparse[k])
+			}
+			sparse = sparse[r.n:]
+		} else {
+			copy(int8Bytes(code), codes)
+			codes = codes[dim:]
+		}
+		ix.scales[s] = f32(bounds[12*s:])
+		ix.qerr[s] = qbound{f32(bounds[12*s+4:]), f32(bounds[12*s+8:])}
 	}
 	return nil
 }

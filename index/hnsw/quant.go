@@ -68,6 +68,38 @@ type qvec struct {
 // re-scored with their float32 vectors (see Index.scan8).
 type qbound struct{ err, norm float32 }
 
+// quantizeSparse is quantize and boundOf of the vector whose non-zero
+// components are val at idx (ascending), into dst (of length dim, zero):
+// the same codes, scale and bound, bit for bit, in O(len(idx)) instead of
+// O(dim) (a zero component has the code 0 and adds exactly 0 to both
+// sums). It reports false, writing nothing, for a vector whose largest
+// component is not finite, which only the dense functions handle.
+func quantizeSparse(dst []int8, idx []uint16, val []float32) (float32, qbound, bool) {
+	var mx float32
+	for _, x := range val {
+		mx = max(mx, x, -x)
+	}
+	if math.IsNaN(float64(mx)) || math.IsInf(float64(mx), 0) {
+		return 0, qbound{}, false
+	}
+	if mx == 0 {
+		return 0, qbound{}, true
+	}
+	inv := 127 / mx
+	for k, i := range idx {
+		dst[i] = int8(math.Round(float64(val[k] * inv)))
+	}
+	scale := mx / 127
+	var e, n float64
+	for k, i := range idx {
+		x := val[k]
+		d := float64(x) - float64(dst[i])*float64(scale)
+		e += d * d
+		n += float64(x) * float64(x)
+	}
+	return scale, qbound{float32(math.Sqrt(e) * (1 + 1e-6)), float32(math.Sqrt(n) * (1 + 1e-6))}, true
+}
+
 // boundOf returns v's qbound given its codes c and scale s.
 func boundOf(c []int8, s float32, v []float32) qbound {
 	var e, n float64

@@ -3,7 +3,9 @@ package hnsw
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -209,4 +211,48 @@ func sameHits(a, b []Hit) bool {
 		}
 	}
 	return true
+}
+
+// TestQuantizeSparse: the codes, scale and bound quantizeSparse derives
+// from a vector's non-zero components are those quantize and boundOf give
+// for the whole vector, bit for bit (a graph's image leaves a sparse
+// vector's codes to it, where a load from the records computed them
+// dense), for vectors of one to dim/2 components, negative zeros,
+// subnormals and the largest finite values among them; a vector with a
+// non-finite component is left to the dense functions.
+func TestQuantizeSparse(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const dim = 384
+	for i := range 3000 {
+		v := sparseVec(r, dim, 1+r.IntN(dim/2))
+		switch i % 5 {
+		case 1:
+			v[r.IntN(dim)] = float32(math.Copysign(0, -1))
+		case 2:
+			v[r.IntN(dim)] = math.SmallestNonzeroFloat32
+		case 3:
+			v[r.IntN(dim)] = -math.MaxFloat32
+		}
+		var idx []uint16
+		var val []float32
+		for j, x := range v {
+			if math.Float32bits(x) != 0 {
+				idx, val = append(idx, uint16(j)), append(val, x)
+			}
+		}
+		want := make([]int8, dim)
+		ws := quantize(want, v)
+		wb := boundOf(want, ws, v)
+		got := make([]int8, dim)
+		gs, gb, ok := quantizeSparse(got, idx, val)
+		if !ok || !slices.Equal(got, want) || math.Float32bits(gs) != math.Float32bits(ws) || gb != wb {
+			t.Fatalf("vector %d: sparse %v scale %v bound %+v (ok %v), dense scale %v bound %+v", i, got, gs, gb, ok, ws, wb)
+		}
+	}
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		dst := make([]int8, 4)
+		if _, _, ok := quantizeSparse(dst, []uint16{1, 3}, []float32{0.5, bad}); ok || slices.ContainsFunc(dst, func(c int8) bool { return c != 0 }) {
+			t.Fatalf("a component %v: ok %v, codes %v", bad, ok, dst)
+		}
+	}
 }
