@@ -381,7 +381,7 @@ func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 		l.sidx = make([]uint16, e, cap(l.sval))
 		getU16s(l.sidx, idx, littleEndian)
 	}
-	ix.vecs = slabOf[float32](ix.dim, int(d), 0, func(dst []float32, off int) {
+	ix.vecs = slabOf[float32](ix.dim, int(d), func(dst []float32, off int) {
 		getU32s(f32bits(dst), b[6*e+4*uint64(off):], littleEndian)
 	})
 	return rest, nil
@@ -477,7 +477,7 @@ func (ix *Index) loadGraphImage(b []byte, c int) error {
 	codes, sparse, bounds := b[:dense*dim], b[dense*dim:dense*dim+entries], b[dense*dim+entries:]
 	// (A fresh slab is zero: a sparse vector's codes are set at its
 	// entries only.)
-	ix.codes = slabOf[int8](ix.dim, n, 0, func([]int8, int) {})
+	ix.codes = slabOf[int8](ix.dim, n, func([]int8, int) {})
 	ix.scales = make([]float32, n, c)
 	ix.qerr = make([]qbound, n, c)
 	for s := range n {
@@ -527,15 +527,15 @@ func indexesBelow(b []byte, dim int) (uint16, bool) {
 }
 
 // slabOf returns a slab of n slots of width, its chunks filled by fill
-// (with a chunk's records and the offset of its first element), the first
-// with room for first slots as reserve leaves it.
-func slabOf[T any](width, n, first int, fill func(dst []T, off int)) slab[T] {
+// (with a chunk's records and the offset of its first element); the
+// first chunk has room for no more (the slab grows as add needs).
+func slabOf[T any](width, n int, fill func(dst []T, off int)) slab[T] {
 	b := slab[T]{width: width, n: n}
 	for s := 0; s < n; s += slabSlots {
 		k := min(n-s, slabSlots)
 		room := slabSlots
 		if s == 0 {
-			room = min(max(k, first), slabSlots)
+			room = k
 		}
 		c := make([]T, k*width, room*width)
 		fill(c, s*width)

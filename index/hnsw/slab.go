@@ -30,26 +30,6 @@ func (b *slab[T]) at(s uint32) []T {
 	return c[o : o+b.width : o+b.width]
 }
 
-// reserve makes room for n more slots in the first chunk (up to a chunk's
-// worth), so that filling a slab of known size allocates once.
-func (b *slab[T]) reserve(n int) {
-	if n <= 0 || b.n >= slabSlots {
-		return
-	}
-	if len(b.chunks) == 0 {
-		b.chunks = [][]T{nil}
-	}
-	need := (min(b.n+n, slabSlots) - b.n) * b.width
-	if c := b.chunks[0]; cap(c) == 0 {
-		// make, not slices.Grow: Grow clears the new capacity itself
-		// (an append of make), a second pass over memory that make
-		// leaves to the allocator, which skips it for fresh pages.
-		b.chunks[0] = make([]T, 0, need)
-	} else {
-		b.chunks[0] = slices.Grow(c, need)
-	}
-}
-
 // add appends a slot (its record is whatever the memory held: callers
 // overwrite it) and returns its record.
 func (b *slab[T]) add() []T {
