@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -684,6 +685,96 @@ func TestCloseRewritesWrittenImages(t *testing.T) {
 			left := 0
 			if err := e.db.Scan(ctx, kv.UserRoot("forgotten"), func(_, _ []byte) error { left++; return nil }); err != nil || left != 0 {
 				t.Fatalf("%d keys of the forgotten user (%v)", left, err)
+			}
+		})
+	}
+}
+
+// TestCloseImagesUsersGrownInSession: a user a session created and made
+// heavy with its writes (realistic chat turns, each an Add applied by the
+// ingester) has an image after Close, as one loaded heavy and written
+// does, so that the next session's first query loads it from the image
+// and serves what the session wrote; a user its writes left light has
+// none. With Close's budget for images at 0, neither has one.
+func TestCloseImagesUsersGrownInSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	texts := corpus.MustTexts()
+	for _, c := range []struct {
+		name   string
+		budget time.Duration
+	}{{"budget", defaultCloseImages}, {"none", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			tune := defaultTuning()
+			tune.closeImages = c.budget
+			open := func() *Engine {
+				t.Helper()
+				e, err := openTuned(dir, Options{NoSync: true, NoIndexWarmup: true}, tune)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return e
+			}
+			e := open()
+			r := rand.New(rand.NewPCG(5, 6))
+			for i := 0; i < 120; i++ {
+				text := texts[i%len(texts)].Body
+				if len(text) > 2000 {
+					text = text[:2000]
+				}
+				if !utf8.ValidString(text) {
+					text = strings.ToValidUTF8(text, "?")
+				}
+				opts := []AddOption{At(time.Date(2025, 1, 1, 0, i, 0, 0, time.UTC))}
+				if i%2 == 1 {
+					opts = append(opts, Speaker("assistant"))
+				}
+				if _, err := e.Add(ctx, "grown", text, opts...); err != nil && !errors.Is(err, ErrInvalidText) {
+					t.Fatal(err)
+				}
+				if i < 3 {
+					if _, err := e.Add(ctx, "light", corpus.Words(r, 12)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := e.Add(ctx, "grown", "I moved to Lisbon last week."); err != nil {
+				t.Fatal(err)
+			}
+			for _, user := range []string{"grown", "light"} {
+				if err := e.Flush(ctx, user); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e = open()
+			defer e.Close()
+			hasImage := func(user string) bool {
+				t.Helper()
+				img, err := openImage(e.db, user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return img != nil
+			}
+			if got, want := hasImage("grown"), c.budget > 0; got != want {
+				t.Fatalf("the grown user has an image: %v, want %v", got, want)
+			}
+			if hasImage("light") {
+				t.Fatal("an image for a user too light for one")
+			}
+			rs, err := e.Query(ctx, "grown", "where do I live?", QueryOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(rs, func(r Result) bool { return r.Fact != nil && r.Fact.Object == "Lisbon" }) {
+				t.Fatalf("the session's last write is not served: %v", resultLines(rs))
+			}
+			if got, want := e.idx.imageLoads.Load(), map[bool]uint64{true: 1, false: 0}[c.budget > 0]; got != want {
+				t.Fatalf("%d loads from an image, want %d", got, want)
 			}
 		})
 	}

@@ -150,10 +150,15 @@ type userIndex struct {
 	// not counted yet.
 	grown atomic.Bool
 	// imaged: the user's image is worth keeping (these indexes were
-	// loaded from one, or their load from the records asked for one), so
+	// loaded from one, or their load from the records asked for one, or
+	// their writes since made them as heavy as such a load: written), so
 	// a write, which deletes it, makes Close write it anew
-	// (imageWriter.written). Set before the indexes are shared.
-	imaged bool
+	// (imageWriter.written). written: what the load from the records read
+	// (when it was counted) and the writes since put in their batches,
+	// until imaged. Both set before the indexes are shared, then by
+	// writes (under the user's lock).
+	imaged  bool
+	written int64
 	// pathTok is bm25.Tokenize of the labels and entity names the user's
 	// queries reached in graph paths (see tokens), under its own lock: a
 	// query reads it while others may add to it.
@@ -527,11 +532,15 @@ func (s *indexSet) loadWith(ctx context.Context, r kv.Reader, user string, m use
 	cr := &countingReader{Reader: r}
 	ui, err := s.loadFrom(ctx, r, cr, nil, user, m)
 	read := cr.n.Load()
-	if err == nil && m.Doc <= imageMaxDocs && read <= int64(s.e.tune.imageMaxBytes) && (damaged || read >= int64(s.e.tune.imageMinBytes)) {
+	if err != nil {
+		return nil, err
+	}
+	if m.Doc <= imageMaxDocs && read <= int64(s.e.tune.imageMaxBytes) && (damaged || read >= int64(s.e.tune.imageMinBytes)) {
 		s.e.images.request(user, damaged)
 		ui.imaged = true
 	}
-	return ui, err
+	ui.written = read
+	return ui, nil
 }
 
 // countingReader is a Reader that counts the bytes of the keys and values

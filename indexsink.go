@@ -106,7 +106,19 @@ func (w *indexWrite) done() {
 	if w.ui != nil {
 		w.ui.settle()
 		w.s.grew(w.user, w.ui)
-		if w.ui.imaged && w.s.e.images != nil {
+		if w.s.e.images == nil {
+			return
+		}
+		if !w.ui.imaged {
+			// A user its writes made heavy (one created this session,
+			// say) is imaged by Close like one loaded heavy: its next
+			// session's first query would otherwise read the records.
+			// What the batches set of the indexes stands for what a
+			// load would read.
+			w.ui.written += int64(w.b.ImagedBytes())
+			w.ui.imaged = w.ui.written >= int64(w.s.e.tune.imageMinBytes)
+		}
+		if w.ui.imaged {
 			w.s.e.images.noteWritten(w.user)
 		}
 	}

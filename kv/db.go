@@ -804,6 +804,8 @@ type Batch struct {
 	// unimaged: the user root whose image head the batch deleted last
 	// (see unimage).
 	unimaged []byte
+	// imagedBytes: see ImagedBytes.
+	imagedBytes int
 }
 
 // SetLocal declares that the store holds no key under prefix (a user with
@@ -840,15 +842,19 @@ func (b *Batch) iter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 
 // Set writes key = value (both are copied).
 func (b *Batch) Set(key, value []byte) error {
-	if err := b.unimage(key); err != nil {
+	im, err := b.unimage(key)
+	if err != nil {
 		return err
+	}
+	if im {
+		b.imagedBytes += len(key) + len(value)
 	}
 	return b.b.Set(key, value, nil)
 }
 
 // Delete removes key.
 func (b *Batch) Delete(key []byte) error {
-	if err := b.unimage(key); err != nil {
+	if _, err := b.unimage(key); err != nil {
 		return err
 	}
 	return b.b.Delete(key, nil)

@@ -61,17 +61,23 @@ func splitUserKey(key []byte) (root int, sub Sub, ok bool) {
 }
 
 // unimage deletes, in the batch, the image head of the user whose imaged
-// keyspace holds key (once for a run of writes of one user).
-func (b *Batch) unimage(key []byte) error {
-	if b.local != nil && bytes.HasPrefix(key, b.local) {
-		return nil
-	}
+// keyspace holds key (once for a run of writes of one user), and reports
+// whether key is in one.
+func (b *Batch) unimage(key []byte) (bool, error) {
 	root, sub, ok := splitUserKey(key)
 	if !ok || !imaged(sub) {
-		return nil
+		return false, nil
 	}
-	return b.dropImage(key[:root])
+	if b.local != nil && bytes.HasPrefix(key, b.local) {
+		return true, nil // (no image there)
+	}
+	return true, b.dropImage(key[:root])
 }
+
+// ImagedBytes is the bytes of the keys and values the batch set under
+// users' imaged keyspaces: about what a load of their indexes from the
+// records reads of what the batch wrote (a value set twice counts twice).
+func (b *Batch) ImagedBytes() int { return b.imagedBytes }
 
 // unimageRange is unimage for a range deletion: the images of the users
 // its ends lie in are deleted unless it lies within one user's image.

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -107,5 +108,42 @@ func TestSplitUserKey(t *testing.T) {
 		if n, _, ok := splitUserKey([]byte(k)); ok || n != 0 {
 			t.Errorf("%q: splitUserKey = %d %v, want not a user key", k, n, ok)
 		}
+	}
+}
+
+// TestImagedBytes: a batch counts the keys and values it sets under
+// users' imaged keyspaces, under a SetLocal prefix too (a new user's
+// first write), and nothing it sets elsewhere or deletes.
+func TestImagedBytes(t *testing.T) {
+	t.Parallel()
+	db := storeWith(t, nil)
+	for _, local := range []bool{false, true} {
+		b := db.NewBatch()
+		if local {
+			b.SetLocal(UserRoot("new"))
+		}
+		want := 0
+		for i, sub := range append(ImagedSubs(), SubEpisode, SubMeta, SubClaim, SubImage) {
+			for _, u := range []string{"new", "a\x00b"} {
+				k := append(UserKey(u, sub), byte(i), 'k')
+				v := bytes.Repeat([]byte{'v'}, 10*i+1)
+				if err := b.Set(k, v); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Delete(append(k, 'x')); err != nil {
+					t.Fatal(err)
+				}
+				if imaged(sub) {
+					want += len(k) + len(v)
+				}
+			}
+		}
+		if err := b.Set([]byte("Mformat"), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.ImagedBytes(); got != want || want == 0 {
+			t.Errorf("local %v: %d imaged bytes, want %d", local, got, want)
+		}
+		b.Close()
 	}
 }
