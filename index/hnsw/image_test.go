@@ -444,7 +444,20 @@ func smallImages(t testing.TB) [][]byte {
 	if graph.top == 0 {
 		t.Fatal("the small graph has one layer")
 	}
-	return append(out, graph.AppendImage(nil))
+	out = append(out, graph.AppendImage(nil))
+	// A graph of sparse vectors with a few dense ones: the codes imaged
+	// at the sparse entries only.
+	mixed := New(32, prefix, Options{M: 3, Seed: 10, ExactBelow: -1})
+	for i := range 30 {
+		v := sparseVec(r, 32, 1+r.IntN(12))
+		if i%7 == 0 {
+			v = clustered(uint64(i), 1, 32, 1)[0]
+		}
+		if err := mixed.Add(discardKV{}, uint32(i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(out, mixed.AppendImage(nil))
 }
 
 // discardKV is a kv.Writer that keeps nothing.
