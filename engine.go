@@ -14,6 +14,7 @@ import (
 
 	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/extract"
+	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/kv"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -274,6 +275,9 @@ type tuning struct {
 	// closeImages bounds the time Close spends writing the images this
 	// session's writes deleted (imageWriter.rewrite).
 	closeImages time.Duration
+	// vectors is the users' vector indexes' options (zero: hnsw's
+	// defaults), so that a test reaches the graph with a few documents.
+	vectors hnsw.Options
 }
 
 func defaultTuning() tuning {
@@ -343,6 +347,7 @@ func openTuned(dir string, o Options, tune tuning) (*Engine, error) {
 		emb = embed.NewHash(0)
 	}
 	e.idx = newIndexSet(e, emb, max(o.IndexCacheBytes, 0)) // negative: no bound
+	e.idx.hnswO = tune.vectors
 	if tune.images && !o.NoIndexImages {
 		e.images = newImageWriter(e)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/index/temporal"
 	"github.com/memor-db/memor/internal/corpus"
 	"github.com/memor-db/memor/internal/syncbuf"
@@ -27,8 +28,15 @@ import (
 // same operations then hold the same bytes and answer the same.
 func openImaging(t *testing.T, dir string, images bool, minDocs int, lg *slog.Logger) *Engine {
 	t.Helper()
+	return openImagingWith(t, dir, images, minDocs, lg, hnsw.Options{})
+}
+
+// openImagingWith is openImaging with the vector indexes' options.
+func openImagingWith(t *testing.T, dir string, images bool, minDocs int, lg *slog.Logger, vectors hnsw.Options) *Engine {
+	t.Helper()
 	tune := defaultTuning()
 	tune.images, tune.imageMinDocs, tune.imageMinBytes = images, minDocs, 1
+	tune.vectors = vectors
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	e, err := openTuned(dir, Options{NoSync: true, Workers: 1, IndexCacheBytes: 1, Logger: lg,
 		Clock: func() time.Time { return at }}, tune)
@@ -67,12 +75,30 @@ func answers(t *testing.T, e *Engine, user, q string) string {
 // (written after random steps) and one that reads the records, every
 // query loading its user. The two must answer every query alike: an
 // image serves what the records hold, and no write leaves one stale.
+// With vectors=graph the users' vector indexes build their graph at 24
+// vectors and every vector search walks it, so a graph of the default
+// embedder's sparse vectors (and the dense ones of long texts) is imaged.
 func TestIndexImageMatchesRecords(t *testing.T) {
 	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		vectors hnsw.Options
+	}{{"list", hnsw.Options{}}, {"graph", hnsw.Options{GraphAt: 24, ExactBelow: -1}}} {
+		t.Run("vectors="+c.name, func(t *testing.T) {
+			t.Parallel()
+			imageMatchesRecords(t, c.vectors)
+		})
+	}
+}
+
+func imageMatchesRecords(t *testing.T, vectors hnsw.Options) {
 	texts := corpus.MustTexts()
 	ctx := context.Background()
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	a, b := openImaging(t, dirA, true, 8, nil), openImaging(t, dirB, false, 8, nil)
+	open := func() (*Engine, *Engine) {
+		return openImagingWith(t, dirA, true, 8, nil, vectors), openImagingWith(t, dirB, false, 8, nil, vectors)
+	}
+	a, b := open()
 	defer func() { a.Close(); b.Close() }()
 	r := rand.New(rand.NewPCG(7, 19))
 	users := []string{"alice", "bob", "東京 user"}
@@ -144,7 +170,7 @@ func TestIndexImageMatchesRecords(t *testing.T) {
 			both("reopen", func(e *Engine) error { return nil })
 			a.Close()
 			b.Close()
-			a, b = openImaging(t, dirA, true, 8, nil), openImaging(t, dirB, false, 8, nil)
+			a, b = open()
 		}
 		if r.IntN(3) == 0 {
 			w := users[r.IntN(len(users))]
@@ -169,6 +195,26 @@ func TestIndexImageMatchesRecords(t *testing.T) {
 	// timing allows (24 alone, 19 beside the package's other tests).
 	if loads := a.idx.imageLoads.Load(); wrote < 10 || loads < 12 {
 		t.Fatalf("%d images written and %d loads read one: the sequence did not exercise them", wrote, loads)
+	}
+	if vectors.GraphAt > 0 {
+		// An image of a vector index with its graph (flag 1 after the
+		// version, index/hnsw/image.go) was written and read.
+		graphs := 0
+		for _, u := range users {
+			if err := a.writeImage(ctx, u, false); err != nil {
+				t.Fatal(err)
+			}
+			img, err := openImage(a.db, u)
+			if err != nil || img == nil {
+				continue
+			}
+			if v, err := img.blob(ctx, kv.SubVector); err == nil && len(v) > 1 && v[1]&1 != 0 {
+				graphs++
+			}
+		}
+		if graphs == 0 {
+			t.Fatal("no user's image holds a vector graph")
+		}
 	}
 	if err := a.Check(ctx); err != nil {
 		t.Fatal(err)
