@@ -182,9 +182,9 @@ type Index struct {
 	graph bool
 
 	// Nodes live in dense slots; neighbour lists hold slots, not IDs.
-	vecs   slab[float32]     // slot → the (normalised) vector; without a graph, see list
-	list   listVecs          // without a graph: slot → its vector, sparse or in vecs (list.go)
-	dense  []float32         // a writer's scratch vector (under wmu)
+	vecs   slab[float32]     // the dense vectors' records (list.go)
+	list   listVecs          // slot → its vector, sparse or in vecs (list.go)
+	dense  []float32         // a writer's scratch vector (under wmu), or a load's or a build's, of an index not yet shared
 	codes  slab[int8]        // slot → its int8 codes (graph only, see quant.go)
 	scales []float32         // slot → scale of its codes (graph only)
 	qerr   []qbound          // slot → what its codes' error bounds need (graph only)
