@@ -448,6 +448,13 @@ func (e *Engine) warmImported(ctx context.Context, w *indexWarmer) {
 			}
 			loaded, more, err := e.warmUser(ctx, user)
 			if err != nil {
+				// The user stays to warm: Close's record names it for the
+				// next Open (a Close that cut this load short lost it).
+				w.mu.Lock()
+				if !slices.Contains(w.imported, user) {
+					w.imported = append(w.imported, user)
+				}
+				w.mu.Unlock()
 				if ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 					e.log.Warn("memor: cannot warm an imported user's indexes", "user", user, "err", err)
 				}

@@ -550,3 +550,62 @@ func userNames(us []warmUser) []string {
 	}
 	return s
 }
+
+// TestImportWarmupCutByClose: a Close that stops the import warm-up while
+// it loads a user (the load fails with the warm-up's cancelled context)
+// still records that user for the next Open. The warm-up took the user
+// off its list when it began the load, so a slow machine's Close in the
+// middle of it lost the user (TestIndexWarmupImportedElsewhere failed in
+// CI, naming only the last import). The user's lock, held here, stops
+// the load at its start until Close has cancelled it.
+func TestImportWarmupCutByClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var fs []FactInput
+	for i := range 300 {
+		fs = append(fs, FactInput{Subject: fmt.Sprintf("entity %d", i/40), Predicate: "likes",
+			Object: fmt.Sprintf("thing %d", i), ValidFrom: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+	}
+	dir := filepath.Join(t.TempDir(), "db")
+	e := openWarming(t, dir, 0, true, nil)
+	if _, err := e.AssertBatch(ctx, "alpha", fs); err != nil {
+		t.Fatal(err)
+	}
+	// (The warm-up waits for the imports to be idle for importIdle.)
+	unlock := e.lockUser("alpha")
+	w := e.warm
+	// The warm-up takes alpha once imports are idle, and waits for its lock.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		taken := w.importing && len(w.imported) == 0
+		w.mu.Unlock()
+		if taken {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the import warm-up never took the imported user")
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		stopped := w.stopped
+		w.mu.Unlock()
+		if stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Close did not stop the warm-up")
+		}
+	}
+	unlock()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	e = openWarming(t, dir, 0, false, nil)
+	defer e.Close()
+	if named := userNames(e.warm.stored); !slices.Equal(named, []string{"alpha"}) {
+		t.Fatalf("the record names %q, want the user whose warm-up Close cut short", named)
+	}
+}
