@@ -638,6 +638,29 @@ func TestIndexImageBuiltOutsideLock(t *testing.T) {
 	}
 }
 
+// openClosing opens dir without the warm-up, Close spending at most
+// budget on images.
+func openClosing(t *testing.T, dir string, budget time.Duration) *Engine {
+	t.Helper()
+	tune := defaultTuning()
+	tune.closeImages = budget
+	e, err := openTuned(dir, Options{NoSync: true, NoIndexWarmup: true}, tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// userHasImage reports whether user has an index image in e's store.
+func userHasImage(t *testing.T, e *Engine, user string) bool {
+	t.Helper()
+	img, err := openImage(e.db, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img != nil
+}
+
 // TestCloseRewritesWrittenImages: a user written after a load that found
 // (or asked for) an image gets a new image at Close, so the next
 // session's first query reads it, not the records; a user too light for
@@ -651,16 +674,7 @@ func TestCloseRewritesWrittenImages(t *testing.T) {
 	}{{"budget", defaultCloseImages}, {"none", 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "db")
-			tune := defaultTuning()
-			tune.closeImages = c.budget
-			open := func() *Engine {
-				t.Helper()
-				e, err := openTuned(dir, Options{NoSync: true, NoIndexWarmup: true}, tune)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return e
-			}
+			open := func() *Engine { return openClosing(t, dir, c.budget) }
 			e := open()
 			for _, user := range []string{"heavy", "forgotten"} {
 				if _, err := e.AssertBatch(ctx, user, entityFacts(400)); err != nil {
@@ -671,14 +685,6 @@ func TestCloseRewritesWrittenImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.Close()
-			hasImage := func(e *Engine, user string) bool {
-				t.Helper()
-				img, err := openImage(e.db, user)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return img != nil
-			}
 			// A session that loads every user from its records (images
 			// asked for the heavy ones) and then writes each.
 			e = open()
@@ -692,7 +698,7 @@ func TestCloseRewritesWrittenImages(t *testing.T) {
 			}
 			// The images those loads asked for are written in the
 			// background: the writes come after them.
-			for deadline := time.Now().Add(10 * time.Second); !hasImage(e, "heavy"); time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(10 * time.Second); !userHasImage(t, e, "heavy"); time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the image the heavy user's load asked for was not written")
 				}
@@ -703,7 +709,7 @@ func TestCloseRewritesWrittenImages(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if hasImage(e, "heavy") {
+			if userHasImage(t, e, "heavy") {
 				t.Fatal("the heavy user's image outlived a write")
 			}
 			if err := e.Forget(ctx, "forgotten"); err != nil {
@@ -712,10 +718,10 @@ func TestCloseRewritesWrittenImages(t *testing.T) {
 			e.Close()
 			e = open()
 			defer e.Close()
-			if got, want := hasImage(e, "heavy"), c.budget > 0; got != want {
+			if got, want := userHasImage(t, e, "heavy"), c.budget > 0; got != want {
 				t.Fatalf("the heavy user has an image: %v, want %v", got, want)
 			}
-			if hasImage(e, "light") || hasImage(e, "forgotten") {
+			if userHasImage(t, e, "light") || userHasImage(t, e, "forgotten") {
 				t.Fatal("an image for a user too light for one, or forgotten")
 			}
 			rs, err := e.Query(ctx, "heavy", "thing new", QueryOptions{})
@@ -752,16 +758,7 @@ func TestCloseImagesUsersGrownInSession(t *testing.T) {
 	}{{"budget", defaultCloseImages}, {"none", 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "db")
-			tune := defaultTuning()
-			tune.closeImages = c.budget
-			open := func() *Engine {
-				t.Helper()
-				e, err := openTuned(dir, Options{NoSync: true, NoIndexWarmup: true}, tune)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return e
-			}
+			open := func() *Engine { return openClosing(t, dir, c.budget) }
 			e := open()
 			r := rand.New(rand.NewPCG(5, 6))
 			for i := 0; i < 120; i++ {
@@ -798,18 +795,10 @@ func TestCloseImagesUsersGrownInSession(t *testing.T) {
 			}
 			e = open()
 			defer e.Close()
-			hasImage := func(user string) bool {
-				t.Helper()
-				img, err := openImage(e.db, user)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return img != nil
-			}
-			if got, want := hasImage("grown"), c.budget > 0; got != want {
+			if got, want := userHasImage(t, e, "grown"), c.budget > 0; got != want {
 				t.Fatalf("the grown user has an image: %v, want %v", got, want)
 			}
-			if hasImage("light") {
+			if userHasImage(t, e, "light") {
 				t.Fatal("an image for a user too light for one")
 			}
 			rs, err := e.Query(ctx, "grown", "where do I live?", QueryOptions{})

@@ -67,24 +67,28 @@ func TestListHoldsSparse(t *testing.T) {
 	if err := ix.Check(ctx, store); err != nil {
 		t.Fatal(err)
 	}
-	sparse, dense := 0, 0
-	for id, s := range ix.slotOf {
-		want := make([]float32, dim)
-		if !decodeVec(want, store[string(ix.vecKey(id))], false) {
-			t.Fatalf("vector %d: record does not decode", id)
+	heldAsRecords := func(ix *Index) {
+		t.Helper()
+		sparse, dense := 0, 0
+		for id, s := range ix.slotOf {
+			want := make([]float32, dim)
+			if !decodeVec(want, store[string(ix.vecKey(id))], false) {
+				t.Fatalf("vector %d: record does not decode", id)
+			}
+			if got := vecOf(ix, s); !slices.Equal(got, want) {
+				t.Fatalf("vector %d held as %v, its record decodes to %v", id, got, want)
+			}
+			if ix.list.refs[s].n == denseRef {
+				dense++
+			} else {
+				sparse++
+			}
 		}
-		if got := vecOf(ix, s); !slices.Equal(got, want) {
-			t.Fatalf("vector %d held as %v, its record decodes to %v", id, got, want)
-		}
-		if ix.list.refs[s].n == denseRef {
-			dense++
-		} else {
-			sparse++
+		if sparse == 0 || dense == 0 || len(ix.slotOf) != len(live) {
+			t.Fatalf("%d sparse and %d dense vectors of %d: the test wants both", sparse, dense, len(live))
 		}
 	}
-	if sparse == 0 || dense == 0 {
-		t.Fatalf("%d sparse and %d dense vectors: the test wants both", sparse, dense)
-	}
+	heldAsRecords(ix)
 	if held := len(ix.list.sidx); held > 2*(len(ix.list.sidx)-ix.list.dead)+1024 {
 		t.Fatalf("%d entries held, %d dead: never compacted", held, ix.list.dead)
 	}
@@ -155,27 +159,6 @@ func TestListHoldsSparse(t *testing.T) {
 			t.Fatal(err)
 		}
 		live[id] = v
-	}
-	heldAsRecords := func(ix *Index) {
-		t.Helper()
-		sparse, dense := 0, 0
-		for id, s := range ix.slotOf {
-			want := make([]float32, dim)
-			if !decodeVec(want, store[string(ix.vecKey(id))], false) {
-				t.Fatalf("vector %d: record does not decode", id)
-			}
-			if got := vecOf(ix, s); !slices.Equal(got, want) {
-				t.Fatalf("vector %d held as %v, its record decodes to %v", id, got, want)
-			}
-			if ix.list.refs[s].n == denseRef {
-				dense++
-			} else {
-				sparse++
-			}
-		}
-		if sparse == 0 || dense == 0 || len(ix.slotOf) != len(live) {
-			t.Fatalf("%d sparse and %d dense vectors of %d: the test wants both", sparse, dense, len(live))
-		}
 	}
 	heldAsRecords(ix)
 	vecBytes := ix.list.bytes()
