@@ -814,3 +814,111 @@ func TestCloseImagesUsersGrownInSession(t *testing.T) {
 		})
 	}
 }
+
+// TestImageBlobRanges: a part of many chunks, read in ranges at once from
+// the store (imageReader.blob), is the part as written, and read so
+// through a snapshot (one scan); a chunk missing, short, long or beyond
+// the head's in any range is damage, whichever range meets it.
+func TestImageBlobRanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := kv.Open(filepath.Join(t.TempDir(), "db"), kv.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const user = "u"
+	subs := kv.ImagedSubs()
+	cp := kv.ImageChunks(user)
+	r := rand.New(rand.NewPCG(3, 4))
+	// write sets the user's image to parts of the given sizes, random
+	// bytes cut into chunks as writeImage cuts them, and returns them.
+	write := func(sizes []int) [][]byte {
+		b := db.NewBatch()
+		defer b.Close()
+		if err := b.DeleteRange(cp, kv.PrefixEnd(cp)); err != nil {
+			t.Fatal(err)
+		}
+		h := imageHead{chunks: make([]uint64, len(subs)), bytes: make([]uint64, len(subs))}
+		parts := make([][]byte, len(subs))
+		for i, sub := range subs {
+			p := make([]byte, sizes[i])
+			for j := range p {
+				p[j] = byte(r.Uint32())
+			}
+			parts[i] = p
+			h.bytes[i] = uint64(len(p))
+			for len(p) > 0 {
+				n := min(len(p), imageChunkBytes)
+				if err := b.Set(imageChunkKey(cp, sub, h.chunks[i]), p[:n]); err != nil {
+					t.Fatal(err)
+				}
+				h.chunks[i]++
+				p = p[n:]
+			}
+		}
+		if err := b.Set(kv.ImageHead(user), appendImageHead(nil, &h)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return parts
+	}
+	read := func(r kv.Reader, sub kv.Sub) ([]byte, error) {
+		img, err := openImage(r, user)
+		if err != nil || img == nil {
+			t.Fatalf("no image: %v", err)
+		}
+		return img.blob(ctx, sub)
+	}
+	big := 5*blobRangeChunks*imageChunkBytes + 12345 // six ranges, the last short
+	sizes := []int{big, 3 * imageChunkBytes, 2*blobRangeChunks*imageChunkBytes - 1, 0, imageChunkBytes}
+	parts := write(sizes)
+	snap := db.Snapshot()
+	for i, sub := range subs {
+		for _, via := range []kv.Reader{db, snap} {
+			got, err := read(via, sub)
+			if err != nil || !bytes.Equal(got, parts[i]) {
+				t.Fatalf("%c (%d bytes) via %T: %d bytes read, equal %v, %v", byte(sub), sizes[i], via, len(got), bytes.Equal(got, parts[i]), err)
+			}
+		}
+	}
+	snap.Close()
+	sub := subs[0]
+	last := uint64(big / imageChunkBytes)
+	for _, c := range []struct {
+		name  string
+		chunk uint64
+		value func(v []byte) []byte // nil: deleted
+	}{
+		{"first missing", 0, nil},
+		{"middle missing", 2*blobRangeChunks + 3, nil},
+		{"range end missing", 3*blobRangeChunks - 1, nil},
+		{"last missing", last, nil},
+		{"middle short", blobRangeChunks + 1, func(v []byte) []byte { return v[:len(v)-1] }},
+		{"middle long", 4 * blobRangeChunks, func(v []byte) []byte { return append(bytes.Clone(v), 0) }},
+		{"last long", last, func(v []byte) []byte { return append(bytes.Clone(v), 0) }},
+		{"one beyond", last + 1, func([]byte) []byte { return []byte{1} }},
+	} {
+		write(sizes)
+		key := imageChunkKey(cp, sub, c.chunk)
+		v, err := db.Get(key)
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			t.Fatal(err)
+		}
+		b := db.NewBatch()
+		if c.value == nil {
+			err = b.Delete(key)
+		} else {
+			err = b.Set(key, c.value(v))
+		}
+		if err != nil || b.Commit() != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		if got, err := read(db, sub); !errors.Is(err, errImageDamaged) {
+			t.Errorf("%s: %d bytes read, %v; want errImageDamaged", c.name, len(got), err)
+		}
+	}
+}
