@@ -38,32 +38,41 @@ func benchN(b *testing.B) int {
 // GraphAt: vectors only); state=graph maintains the graph from the first
 // vector (ExactBelow < 0); state=build-at-end has GraphAt = n, so the last
 // Add builds the whole graph (its time is reported as crossing-ms).
+// vectors=sparse keeps an eighth of each vector's components (48 of 384,
+// the hashing embedder's vector of a short fact), held sparse.
 //
 //	go test -p 1 -run '^$' -bench Add ./index/hnsw/
 func BenchmarkAdd(b *testing.B) {
 	n := benchN(b)
-	vecs := clustered(3, n, benchDim, 20)
-	for _, st := range []struct {
-		name string
-		o    Options
+	dense := clustered(3, n, benchDim, 20)
+	for _, c := range []struct {
+		vectors string
+		st      string
+		o       Options
 	}{
-		{"default", Options{Seed: 1}},
-		{"graph", Options{Seed: 1, ExactBelow: -1}},
-		{"build-at-end", Options{Seed: 1, GraphAt: n}},
+		{"dense", "default", Options{Seed: 1}},
+		{"dense", "graph", Options{Seed: 1, ExactBelow: -1}},
+		{"dense", "build-at-end", Options{Seed: 1, GraphAt: n}},
+		{"sparse", "graph", Options{Seed: 1, ExactBelow: -1}},
+		{"sparse", "build-at-end", Options{Seed: 1, GraphAt: n}},
 	} {
-		b.Run(fmt.Sprintf("n=%d/state=%s", n, st.name), func(b *testing.B) {
+		vecs := dense
+		if c.vectors == "sparse" {
+			vecs = sparsified(dense, 8)
+		}
+		b.Run(fmt.Sprintf("n=%d/vectors=%s/state=%s", n, c.vectors, c.st), func(b *testing.B) {
 			b.ReportAllocs()
 			var w countKV
 			var crossing time.Duration
 			for b.Loop() {
 				w = countKV{}
-				ix := New(benchDim, []byte("p/"), st.o)
+				ix := New(benchDim, []byte("p/"), c.o)
 				for i, v := range vecs {
 					t := time.Now()
 					if err := ix.Add(&w, uint32(i), v); err != nil {
 						b.Fatal(err)
 					}
-					if i == st.o.GraphAt-1 {
+					if i == c.o.GraphAt-1 {
 						crossing += time.Since(t)
 					}
 				}
@@ -82,17 +91,24 @@ func BenchmarkAdd(b *testing.B) {
 // default options (an exact scan at this size) and through the graph.
 func BenchmarkSearch(b *testing.B) {
 	n := benchN(b)
-	vecs, queries := dataset(5, n, 100, benchDim, 20)
+	dense, queries := dataset(5, n, 100, benchDim, 20)
 	ctx := context.Background()
-	for _, st := range []struct {
-		name string
-		o    Options
+	for _, c := range []struct {
+		vectors string
+		st      string
+		o       Options
 	}{
-		{"default", Options{Seed: 1}},
-		{"graph", Options{Seed: 1, ExactBelow: -1}},
+		{"dense", "default", Options{Seed: 1}},
+		{"dense", "graph", Options{Seed: 1, ExactBelow: -1}},
+		{"sparse", "default", Options{Seed: 1}},
+		{"sparse", "graph", Options{Seed: 1, ExactBelow: -1}},
 	} {
-		b.Run(fmt.Sprintf("n=%d/state=%s", n, st.name), func(b *testing.B) {
-			ix := build(b, &countKV{}, vecs, st.o)
+		vecs := dense
+		if c.vectors == "sparse" {
+			vecs = sparsified(dense, 8)
+		}
+		b.Run(fmt.Sprintf("n=%d/vectors=%s/state=%s", n, c.vectors, c.st), func(b *testing.B) {
+			ix := build(b, &countKV{}, vecs, c.o)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -103,6 +119,19 @@ func BenchmarkSearch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sparsified returns copies of vecs keeping every k-th component (offset
+// by the vector's index), the others 0.
+func sparsified(vecs [][]float32, k int) [][]float32 {
+	out := make([][]float32, len(vecs))
+	for i, v := range vecs {
+		out[i] = make([]float32, len(v))
+		for j := i % k; j < len(v); j += k {
+			out[i][j] = v[j]
+		}
+	}
+	return out
 }
 
 // BenchmarkBulkAdd is the vector side of a new user's bulk import as the
