@@ -2,6 +2,7 @@ package memor
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -376,27 +377,32 @@ func pathScore(p graph.Path, tokens *pathTokens) float64 {
 }
 
 // pathTokens holds what one query's paths explain of its words: for each
-// label, gloss and entity name met, the words its tokens hold. The paths
-// share most of them (a walk's paths share their first hops), so each is
-// matched once per query, not once per path and hop. The tokens of a
-// label or an entity are the user's (userIndex.tokens), so a query
-// tokenises only the names no earlier query of the user reached and
-// bm25.MayContain does not rule out; a gloss's follow the predicate
-// catalogue, which RegisterPredicate changes, and stay the query's.
+// hop, label, gloss and entity name met, the words its tokens hold. The
+// paths share most of them (a walk's paths share their first hops, and
+// support reads the walks the entity stage found), so each is matched
+// once per query, not once per path and hop; a hop met again costs one
+// lookup by its edge. The tokens of a label or an entity are the user's
+// (userIndex.tokens), so a query tokenises only the names no earlier
+// query of the user reached and bm25.MayContain does not rule out; a
+// gloss's follow the predicate catalogue, which RegisterPredicate
+// changes, and stay the query's.
 type pathTokens struct {
 	ui    *userIndex
 	words map[string]bool
 	list  []string // words, for bm25.MayContain (ranging a map costs more)
 	gloss func(string) string
 	// of: label or entity name → the words its tokens hold (nil: none);
-	// glossOf: label → the words its gloss's tokens hold.
+	// glossOf: label → the words its gloss's tokens hold; hop: a hop's
+	// edge (hopKey) → the words of its label, gloss and entity, each once.
 	of, glossOf map[string][]string
+	hop         map[uint64][]string
 }
 
 // newPathTokens returns the pathTokens of a query's words, for paths that
 // meet about names distinct labels and entities (a hint).
 func newPathTokens(ui *userIndex, words map[string]bool, gloss func(string) string, names int) *pathTokens {
-	pt := &pathTokens{ui: ui, words: words, gloss: gloss, of: make(map[string][]string, names), glossOf: map[string][]string{}}
+	pt := &pathTokens{ui: ui, words: words, gloss: gloss, of: make(map[string][]string, names), glossOf: map[string][]string{},
+		hop: make(map[uint64][]string, names)}
 	for w := range words {
 		pt.list = append(pt.list, w)
 	}
@@ -407,15 +413,36 @@ func newPathTokens(ui *userIndex, words map[string]bool, gloss func(string) stri
 // its predicates (their names and glosses) and the entities it reaches.
 func pathWords(p graph.Path, tokens *pathTokens, matched []string) []string {
 	for _, h := range p.Hops {
-		for _, ws := range [...][]string{tokens.wordsIn(h.Label), tokens.glossWords(h.Label), tokens.wordsIn(h.To)} {
-			for _, w := range ws {
-				if !slices.Contains(matched, w) {
-					matched = append(matched, w)
-				}
+		for _, w := range tokens.hopWords(h) {
+			if !slices.Contains(matched, w) {
+				matched = append(matched, w)
 			}
 		}
 	}
 	return matched
+}
+
+// hopWords returns the question's words in hop h's label, the label's
+// gloss and the entity it reaches, each once. A hop is its edge's
+// document walked one way: the same label and entity wherever met.
+func (pt *pathTokens) hopWords(h graph.Hop) []string {
+	k := uint64(h.Doc) << 1
+	if h.Inverse {
+		k |= 1
+	}
+	if ws, ok := pt.hop[k]; ok {
+		return ws
+	}
+	var ws []string
+	for _, part := range [...][]string{pt.wordsIn(h.Label), pt.glossWords(h.Label), pt.wordsIn(h.To)} {
+		for _, w := range part {
+			if !slices.Contains(ws, w) {
+				ws = append(ws, w)
+			}
+		}
+	}
+	pt.hop[k] = ws
+	return ws
 }
 
 // wordsIn returns the question's words among the tokens of a label or an
@@ -480,7 +507,12 @@ const DefaultMinSupport = 0.3
 // ("where"). A date the question names ("on 2024-12-01") selects the
 // view, not what is asked about, and is left out. A question with no
 // other index terms has support 1: there is nothing to judge it by.
-func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate) float64 {
+//
+// tokens, if not nil, is what the entity stage matched of the question's
+// words along its paths (the walks support reads): used when support's
+// terms are those words (the question names no date), else support
+// matches its own.
+func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate, tokens *pathTokens) float64 {
 	terms := map[string]bool{}
 	for _, t := range bm25.Tokenize(en.WithoutDates(text, e.now())) {
 		terms[t] = true
@@ -488,7 +520,9 @@ func (e *Engine) support(ui *userIndex, text string, cands map[uint32]*candidate
 	if len(terms) == 0 {
 		return 1
 	}
-	tokens := newPathTokens(ui, terms, e.preds.gloss, len(cands))
+	if tokens == nil || tokens.ui != ui || !maps.Equal(tokens.words, terms) {
+		tokens = newPathTokens(ui, terms, e.preds.gloss, len(cands))
+	}
 	best := 0
 	var matched []string
 	for _, c := range cands {

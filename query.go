@@ -254,6 +254,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 	clock.lap(StageFocus)
 	ex.focus(foc)
+	var tokens *pathTokens // what the entity stage's paths explain, for support
 	if foc.nothing {
 		fs.end(nil)
 		if qs.on() {
@@ -294,7 +295,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 			clock.lap(StageVector)
 		}
 		_, s = e.tel.start(ctx, spanQueryEntity)
-		err = e.entityCandidates(ctx, ui, text, foc.seeds, p.depth, facts, cands.get)
+		tokens, err = e.entityCandidates(ctx, ui, text, foc.seeds, p.depth, facts, cands.get)
 		s.end(err)
 		if err != nil {
 			return nil, err
@@ -314,7 +315,7 @@ func (e *Engine) Query(ctx context.Context, user, text string, opts QueryOptions
 	}
 
 	_, s := e.tel.start(ctx, spanQueryFuse)
-	if e.abstains(opts, foc, ui, text, cands) {
+	if e.abstains(opts, foc, ui, text, cands, tokens) {
 		s.end(nil)
 		if qs.on() {
 			qs.set(attrResults.Int(0), attrAbstained.Bool(true))

@@ -99,14 +99,15 @@ func isZero(v []float32) bool {
 // entityCandidates walks the fact graph from the focus's seeds. A fact
 // reached by a path scores by how many query words its path explains, per
 // hop, so "what kind of dog does my brother have" prefers user → brother →
-// Alex → has_pet → golden retriever over Alex's other facts.
-func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text string, seeds []string, depth int, facts *roaring.Bitmap, get func(uint32) *candidate) error {
+// Alex → has_pet → golden retriever over Alex's other facts. It returns
+// what it matched of the words (for support), nil if it walked nowhere.
+func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text string, seeds []string, depth int, facts *roaring.Bitmap, get func(uint32) *candidate) (*pathTokens, error) {
 	if len(seeds) == 0 {
-		return nil
+		return nil, nil
 	}
 	paths, err := ui.g.BFSLimit(ctx, seeds, depth, 4*candidatesPerSignal, facts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	words := map[string]bool{}
 	for _, t := range bm25.Tokenize(text) {
@@ -124,7 +125,7 @@ func (e *Engine) entityCandidates(ctx context.Context, ui *userIndex, text strin
 			c.path, c.walk = "", p
 		}
 	}
-	return nil
+	return tokens, nil
 }
 
 // outdatedCandidates answers questions phrased with an outdated value: "is

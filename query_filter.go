@@ -43,7 +43,8 @@ func focusFilter(foc focus, qv *qview, eps, allow *roaring.Bitmap) *roaring.Bitm
 // abstains reports whether Query answers nothing known: the best
 // candidate explains less than MinSupport of the question's term weight,
 // and the question names no one memor holds facts about.
-func (e *Engine) abstains(opts QueryOptions, foc focus, ui *userIndex, text string, cands candidateSet) bool {
+// tokens: the entity stage's matches (see support), or nil.
+func (e *Engine) abstains(opts QueryOptions, foc focus, ui *userIndex, text string, cands candidateSet, tokens *pathTokens) bool {
 	minSupport := opts.MinSupport
 	if minSupport < 0 || foc.named {
 		return false
@@ -51,5 +52,5 @@ func (e *Engine) abstains(opts QueryOptions, foc focus, ui *userIndex, text stri
 	if minSupport == 0 {
 		minSupport = DefaultMinSupport
 	}
-	return e.support(ui, text, cands) < minSupport
+	return e.support(ui, text, cands, tokens) < minSupport
 }

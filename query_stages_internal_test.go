@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/graph"
 	"github.com/memor-db/memor/index/bm25"
+	"github.com/memor-db/memor/lang/en"
 )
 
 // stageEngine opens an engine at a fixed now whose user "u" said a few
@@ -340,13 +342,102 @@ func (shortRR) Rerank(context.Context, string, []string) ([]float64, error) { re
 func TestAbstains(t *testing.T) {
 	e, qv := stageEngine(t, Options{})
 	empty := candidateSet{}
-	if !e.abstains(QueryOptions{}, focus{}, qv.ui, "what is the airspeed of a swallow", empty) {
+	if !e.abstains(QueryOptions{}, focus{}, qv.ui, "what is the airspeed of a swallow", empty, nil) {
 		t.Error("no candidate: not abstained")
 	}
-	if e.abstains(QueryOptions{MinSupport: -1}, focus{}, qv.ui, "what is the airspeed of a swallow", empty) {
+	if e.abstains(QueryOptions{MinSupport: -1}, focus{}, qv.ui, "what is the airspeed of a swallow", empty, nil) {
 		t.Error("abstention off: abstained")
 	}
-	if e.abstains(QueryOptions{}, focus{named: true}, qv.ui, "what is the airspeed of a swallow", empty) {
+	if e.abstains(QueryOptions{}, focus{named: true}, qv.ui, "what is the airspeed of a swallow", empty, nil) {
 		t.Error("a named person: abstained")
+	}
+}
+
+// TestSupportSharesPathTokens: support reads the entity stage's matches
+// when its terms are the question's words, and gets what it gets from its
+// own; a question naming a date (left out of support's terms) gets its
+// own. A hop is matched once per direction: walked from its object it
+// reaches the subject, whose words are not the object's.
+func TestSupportSharesPathTokens(t *testing.T) {
+	ctx := context.Background()
+	e, qv := stageEngine(t, Options{})
+	ui := qv.ui
+	for _, q := range []string{
+		"what kind of dog does my brother have?",
+		"where does Alex live?",
+		"what kind of dog did my brother have on 2026-05-01?", // a date: support's terms differ
+		"where do I work?",
+	} {
+		cands := candidateSet{}
+		foc, err := e.queryFocus(ctx, ui, q, qv.facts, qv.facts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, err := e.entityCandidates(ctx, ui, q, foc.seeds, DefaultDepth, qv.facts, cands.get)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tokens == nil || len(cands) == 0 {
+			t.Fatalf("%q: the walk found nothing (%d candidates, tokens %v)", q, len(cands), tokens != nil)
+		}
+		dated := strings.Contains(q, "2026")
+		if terms := bm25.Tokenize(en.WithoutDates(q, e.now())); dated == (len(terms) == len(tokens.words)) {
+			t.Fatalf("%q: support's terms %q, the walk's words %v", q, terms, tokens.words)
+		}
+		shared, own := e.support(ui, q, cands, tokens), e.support(ui, q, cands, nil)
+		if shared != own || own == 0 {
+			t.Errorf("%q: support %v with the entity stage's tokens, %v with its own", q, shared, own)
+		}
+		// Tokens are read only for the words they were made for: poisoned
+		// to explain every term at every hop, those of the question's
+		// words raise support to 1, those of other words are not read.
+		terms := bm25.Tokenize(en.WithoutDates(q, e.now()))
+		for _, words := range []map[string]bool{tokens.words, {"zebra": true}} {
+			poison := newPathTokens(ui, words, e.preds.gloss, 1)
+			for _, c := range cands {
+				for _, h := range c.walk.Hops {
+					k := uint64(h.Doc) << 1
+					if h.Inverse {
+						k |= 1
+					}
+					poison.hop[k] = terms
+				}
+			}
+			want := own
+			if maps.Equal(words, tokens.words) && !dated {
+				want = 1
+			}
+			if got := e.support(ui, q, cands, poison); got != want {
+				t.Errorf("%q: support %v with poisoned tokens of %v, want %v", q, got, words, want)
+			}
+		}
+		for _, c := range cands {
+			if len(c.walk.Hops) == 0 {
+				continue
+			}
+			fresh := newPathTokens(ui, tokens.words, e.preds.gloss, 1)
+			for _, h := range c.walk.Hops {
+				var want []string
+				for _, w := range slices.Concat(fresh.wordsIn(h.Label), fresh.glossWords(h.Label), fresh.wordsIn(h.To)) {
+					if !slices.Contains(want, w) {
+						want = append(want, w)
+					}
+				}
+				if got := tokens.hopWords(h); !slices.Equal(got, want) {
+					t.Errorf("%q: hop %+v explains %q, want %q", q, h, got, want)
+				}
+			}
+		}
+	}
+	// The same edge walked both ways: the entity reached differs.
+	words := map[string]bool{"alex": true, "rex": true}
+	pt := newPathTokens(ui, words, e.preds.gloss, 2)
+	fwd := graph.Hop{From: "Alex", Label: "has_pet", To: "Rex", Doc: 7}
+	inv := graph.Hop{From: "Rex", Label: "has_pet", To: "Alex", Doc: 7, Inverse: true}
+	if got := pt.hopWords(fwd); !slices.Equal(got, []string{"rex"}) {
+		t.Errorf("forward: %q", got)
+	}
+	if got := pt.hopWords(inv); !slices.Equal(got, []string{"alex"}) {
+		t.Errorf("inverse: %q", got)
 	}
 }
