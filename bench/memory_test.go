@@ -13,15 +13,18 @@ import (
 // BenchmarkIndexMemory is what a loaded user's indexes hold in memory,
 // per document: shape=small is 200 users × 100 facts (-short: 20 users),
 // shape=large one user of 25,000 facts, past the size at which the vector
-// index builds its graph (hnsw.DefaultExactBelow). Each user is loaded by
-// a query after a reopen, and the live heap they add (after a collection)
-// is reported beside the estimate the index cache budgets with
-// (Stats.IndexBytes), so the budget's honesty is measured too.
+// index builds its graph (hnsw.DefaultExactBelow), shape=conversation the
+// first BEAM-100K conversation (its messages as episodes, per message;
+// skipped in -short and without the data). Each user is loaded by a query
+// after a reopen, and the live heap they add (after a collection) is
+// reported beside the estimate the index cache budgets with
+// (Stats.IndexBytes), so the budget's honesty is measured too
+// (estimate/heap).
 func BenchmarkIndexMemory(b *testing.B) {
 	for _, c := range []struct {
 		name         string
 		users, facts int
-	}{{"small", 200, 100}, {"large", 1, 25000}} {
+	}{{"small", 200, 100}, {"large", 1, 25000}, {"conversation", 1, 0}} {
 		b.Run("shape="+c.name, func(b *testing.B) {
 			users := c.users
 			if testing.Short() {
@@ -30,22 +33,30 @@ func BenchmarkIndexMemory(b *testing.B) {
 				}
 				users = 20
 			}
-			indexMemory(b, users, c.facts)
+			if c.facts == 0 {
+				dir, conv := conversationStore(b)
+				indexMemory(b, dir, 1, len(conv.Messages), conv.Questions[0].Text)
+				return
+			}
+			dir := filepath.Join(b.TempDir(), "db")
+			e, err := memor.Open(dir, memor.Options{NoSync: true, IndexCacheBytes: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			loadShape(b, e, users, c.facts)
+			if err := e.Close(); err != nil {
+				b.Fatal(err)
+			}
+			indexMemory(b, dir, users, users*c.facts, "where do I live?")
 		})
 	}
 }
 
-func indexMemory(b *testing.B, users, facts int) {
-	dir := filepath.Join(b.TempDir(), "db")
+// indexMemory loads the users user-0 … of the store in dir by a query
+// each, after a reopen, and reports the heap they add and the cache's
+// estimate per document (docs in all).
+func indexMemory(b *testing.B, dir string, users, docs int, question string) {
 	o := memor.Options{NoSync: true, IndexCacheBytes: -1}
-	e, err := memor.Open(dir, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	loadShape(b, e, users, facts)
-	if err := e.Close(); err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
 	var heap, estimate float64
 	for b.Loop() {
@@ -59,7 +70,7 @@ func indexMemory(b *testing.B, users, facts int) {
 		runtime.ReadMemStats(&before)
 		b.StartTimer()
 		for u := range users {
-			if _, err := e.Query(ctx, fmt.Sprintf("user-%d", u), "where do I live?", memor.QueryOptions{}); err != nil {
+			if _, err := e.Query(ctx, fmt.Sprintf("user-%d", u), question, memor.QueryOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -73,9 +84,8 @@ func indexMemory(b *testing.B, users, facts int) {
 		if st.IndexedUsers != users {
 			b.Fatalf("%d users loaded, want %d", st.IndexedUsers, users)
 		}
-		docs := float64(users * facts)
-		heap = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / docs
-		estimate = float64(st.IndexBytes) / docs
+		heap = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(docs)
+		estimate = float64(st.IndexBytes) / float64(docs)
 		runtime.KeepAlive(e)
 		if err := e.Close(); err != nil {
 			b.Fatal(err)
@@ -84,4 +94,5 @@ func indexMemory(b *testing.B, users, facts int) {
 	}
 	b.ReportMetric(heap, "heap-B/doc")
 	b.ReportMetric(estimate, "estimate-B/doc")
+	b.ReportMetric(estimate/heap, "estimate/heap")
 }
