@@ -426,10 +426,7 @@ func pathWords(p graph.Path, tokens *pathTokens, matched []string) []string {
 // gloss and the entity it reaches, each once. A hop is its edge's
 // document walked one way: the same label and entity wherever met.
 func (pt *pathTokens) hopWords(h graph.Hop) []string {
-	k := uint64(h.Doc) << 1
-	if h.Inverse {
-		k |= 1
-	}
+	k := hopKey(h)
 	if ws, ok := pt.hop[k]; ok {
 		return ws
 	}
@@ -443,6 +440,16 @@ func (pt *pathTokens) hopWords(h graph.Hop) []string {
 	}
 	pt.hop[k] = ws
 	return ws
+}
+
+// hopKey is what identifies hop h in pathTokens.hop: its edge's document
+// and the direction it was walked.
+func hopKey(h graph.Hop) uint64 {
+	k := uint64(h.Doc) << 1
+	if h.Inverse {
+		k |= 1
+	}
+	return k
 }
 
 // wordsIn returns the question's words among the tokens of a label or an

@@ -396,11 +396,7 @@ func TestSupportSharesPathTokens(t *testing.T) {
 			poison := newPathTokens(ui, words, e.preds.gloss, 1)
 			for _, c := range cands {
 				for _, h := range c.walk.Hops {
-					k := uint64(h.Doc) << 1
-					if h.Inverse {
-						k |= 1
-					}
-					poison.hop[k] = terms
+					poison.hop[hopKey(h)] = terms
 				}
 			}
 			want := own
