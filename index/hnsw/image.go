@@ -305,6 +305,9 @@ func LoadImage(b, prefix []byte, o Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ix.list.image != nil {
+		ix.list.image = b // the entries keep the whole image alive
+	}
 	// As Load: the level sequence continues from the seed and the size.
 	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), n))
 	ix.noteBytes()
@@ -366,7 +369,7 @@ func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 	// Capacity expects beyond these, at their mean size, as Load sizes
 	// its arrays.
 	if v, ok := alias[float32](vals); ok {
-		l.sval = v
+		l.sval, l.image = v, b
 	} else {
 		room := int(e)
 		if capacity > n && n > 0 {
@@ -376,7 +379,7 @@ func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 		getU32s(f32bits(l.sval), vals, littleEndian)
 	}
 	if v, ok := alias[uint16](idx); ok {
-		l.sidx = v
+		l.sidx, l.image = v, b
 	} else {
 		l.sidx = make([]uint16, e, cap(l.sval))
 		getU16s(l.sidx, idx, littleEndian)

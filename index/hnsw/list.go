@@ -3,6 +3,9 @@ package hnsw
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
+
+	"github.com/memor-db/memor/internal/memsize"
 )
 
 // A vector whose persisted record is sparse (fewer than dim/2 non-zero
@@ -44,6 +47,10 @@ type listVecs struct {
 	// the slab records no slot refers to, reused by the next dense one.
 	dead  int
 	dfree []uint32
+	// image is the image sidx and sval were loaded in place from (nil:
+	// copied, or none): while either points into it, all of it stays
+	// alive, and bytes counts it whole.
+	image []byte
 }
 
 // sparseDot is q·v for v held sparse. The products are rounded to
@@ -177,9 +184,34 @@ func (l *listVecs) compact() {
 	l.sidx, l.sval, l.dead = idx, val, 0
 }
 
-// bytes is the memory the sparse vectors and the references hold (the slab's records are counted with the slab).
+// bytes is the memory the sparse vectors and the references hold (the
+// slab's records are counted with the slab). It lets go of the image once
+// neither points into it (called by writers, which alone touch image).
 func (l *listVecs) bytes() int {
-	return 8*cap(l.refs) + 2*cap(l.sidx) + 4*cap(l.sval) + 4*cap(l.dfree)
+	n := 8*cap(l.refs) + 4*cap(l.dfree)
+	inIdx, inVal := inside(l.sidx, l.image), inside(l.sval, l.image)
+	if inIdx || inVal {
+		n += memsize.Alloc(cap(l.image))
+	} else {
+		l.image = nil
+	}
+	if !inIdx {
+		n += 2 * cap(l.sidx)
+	}
+	if !inVal {
+		n += 4 * cap(l.sval)
+	}
+	return n
+}
+
+// inside reports whether s's array lies in b's.
+func inside[T any](s []T, b []byte) bool {
+	if cap(s) == 0 || cap(b) == 0 {
+		return false
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= lo && p < lo+uintptr(cap(b))
 }
 
 // Bytes estimates the memory the index holds: its vectors as held (see

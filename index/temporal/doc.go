@@ -62,6 +62,16 @@
 //  3. Every doc is either in the snapshot structure with its current
 //     interval and not stale, or in the delta.
 //
+// # Memory
+//
+// [Index.Bytes] accounts for the heap the index holds, for the engine's
+// index cache: an atomic load, kept current by each write (exactly for
+// the pages, the delta and the buffers, by estimate for the roaring sets)
+// and walked afresh by every load and rebuild, and by a write once the
+// estimates since the last walk pass a quarter of it. An index loaded
+// from an image holds the image while its snapshots are the image's
+// (until the first rebuild). See account.go.
+//
 // # Concurrency
 //
 // An [Index] is safe for concurrent use. Returned bitmaps are fresh copies

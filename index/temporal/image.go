@@ -7,8 +7,10 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/internal/memsize"
 )
 
 // An image is an index serialised in the form a query reads: the docs'
@@ -263,6 +265,7 @@ func LoadImage(b []byte, prefix []byte) (*Index, error) {
 	ix := New(prefix)
 	ix.pages = make([]*docPage, last+1)
 	slab := make([]docPage, np)
+	ix.slabBytes = memsize.Slice(np, int(unsafe.Sizeof(docPage{})))
 	// The docs held and the open ones, as dense bitmaps (a page's has is
 	// half a word) when the pages are: roaring builds its containers from
 	// them at once, where adding docs one by one was a sixth of the load.
@@ -326,14 +329,16 @@ func LoadImage(b []byte, prefix []byte) (*Index, error) {
 		ix.inBase.AddMany(heldDocs)
 		ix.open.AddMany(openDocs)
 	}
-	var err error
-	ix.base = &base{}
-	if ix.base.tx, err = ix.loadAxis(&axes[0], false, wantS[0], wantE[0]); err != nil {
+	tx, err := ix.loadAxis(&axes[0], false, wantS[0], wantE[0])
+	if err != nil {
 		return nil, err
 	}
-	if ix.base.valid, err = ix.loadAxis(&axes[1], true, wantS[1], wantE[1]); err != nil {
+	valid, err := ix.loadAxis(&axes[1], true, wantS[1], wantE[1])
+	if err != nil {
 		return nil, err
 	}
+	ix.base = newBase(tx, valid, cap(b))
+	ix.measureLocked()
 	return ix, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/memor-db/memor/internal/memsize"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -135,6 +136,7 @@ func (q quad) interval() Interval {
 // base is the immutable snapshot structure over the docs as of one rebuild.
 type base struct {
 	tx, valid *axis
+	bytes     int // what it holds (see newBase)
 }
 
 // Index is the temporal index of one user. Safe for concurrent use.
@@ -162,12 +164,22 @@ type Index struct {
 	inBase *roaring.Bitmap // docs indexed by base
 	stale  *roaring.Bitmap // docs of inBase whose base entry is out of date
 	delta  []deltaEntry    // docs whose current interval is not in base (see docPage.pos)
+
+	// The account of the memory held (account.go), under mu: size is
+	// the running estimate, walked what the last walk measured and drift
+	// the estimated part of the changes since; held publishes size to
+	// Bytes.
+	size, walked, drift int
+	held                atomic.Int64
+	loosePages          int // pages allocated one by one (page)
+	slabBytes           int // the slab of an image's pages (LoadImage)
 }
 
 // cachedSet is a result computed when the index was at generation gen.
 type cachedSet struct {
-	gen  uint64
-	docs *roaring.Bitmap
+	gen   uint64
+	docs  *roaring.Bitmap
+	bytes int // what it holds, for Bytes
 }
 
 type deltaEntry struct {
@@ -177,7 +189,7 @@ type deltaEntry struct {
 
 // New returns an empty index whose keys start with prefix.
 func New(prefix []byte) *Index {
-	return &Index{
+	ix := &Index{
 		prefix:   append([]byte(nil), prefix...),
 		open:     roaring.New(),
 		maxRec:   openStart,
@@ -185,6 +197,8 @@ func New(prefix []byte) *Index {
 		inBase:   roaring.New(),
 		stale:    roaring.New(),
 	}
+	ix.measureLocked()
+	return ix
 }
 
 // get returns doc's interval.
@@ -216,10 +230,14 @@ func (ix *Index) each(fn func(doc uint32, q quad) bool) {
 func (ix *Index) page(doc uint32) *docPage {
 	pi := int(doc >> pageShift)
 	if pi >= len(ix.pages) {
+		was := cap(ix.pages)
 		ix.pages = append(ix.pages, make([]*docPage, pi+1-len(ix.pages))...)
+		ix.size += memsize.Slice(cap(ix.pages), 8) - memsize.Slice(was, 8)
 	}
 	if ix.pages[pi] == nil {
 		ix.pages[pi] = new(docPage)
+		ix.loosePages++
+		ix.size += docPageBytes
 	}
 	return ix.pages[pi]
 }
@@ -252,6 +270,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte) (*Index, error) {
 		return nil, fmt.Errorf("temporal: load: %w", err)
 	}
 	ix.fold(ev)
+	ix.measureLocked()
 	return ix, nil
 }
 
@@ -304,11 +323,16 @@ func (ix *Index) Put(w kv.Writer, doc uint32, iv Interval) error {
 	defer ix.mu.Unlock()
 	// One buffer, owned by the index and used under the lock, holds the
 	// key then the value: a put allocates nothing for its write.
-	if ix.buf, err = writeRecord(w, ix.buf[:0], ix.prefix, doc, q); err != nil {
-		return err
+	was := cap(ix.buf)
+	ix.buf, err = writeRecord(w, ix.buf[:0], ix.prefix, doc, q)
+	if cap(ix.buf) != was {
+		ix.size += memsize.Alloc(cap(ix.buf)) - memsize.Alloc(was)
 	}
-	ix.apply(doc, q)
-	return nil
+	if err == nil {
+		ix.apply(doc, q)
+	}
+	ix.publishLocked()
+	return err
 }
 
 // writeRecord writes doc's record of q to w, building the key then the
@@ -344,14 +368,22 @@ func (ix *Index) apply(doc uint32, q quad) {
 	if !changed {
 		return
 	}
+	pos := p.pos[i]
 	if ix.inBase.Contains(doc) {
 		ix.stale.Add(doc)
+		if pos == 0 { // else stale already, since it entered the delta
+			ix.guess(setMember)
+		}
 	}
-	if pos := p.pos[i]; pos != 0 {
+	if pos != 0 {
 		ix.delta[pos-1].q = q
 		return
 	}
+	was := cap(ix.delta)
 	ix.delta = append(ix.delta, deltaEntry{doc: doc, q: q})
+	if cap(ix.delta) != was {
+		ix.size += memsize.Slice(cap(ix.delta), deltaEntryBytes) - memsize.Slice(was, deltaEntryBytes)
+	}
 	p.pos[i] = uint32(len(ix.delta))
 }
 
@@ -360,10 +392,12 @@ func (ix *Index) apply(doc uint32, q quad) {
 // the delta's part. Caller holds mu (or owns ix).
 func (ix *Index) set(doc uint32, q quad) (p *docPage, i uint32, changed bool) {
 	p, i = ix.page(doc), doc&pageMask
+	wasOpen := false
 	if p.has&(1<<i) != 0 {
 		if p.q[i] == q {
 			return p, i, false
 		}
+		wasOpen = p.q[i].ea == openEnd
 	} else {
 		p.has |= 1 << i
 		ix.n++
@@ -378,8 +412,14 @@ func (ix *Index) set(doc uint32, q quad) (p *docPage, i uint32, changed bool) {
 	}
 	if q.ea == openEnd {
 		ix.open.Add(doc)
+		if !wasOpen {
+			ix.guess(setMember)
+		}
 	} else {
 		ix.open.Remove(doc)
+		if wasOpen {
+			ix.guess(-setMember)
+		}
 	}
 	ix.maxRec = max(ix.maxRec, q.ra)
 	return p, i, true
@@ -393,11 +433,17 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	defer ix.publishLocked()
+	was := cap(ix.buf)
 	ix.buf = ix.appendKey(ix.buf[:0], doc)
+	if cap(ix.buf) != was {
+		ix.size += memsize.Alloc(cap(ix.buf)) - memsize.Alloc(was)
+	}
 	if err := w.Delete(ix.buf); err != nil {
 		return fmt.Errorf("temporal: delete doc %d: %w", doc, err)
 	}
-	if _, ok := ix.get(doc); !ok {
+	q, ok := ix.get(doc)
+	if !ok {
 		return nil
 	}
 	p, i := ix.pages[doc>>pageShift], doc&pageMask
@@ -406,8 +452,14 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 	ix.n--
 	ix.gen++
 	ix.open.Remove(doc)
+	if q.ea == openEnd {
+		ix.guess(-setMember)
+	}
 	if ix.inBase.Contains(doc) {
 		ix.stale.Add(doc)
+		if p.pos[i] == 0 {
+			ix.guess(setMember)
+		}
 	}
 	if pos := p.pos[i]; pos != 0 {
 		// Move the last delta entry into doc's place.
@@ -487,6 +539,7 @@ func (ix *Index) rebuild() {
 	}
 	ix.fold(ev)
 	ix.delta = ix.delta[:0]
+	ix.measureLocked()
 }
 
 // events are the start and end events of intervals on both axes.
@@ -510,9 +563,8 @@ func (ev *events) add(doc uint32, q quad) {
 // the stale docs' plus ev's (whose arrays it may keep). Caller holds the
 // write lock (or owns ix).
 func (ix *Index) fold(ev events) {
-	b := &base{}
-	b.tx, b.valid = ix.rebuiltAxes(ev)
-	ix.base = b
+	tx, valid := ix.rebuiltAxes(ev)
+	ix.base = newBase(tx, valid, 0)
 	// Deleted docs were stale and are not in the delta.
 	for _, d := range ix.stale.ToArray() {
 		if _, ok := ix.get(d); !ok {
@@ -599,7 +651,7 @@ func (ix *Index) Current(now time.Time) *roaring.Bitmap {
 		}
 	}
 	if late {
-		ix.current.Store(&cachedSet{gen: ix.gen, docs: out})
+		ix.current.Store(&cachedSet{gen: ix.gen, docs: out, bytes: cachedBytes + setBytes(out)})
 	}
 	return out
 }
