@@ -100,7 +100,6 @@ func loadDocImage(b []byte, r kv.Reader, user string, ui *userIndex, tmp *tempor
 			if len(v) < 9 {
 				return fmt.Errorf("%w: document %d", ErrCorrupt, doc)
 			}
-			ui.bytes.Add(int64(len(v) + 8 + perDocOverhead)) // as setDocLocked
 			if err := dl.add(uint32(doc), v); err != nil {
 				return err
 			}

@@ -125,7 +125,7 @@ func TestDocImageMatchesRecords(t *testing.T) {
 		{"episodes", fromRecords.episodes, fromImage.episodes},
 		{"factsOf", episodeFactsText(fromRecords), episodeFactsText(fromImage)},
 		{"versionsOf", fromRecords.versionsOf, fromImage.versionsOf},
-		{"bytes", fromRecords.bytes.Load(), fromImage.bytes.Load()},
+		{"entries", fromRecords.entries, fromImage.entries},
 	} {
 		if !reflect.DeepEqual(f.records, f.image) {
 			t.Errorf("%s: from the image %v, from the records %v", f.name, f.image, f.records)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/embed"
@@ -18,6 +19,7 @@ import (
 	"github.com/memor-db/memor/index/bm25"
 	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/index/temporal"
+	"github.com/memor-db/memor/internal/memsize"
 	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv"
 )
@@ -142,11 +144,20 @@ type userIndex struct {
 	// length, bytes); 0 means not held. Values are never rewritten.
 	docArena []byte
 	docAt    []uint32
-	// bytes estimates the memory these indexes hold but the vectors
-	// (each document adds perDocOverhead and its map value in setDoc);
-	// size adds the vectors as the vector index holds them.
-	bytes atomic.Int64
-	// grown: a reader added to bytes (see tokens), which the cache has
+	// held is what the structures above hold (the indexes' own memory
+	// aside: see size), as of the last noteHeldLocked: after a load, a
+	// write's commit, a reader's change. entries is the part their maps'
+	// entries point to (episodes' and facts' records, their sets and
+	// strings), summed as they are added (under mu); versionsHint is the
+	// size versionsOf was made for; factChunks counts newFactDocs'
+	// allocations.
+	held         atomic.Int64
+	entries      int64
+	versionsHint int
+	factChunks   int
+	// tokBytes is what pathTok holds (see tokens).
+	tokBytes atomic.Int64
+	// grown: a reader added to pathTok (see tokens), which the cache has
 	// not counted yet.
 	grown atomic.Bool
 	// imaged: the user's image is worth keeping (these indexes were
@@ -188,12 +199,13 @@ func (ui *userIndex) tokens(s string) []string {
 	if ui.pathTok == nil {
 		ui.pathTok = map[string][]string{}
 	}
+	before := memsize.Map(len(ui.pathTok), pathTokSlot)
 	ui.pathTok[s] = ts
-	n := len(s) + tokenEntryOverhead
+	n := memsize.Map(len(ui.pathTok), pathTokSlot) - before + memsize.String(len(s)) + memsize.Slice(cap(ts), 16)
 	for _, t := range ts {
-		n += len(t) + 16
+		n += memsize.String(len(t))
 	}
-	ui.bytes.Add(int64(n))
+	ui.tokBytes.Add(int64(n))
 	ui.grown.Store(true)
 	return ts
 }
@@ -207,9 +219,8 @@ func (ui *userIndex) tokensHeld(s string) ([]string, bool) {
 	return ts, ok
 }
 
-// tokenEntryOverhead is roughly what an entry of pathTok costs beside its
-// strings: the map's slot and the key's and slice's headers.
-const tokenEntryOverhead = 96
+// pathTokSlot is a slot of pathTok: a string's header and a slice's.
+const pathTokSlot = 16 + 24
 
 // touch marks doc as changed by the write in progress (see pending).
 func (ui *userIndex) touch(doc uint32) {
@@ -226,6 +237,7 @@ func (ui *userIndex) settle() {
 	ui.mu.Lock()
 	defer ui.mu.Unlock()
 	ui.pending = nil
+	ui.noteHeldLocked()
 }
 
 // pendingDocs returns a copy of the pending documents, or nil if none.
@@ -238,19 +250,46 @@ func (ui *userIndex) pendingDocs() *roaring.Bitmap {
 	return ui.pending.Clone()
 }
 
-// size estimates the memory these indexes hold, for the cache's budget.
+// size estimates the memory these indexes hold, for the cache's budget:
+// each index's account of its own, and what the document map and the
+// maps built from it hold.
 func (ui *userIndex) size() int64 {
-	n := ui.bytes.Load()
+	n := ui.held.Load() + ui.tokBytes.Load()
+	if ui.bm != nil {
+		n += int64(ui.bm.Bytes())
+	}
 	if ui.vec != nil {
 		n += int64(ui.vec.Bytes())
+	}
+	if ui.tmp != nil {
+		n += int64(ui.tmp.Bytes())
+	}
+	if ui.g != nil {
+		n += int64(ui.g.Bytes())
 	}
 	return n
 }
 
-// perDocOverhead is roughly what a document costs the in-memory indexes
-// besides its vector: postings, graph edge, interval, maps (measured: 1.5
-// KB per fact of a 100-fact user).
-const perDocOverhead = 1536
+// noteHeldLocked refreshes held (ui.mu held). It costs the same at any
+// size: the maps' entries are summed as they come, and their tables are
+// estimated from their lengths.
+func (ui *userIndex) noteHeldLocked() {
+	n := memsize.Slice(cap(ui.docArena), 1) + memsize.Slice(cap(ui.docAt), 4) +
+		memsize.Map(len(ui.episodes), 16) + memsize.Map(len(ui.factsOf), 16) +
+		memsize.MapSized(ui.versionsHint, len(ui.versionsOf), idLen+8) +
+		ui.factChunks*memsize.Slice(factChunk, int(unsafe.Sizeof(factDocs{}))) +
+		memsize.Map(len(ui.speakers), 16+int(unsafe.Sizeof(spoke{})))
+	ui.held.Store(int64(n) + ui.entries)
+}
+
+// episodeDocBytes is what an episode's record in episodes points to.
+func episodeDocBytes(d *episodeDoc) int64 {
+	n := memsize.Alloc(int(unsafe.Sizeof(*d))) + memsize.Slice(cap(d.stands), 16) + memsize.String(len(d.speaker))
+	for _, id := range d.stands {
+		n += memsize.String(len(id))
+	}
+	return int64(n)
+}
 
 // setDoc holds document doc's map value v.
 func (ui *userIndex) setDoc(doc uint32, v []byte) {
@@ -261,7 +300,6 @@ func (ui *userIndex) setDoc(doc uint32, v []byte) {
 
 // setDocLocked is setDoc with ui.mu held.
 func (ui *userIndex) setDocLocked(doc uint32, v []byte) {
-	ui.bytes.Add(int64(len(v) + 8 + perDocOverhead))
 	if n := int(doc) + 1; n > len(ui.docAt) {
 		if n > 2*len(ui.docAt)+1024 {
 			return // not the next documents (a damaged key?): read from the store
@@ -588,6 +626,7 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, img *imageRea
 		ui.docAt = make([]uint32, 0, int(m.Doc)+1)
 	}
 	ui.versionsOf = make(map[[idLen]byte]*factDocs, m.Doc)
+	ui.versionsHint = int(m.Doc)
 	// The parts read disjoint key ranges and build disjoint structures,
 	// so they run at once; the document map needs the temporal index
 	// (which versions are active) and follows it. The first part's error
@@ -668,6 +707,9 @@ func (s *indexSet) loadFrom(ctx context.Context, r, src kv.Reader, img *imageRea
 		return nil, err
 	}
 	ui.bm, ui.vec, ui.tmp, ui.g = bm, vec, tmp, g
+	ui.mu.Lock()
+	ui.noteHeldLocked()
+	ui.mu.Unlock()
 	return ui, nil
 }
 
@@ -787,6 +829,7 @@ func (dl *docLoad) add(doc uint32, v []byte) error {
 			d.at, d.rec = nanos(ep.At), nanos(ep.RecordedAt)
 		}
 		ui.episodes[doc] = d
+		ui.entries += episodeDocBytes(d)
 	default:
 		return fmt.Errorf("%w: document %d of kind %#x", ErrCorrupt, doc, v[0])
 	}
@@ -835,6 +878,7 @@ func (ui *userIndex) episodeFactsLocked(seq uint64) *episodeFacts {
 	if ef == nil {
 		ef = &episodeFacts{seq: seq, subjects: map[string]bool{}, contexts: map[string]bool{}}
 		ui.factsOf[seq] = ef
+		ui.entries += int64(memsize.Alloc(int(unsafe.Sizeof(*ef))) + 2*memsize.Map(0, setSlot))
 	}
 	return ef
 }
@@ -848,11 +892,13 @@ func addFact[K string | []byte](ui *userIndex, ef *episodeFacts, id [idLen]byte,
 	if !ef.hasSubj || string(subjKey) != ef.subj {
 		if k, added := addKey(ef.subjects, subjKey); added {
 			ef.subj, ef.hasSubj = k, true
+			ui.entries += setKeyBytes(len(ef.subjects), len(k))
 		}
 	}
 	if !ef.hasCtx || string(ctxKey) != ef.ctx {
 		if k, added := addKey(ef.contexts, ctxKey); added {
 			ef.ctx, ef.hasCtx = k, true
+			ui.entries += setKeyBytes(len(ef.contexts), len(k))
 		}
 	}
 	d := ui.versionsOf[id]
@@ -862,9 +908,22 @@ func addFact[K string | []byte](ui *userIndex, ef *episodeFacts, id [idLen]byte,
 	}
 	if d.lastSeq != ef.seq || d.n == 0 {
 		d.lastSeq = ef.seq
+		c := cap(ef.facts)
 		ef.facts = append(ef.facts, d)
+		ui.entries += int64(memsize.Slice(cap(ef.facts), 8) - memsize.Slice(c, 8))
 	}
+	c := cap(d.rest)
 	d.add(doc)
+	ui.entries += int64(memsize.Slice(cap(d.rest), 4) - memsize.Slice(c, 4))
+}
+
+// setSlot is a slot of an episode's subjects or contexts: a string's
+// header and a bool.
+const setSlot = 24
+
+// setKeyBytes is what a set's n-th key, of k bytes, added to it.
+func setKeyBytes(n, k int) int64 {
+	return int64(memsize.Map(n, setSlot) - memsize.Map(n-1, setSlot) + memsize.String(k))
 }
 
 // addKey adds key to set if it is new, and returns the string it
@@ -883,6 +942,7 @@ func addKey[K string | []byte](set map[string]bool, key K) (string, bool) {
 func (ui *userIndex) newFactDocs() *factDocs {
 	if len(ui.factChunk) == cap(ui.factChunk) {
 		ui.factChunk = make([]factDocs, 0, factChunk)
+		ui.factChunks++
 	}
 	ui.factChunk = ui.factChunk[:len(ui.factChunk)+1]
 	return &ui.factChunk[len(ui.factChunk)-1]
@@ -977,7 +1037,11 @@ func (ui *userIndex) noteSpeaker(ep *Episode) {
 		return
 	}
 	k := norm.Key(v)
-	if s, ok := ui.speakers[k]; !ok || ep.Seq < s.seq {
+	s, ok := ui.speakers[k]
+	if !ok {
+		ui.entries += int64(memsize.String(len(k)) + memsize.String(len(v)))
+	}
+	if !ok || ep.Seq < s.seq {
 		ui.speakers[k] = spoke{ep.Seq, v}
 	}
 }
@@ -1011,6 +1075,10 @@ func (ui *userIndex) participants(ctx context.Context, r kv.Reader, user string,
 		ui.mu.Lock()
 		if ui.speakers == nil {
 			ui.speakers = seen
+			for k, s := range seen {
+				ui.entries += int64(memsize.String(len(k)) + memsize.String(len(s.name)))
+			}
+			ui.noteHeldLocked()
 		}
 		ui.mu.Unlock()
 	}

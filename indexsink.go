@@ -286,6 +286,7 @@ func (w *indexWrite) putEpisode(ep *Episode, doc uint32, text string, d *episode
 	}
 	ui.mu.Lock()
 	ui.episodes[doc] = d
+	ui.entries += episodeDocBytes(d)
 	ui.noteSpeaker(ep)
 	ui.mu.Unlock()
 	return nil

@@ -193,7 +193,7 @@ func TestPathTokensAreTheUsers(t *testing.T) {
 			t.Errorf("tokens of %q: %q, want %q", s, ts, want)
 		}
 	}
-	bytes := qv.ui.bytes.Load()
+	bytes := qv.ui.tokBytes.Load()
 	again, err := e.Query(ctx, "u", q, QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -206,8 +206,8 @@ func TestPathTokensAreTheUsers(t *testing.T) {
 			t.Errorf("result %d: %q %v %+v, first %q %v %+v", i, a.Text(), a.Score, a.Signals, f.Text(), f.Score, f.Signals)
 		}
 	}
-	if got := qv.ui.bytes.Load(); got != bytes {
-		t.Errorf("the same query again grew the indexes' bytes %d -> %d: it tokenised again", bytes, got)
+	if got := qv.ui.tokBytes.Load(); got != bytes {
+		t.Errorf("the same query again grew the tokens' bytes %d -> %d: it tokenised again", bytes, got)
 	}
 	// Queries at once share the tokens (go test -race).
 	var wg sync.WaitGroup

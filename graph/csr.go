@@ -1,6 +1,10 @@
 package graph
 
-import "github.com/kelindar/bitmap"
+import (
+	"unsafe"
+
+	"github.com/kelindar/bitmap"
+)
 
 // csr is the graph's adjacency in compressed sparse row form: the entries
 // of entity u are off[u]..off[u+1] of e, in the order of the entity's adj
@@ -66,7 +70,9 @@ func (c *csr) clean(id uint32) bool {
 func (g *Graph) markDirty(id uint32) {
 	c := &g.adj
 	if int(id) < c.n && !c.dirty.Contains(id) {
+		was := cap(c.dirty)
 		c.dirty.Set(id)
+		g.acct.resized(was, cap(c.dirty), 8)
 		c.nDirty++
 	}
 }
@@ -83,6 +89,7 @@ func (g *Graph) patched() {
 	dirty, newer := g.stale()
 	if (dirty > minStale && dirty > g.adj.n/8) || (newer > minStale && newer > g.adj.n) {
 		g.buildCSR()
+		g.measureLocked()
 	}
 }
 
@@ -175,7 +182,10 @@ func (g *Graph) internLabel(label string) uint32 {
 		return l
 	}
 	l := uint32(len(g.labels))
+	was := cap(g.labels)
 	g.labels = append(g.labels, label)
+	g.acct.resized(was, cap(g.labels), int(unsafe.Sizeof("")))
 	g.labelID[label] = l
+	g.acct.note(g.acct.str(label))
 	return l
 }

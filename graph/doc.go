@@ -67,8 +67,18 @@
 //  2. No two entities share an identity.
 //  3. Memory and store hold the same entities and edges ([Graph.Check]).
 //
+// # Memory
+//
+// [Graph.Bytes] accounts for the heap the graph holds, for the engine's
+// cache of users' indexes: a walk over the graph at every load and CSR
+// rebuild, kept current by each write's change and walked again once the
+// changes add up to a quarter of the walk. Entities dropped by writes
+// leave their words' slots in the slab they were carved from; once those
+// outnumber the live ones, the live words move to new slabs, so that a
+// graph whose entities come and go does not hold every name it had.
+//
 // # Concurrency
 //
 // A [Graph] is safe for concurrent use. Writes take an exclusive lock; walks
-// and lookups share a read lock.
+// and lookups share a read lock; Bytes takes neither (an atomic load).
 package graph

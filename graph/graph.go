@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/memor-db/memor/internal/norm"
@@ -43,7 +44,11 @@ const (
 )
 
 type entity struct {
-	key     uint32 // stored ID: the entity's key and edges' references to it
+	key uint32 // stored ID: the entity's key and edges' references to it
+	// held caches what the strings and words hold (account.entityBytes),
+	// which do not change: a walk of the account would otherwise recount
+	// every name. 0: not counted yet.
+	held    uint32
 	display string
 	norm    string
 	words   []string // lower-cased words of the name, for Entities
@@ -97,6 +102,8 @@ type Graph struct {
 	// stands for byNorm, first and byDoc, which are nil until the first
 	// write builds them (see index).
 	img *imageIndex
+	// acct is what Bytes reports (memory.go).
+	acct account
 
 	// pool (of *walkState) is apart from the graph: the runtime keeps a
 	// used pool reachable for a collection after its last use, and a pool
@@ -107,7 +114,7 @@ type Graph struct {
 
 // New returns an empty graph whose keys start with prefix.
 func New(prefix []byte) *Graph {
-	return &Graph{
+	g := &Graph{
 		pool:   new(sync.Pool),
 		prefix: append([]byte(nil), prefix...),
 		byNorm: make(map[string]uint32),
@@ -116,6 +123,13 @@ func New(prefix []byte) *Graph {
 
 		labelID: make(map[string]uint32),
 	}
+	a := &g.acct
+	a.byNorm.made(0, normSlot)
+	a.byDoc.made(0, docSlot)
+	a.first.made(0, firstSlot)
+	a.labelID.made(0, labelSlot)
+	g.measureLocked()
+	return g
 }
 
 // Load reads the graph stored under prefix.
@@ -136,6 +150,9 @@ func LoadSized(ctx context.Context, r kv.Reader, prefix []byte, n int) (*Graph, 
 	// so the maps and slices are not grown (and rehashed) as they fill.
 	g.byNorm = make(map[string]uint32, len(st.ents))
 	g.byDoc = make(map[uint32]uint32, len(st.edges))
+	g.acct.byNorm.made(len(st.ents), normSlot)
+	g.acct.byDoc.made(len(st.edges), docSlot)
+	g.acct.names = st.names
 	g.ents = make([]entity, 0, len(st.ents))
 	for i, se := range st.ents {
 		display, nk, err := st.entityName(se)
@@ -194,6 +211,7 @@ func LoadSized(ctx context.Context, r kv.Reader, prefix []byte, n int) (*Graph, 
 		}
 	}
 	g.buildCSR()
+	g.measureLocked()
 	return g, nil
 }
 
@@ -283,15 +301,19 @@ func (g *Graph) appendKey(dst []byte, tag byte, id uint32) []byte {
 // set writes key = value, both built in g.buf: the key by appendKey, the
 // value by val appending to it. Caller holds the write lock.
 func (g *Graph) set(w kv.Writer, tag byte, id uint32, val func([]byte) []byte) error {
+	was := cap(g.buf)
 	g.buf = g.appendKey(g.buf[:0], tag, id)
 	kl := len(g.buf)
 	g.buf = val(g.buf)
+	g.acct.resized(was, cap(g.buf), 1)
 	return w.Set(g.buf[:kl:kl], g.buf[kl:])
 }
 
 // del deletes a record. Caller holds the write lock.
 func (g *Graph) del(w kv.Writer, tag byte, id uint32) error {
+	was := cap(g.buf)
 	g.buf = g.appendKey(g.buf[:0], tag, id)
+	g.acct.resized(was, cap(g.buf), 1)
 	return w.Delete(g.buf)
 }
 
@@ -338,7 +360,10 @@ func (g *Graph) entityWords(display string) []string {
 	// A name of n bytes has at most n words: appending them to the
 	// slab's first n slots never outgrows it.
 	if len(g.wordSlab) < len(display) {
+		// The rest of the old slab, too short, is no walk's to see.
+		was := cap(g.wordSlab)
 		g.wordSlab = make([]string, max(256, len(display)))
+		g.acct.note(int(unsafe.Sizeof("")) * (cap(g.wordSlab) - was))
 	}
 	ws := appendWords(g.wordSlab[:0:len(display)], display)
 	if len(ws) == 0 {
@@ -361,7 +386,9 @@ func (g *Graph) installEntity(key uint32, display, norm string) (uint32, error) 
 		g.freeEnts = g.freeEnts[:n-1]
 	} else {
 		id = uint32(len(g.ents))
+		was := cap(g.ents)
 		g.ents = append(g.ents, entity{})
+		g.acct.resized(was, cap(g.ents), int(unsafe.Sizeof(entity{})))
 	}
 	e := &g.ents[id]
 	*e = entity{key: key, display: display, norm: norm, words: g.entityWords(display)}
@@ -369,8 +396,13 @@ func (g *Graph) installEntity(key uint32, display, norm string) (uint32, error) 
 	if len(e.words) > 0 {
 		w := e.words[0]
 		list := g.first[w]
+		was := cap(list)
 		i, _ := slices.BinarySearchFunc(list, id, g.cmpMatch)
-		g.first[w] = slices.Insert(list, i, id)
+		list = slices.Insert(list, i, id)
+		g.first[w] = list
+		if cap(list) != was {
+			g.acct.resizeList(was, cap(list))
+		}
 	}
 	return id, nil
 }
@@ -383,6 +415,7 @@ func (g *Graph) cmpMatch(a, b uint32) int {
 
 func (g *Graph) dropEntity(id uint32) {
 	e := &g.ents[id]
+	g.acct.dropped(e)
 	delete(g.byNorm, e.norm)
 	if len(e.words) > 0 {
 		w := e.words[0]
@@ -392,17 +425,26 @@ func (g *Graph) dropEntity(id uint32) {
 		}
 		if len(list) == 0 {
 			delete(g.first, w)
+			g.acct.resizeList(cap(list), 0)
 		} else {
 			g.first[w] = list
 		}
 	}
+	// The words' slots stay in their slab until compactSlabs: emptied, so
+	// that they do not keep the words (and the name) alive.
+	clear(e.words)
 	*e = entity{}
+	was := cap(g.freeEnts)
 	g.freeEnts = append(g.freeEnts, id)
+	g.acct.resized(was, cap(g.freeEnts), 4)
 }
 
 // installEdge links e in memory. Caller owns g or holds the write lock.
 func (g *Graph) installEdge(e edge) {
 	e.lab = g.internLabel(e.label)
+	// The interned string, not the caller's: one copy per label, however
+	// many edges carry it.
+	e.label = g.labels[e.lab]
 	var slot uint32
 	if n := len(g.free); n > 0 {
 		slot = g.free[n-1]
@@ -410,7 +452,9 @@ func (g *Graph) installEdge(e edge) {
 		g.edges[slot] = e
 	} else {
 		slot = uint32(len(g.edges))
+		was := cap(g.edges)
 		g.edges = append(g.edges, e)
+		g.acct.resized(was, cap(g.edges), int(unsafe.Sizeof(edge{})))
 	}
 	g.byDoc[e.doc] = slot
 	g.link(e.from, slot)
@@ -426,12 +470,17 @@ func (g *Graph) link(id, slot uint32) {
 	if ent.adj == nil {
 		if len(g.adjSlab) == 0 {
 			g.adjSlab = make([]uint32, 256)
+			g.acct.note(4 * len(g.adjSlab))
 		}
 		ent.adj, g.adjSlab = append(g.adjSlab[:0:1], slot), g.adjSlab[1:]
 		return
 	}
+	was := ent.adj
 	i, _ := slices.BinarySearchFunc(ent.adj, g.edges[slot].doc, func(s, doc uint32) int { return cmp.Compare(g.edges[s].doc, doc) })
 	ent.adj = slices.Insert(ent.adj, i, slot)
+	if cap(ent.adj) != cap(was) {
+		g.acct.note(adjBytes(cap(ent.adj)) - g.acct.adjOwn(was))
+	}
 }
 
 // unlink removes edge slot from entity id and reports whether the entity
@@ -465,6 +514,7 @@ func (g *Graph) entityID(w kv.Writer, name, norm string) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
+	g.acct.installed(&g.ents[id])
 	g.nextKey++
 	return id, nil
 }
@@ -515,6 +565,7 @@ func (g *Graph) AddEdge(w kv.Writer, doc uint32, from, label, to string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.index()
+	defer g.settle()
 	if slot, ok := g.byDoc[doc]; ok {
 		old := g.edges[slot]
 		if old.label == label && g.ents[old.from].norm == fromNorm && g.ents[old.to].norm == toNorm {
@@ -555,6 +606,7 @@ func (g *Graph) RemoveEdge(w kv.Writer, doc uint32) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.index()
+	defer g.settle()
 	if err := g.removeEdge(w, doc); err != nil {
 		return err
 	}
@@ -589,7 +641,9 @@ func (g *Graph) removeEdge(w kv.Writer, doc uint32) error {
 	}
 	delete(g.byDoc, doc)
 	g.edges[slot] = edge{}
+	was := cap(g.free)
 	g.free = append(g.free, slot)
+	g.acct.resized(was, cap(g.free), 4)
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"unsafe"
+
+	"github.com/memor-db/memor/internal/memsize"
 )
 
 // An image is a graph serialised in the form memory holds it, so that
@@ -233,11 +235,21 @@ func (g *Graph) firstMap() map[string][]uint32 {
 // index builds the maps an image left unbuilt: the first write needs
 // them. Caller holds the write lock.
 func (g *Graph) index() {
-	if g.img == nil {
+	x := g.img
+	if x == nil {
 		return
 	}
 	g.byDoc, g.byNorm, g.first = g.docs(), g.normMap(), g.firstMap()
+	a := &g.acct
+	a.byDoc.made(len(g.edges), docSlot)
+	a.byNorm.made(len(x.byNorm), normSlot)
+	a.first.made(len(x.off)-1, firstSlot)
+	a.lists = 0
+	for i := range len(x.off) - 1 {
+		a.lists += listBytes(int(x.off[i+1] - x.off[i]))
+	}
 	g.img = nil
+	g.measureLocked()
 }
 
 // imageReader reads an image's integers and strings. An error sticks:
@@ -325,6 +337,7 @@ func LoadImage(img []byte, prefix []byte) (*Graph, error) {
 	g := New(prefix)
 	g.labels = make([]string, nl)
 	g.labelID = make(map[string]uint32, nl)
+	g.acct.labelID.made(int(nl), labelSlot)
 	for i := range g.labels {
 		l := r.str("label")
 		if _, dup := g.labelID[l]; dup && r.err == nil {
@@ -335,6 +348,7 @@ func LoadImage(img []byte, prefix []byte) (*Graph, error) {
 
 	g.ents = make([]entity, n)
 	g.byNorm, g.first, g.byDoc = nil, nil, nil // built by the first write
+	g.acct.byNorm, g.acct.first, g.acct.byDoc = room{}, room{}, room{}
 	wordArr := make([]string, nw)
 	key, wi := uint64(0), uint64(0)
 	for i := range g.ents {
@@ -491,5 +505,12 @@ func LoadImage(img []byte, prefix []byte) (*Graph, error) {
 	}
 	x.lists = lists
 	g.img = x
+	if nl > 0 {
+		// The strings lie in img, which the labels keep alive as long as
+		// the graph: it is counted once, whole.
+		g.acct.image, g.acct.imageBytes = unsafe.String(&img[0], len(img)), memsize.Alloc(cap(img))
+	}
+	g.acct.adjArena = adj
+	g.measureLocked()
 	return g, nil
 }

@@ -92,5 +92,6 @@
 //
 // An Index is safe for concurrent use. Search, Explain, Len and Check take
 // a read lock; Add and Delete take the write lock for their in-memory
-// change only. Results never alias index memory.
+// change only. Bytes takes no lock: it reads an account the writers keep.
+// Results never alias index memory.
 package bm25

@@ -247,6 +247,7 @@ func LoadImage(img, prefix []byte, o Options) (*Index, error) {
 	if len(lt.terms) > 0 {
 		ix.lazy, ix.noRefs = lt, true
 	}
+	ix.measureLocked()
 	return ix, nil
 }
 
@@ -272,6 +273,7 @@ func (ix *Index) decodeLocked(lt *lazyTerms, e *lazyTerm) uint32 {
 		}
 	}
 	e.decoded, e.id = true, id
+	ix.acct.note(p.bytes())
 	if lt.left--; lt.left == 0 {
 		ix.lazy = nil
 	}
@@ -313,6 +315,7 @@ func (ix *Index) rlockDecoded(s *scratch) {
 			}
 		}
 	}
+	ix.settleLocked()
 	ix.mu.Unlock()
 	ix.mu.RLock()
 }
@@ -333,6 +336,7 @@ func (ix *Index) materializeLocked() {
 		}
 	}
 	if !ix.noRefs {
+		ix.measureLocked()
 		return
 	}
 	// Each document's terms, by ID: counted, carved from the slab,
@@ -358,6 +362,7 @@ func (ix *Index) materializeLocked() {
 		ix.pages[doc>>pageShift].terms[doc&pageMask] = r
 	}
 	ix.noRefs = false
+	ix.measureLocked()
 }
 
 // tfOf returns the frequency of query term q.id in document d, from refs

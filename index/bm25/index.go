@@ -9,9 +9,11 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
+	"github.com/memor-db/memor/internal/memsize"
 	"github.com/memor-db/memor/kv"
 )
 
@@ -243,6 +245,13 @@ type Index struct {
 	lazy   *lazyTerms
 	noRefs bool
 
+	// acct is Bytes' account (memory.go). idsHint is the size the
+	// dictionary was made for, idsPeak the most terms it has held (a map
+	// does not shrink), pageCount the pages allocated.
+	acct             account
+	idsHint, idsPeak int
+	pageCount        int
+
 	noPrune bool // tests and benchmarks: score every posting (no MaxScore)
 	// blockMin is the constant blockMin but for tests, which lower it to
 	// give small corpora per-block bounds.
@@ -260,6 +269,7 @@ func New(prefix []byte, o Options) *Index {
 		live:     roaring.New(),
 		blockMin: blockMin,
 	}
+	ix.measureLocked()
 	return ix
 }
 
@@ -399,6 +409,7 @@ func (ix *Index) Add(w kv.Writer, doc uint32, text string) error {
 		refs[i] = termRef{id, c.tf}
 	}
 	ix.insertLocked(doc, length, refs)
+	ix.settleLocked()
 	return nil
 }
 
@@ -423,12 +434,21 @@ func (ix *Index) newTermLocked(text string) uint32 {
 		ix.free = ix.free[:n-1]
 		ix.terms[id] = term{text, p}
 		ix.ids[text] = id
+		ix.noteTerm(text)
 		return id
 	}
 	id := uint32(len(ix.terms))
 	ix.terms = append(ix.terms, term{text, p})
 	ix.ids[text] = id
+	ix.noteTerm(text)
 	return id
+}
+
+// noteTerm counts a new dictionary entry's text (its posting is counted
+// as it grows, the dictionary's tables by settleLocked).
+func (ix *Index) noteTerm(text string) {
+	ix.idsPeak = max(ix.idsPeak, len(ix.ids))
+	ix.acct.note(memsize.String(len(text)))
 }
 
 // insertLocked adds an absent document; refs become owned by the index.
@@ -438,13 +458,32 @@ func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
 	p := ix.pageLocked(doc)
 	p.lens[doc&pageMask] = length
 	p.terms[doc&pageMask] = refs
+	// The account: a term list of its own, each posting's growth, two
+	// bytes in the live set's array (estimates: walks count the slack of
+	// the bitmaps' arrays).
+	grew := 2
+	if cap(refs) > slabMaxPiece {
+		grew += memsize.Slice(cap(refs), termRefSize)
+	}
 	for _, r := range refs {
 		t := &ix.terms[r.id].posting
+		tfs, blocks, bitmap := cap(t.tfs), cap(t.blocks), t.docs != nil
 		t.insert(doc, r.tf, length)
 		if t.blocks == nil && len(t.tfs) >= ix.blockMin {
 			ix.buildBounds(t)
 		}
+		if cap(t.tfs) != tfs || cap(t.blocks) != blocks || !bitmap && t.docs != nil {
+			// Rare: a slice or the bitmap was (re)allocated.
+			grew += postingCapBytes(cap(t.tfs), cap(t.blocks), t.docs != nil) - postingCapBytes(tfs, blocks, bitmap)
+		}
+		if t.docs != nil {
+			grew += 2 // the document in the bitmap's array
+			if !bitmap {
+				grew += 2 // and the one it held before
+			}
+		}
 	}
+	ix.acct.note(grew)
 	ix.live.Add(doc)
 	ix.total += uint64(length)
 }
@@ -472,18 +511,28 @@ func sortRefs(refs []termRef) {
 type slab[T any] struct {
 	free  []T
 	chunk int // size of the last chunk
+	held  int // bytes of the chunks made (Bytes' account)
 }
 
+// Slab chunks hold between slabMinChunk and slabMaxChunk elements; a
+// request of more than slabMaxPiece gets an allocation of its own (which
+// Bytes tells from a slab piece by its capacity).
+const (
+	slabMinChunk, slabMaxChunk = 16, 256
+	slabMaxPiece               = slabMaxChunk / 4
+)
+
 func (s *slab[T]) take(n int) []T {
-	const minChunk, maxChunk = 16, 256
-	if n > maxChunk/4 {
+	if n > slabMaxPiece {
 		return make([]T, n)
 	}
 	if len(s.free) < n {
 		// A chunk holds at least n: the first chunks are smaller than the
-		// largest request served from one (maxChunk/4).
-		s.chunk = min(maxChunk, max(minChunk, 2*s.chunk, n))
+		// largest request served from one (slabMaxPiece).
+		s.chunk = min(slabMaxChunk, max(slabMinChunk, 2*s.chunk, n))
 		s.free = make([]T, s.chunk)
+		var zero T
+		s.held += memsize.Slice(s.chunk, int(unsafe.Sizeof(zero)))
 	}
 	out := s.free[:n:n]
 	s.free = s.free[n:]
@@ -507,6 +556,7 @@ func (ix *Index) pageLocked(doc uint32) *docPage {
 	}
 	if ix.pages[pi] == nil {
 		ix.pages[pi] = new(docPage)
+		ix.pageCount++
 	}
 	return ix.pages[pi]
 }
@@ -524,15 +574,23 @@ func (ix *Index) docTerms(doc uint32) []termRef {
 // removeLocked removes a live document from memory.
 func (ix *Index) removeLocked(doc uint32) {
 	p := ix.pages[doc>>pageShift]
+	// The account: what freed terms and the term list held (a posting
+	// that keeps documents keeps its capacity).
+	freed := 0
+	if refs := p.terms[doc&pageMask]; cap(refs) > slabMaxPiece {
+		freed += memsize.Slice(cap(refs), termRefSize)
+	}
 	for _, r := range p.terms[doc&pageMask] {
 		t := &ix.terms[r.id]
 		t.remove(doc)
 		if t.len() == 0 {
+			freed += memsize.String(len(t.text)) + t.posting.bytes()
 			delete(ix.ids, t.text)
 			ix.terms[r.id] = term{}
 			ix.free = append(ix.free, r.id)
 		}
 	}
+	ix.acct.note(-freed)
 	ix.total -= uint64(p.lens[doc&pageMask])
 	p.lens[doc&pageMask] = 0
 	p.terms[doc&pageMask] = nil
@@ -553,6 +611,7 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 		return fmt.Errorf("bm25: delete doc %d: %w", doc, err)
 	}
 	ix.removeLocked(doc)
+	ix.settleLocked()
 	return nil
 }
 
@@ -564,6 +623,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	defer ix.mu.Unlock()
 	if o.Capacity > 0 {
 		ix.ids = make(map[string]uint32, o.Capacity)
+		ix.idsHint = o.Capacity
 		ix.terms = make([]term, 0, o.Capacity)
 	}
 	var terms []termBytes // reused: a term is copied only when new
@@ -593,6 +653,7 @@ func Load(ctx context.Context, r kv.Reader, prefix []byte, o Options) (*Index, e
 	if err != nil {
 		return nil, fmt.Errorf("bm25: load: %w", err)
 	}
+	ix.measureLocked()
 	return ix, nil
 }
 
