@@ -215,10 +215,11 @@ func mapTables(n int) int {
 	return 1 + bits.Len(uint((n*8+6)/7-1))
 }
 
-// fixedBytes is the part of the account that shape determines. A map
-// does not shrink, so the dictionary is counted at the most terms it has
-// held; an image and its dictionary are held while some of its postings
-// are not decoded.
+// fixedBytes is the part of the account that shape determines (with the
+// dictionary's size, of which the shape holds the table step). A map does
+// not shrink, so the dictionary is counted at the most terms it has held;
+// an image and its dictionary are held while some of its postings are not
+// decoded.
 func (ix *Index) fixedBytes(s fixedShape) int {
 	n := memsize.Alloc(indexSize) + memsize.Alloc(s.prefix) +
 		memsize.MapSized(ix.idsHint, ix.idsPeak, idsSlot) +
@@ -237,11 +238,11 @@ func (ix *Index) fixedBytes(s fixedShape) int {
 // dictionary. Allocations are counted at the runtime's size classes. Not
 // counted: the scratch buffers searches share across indexes.
 //
-// The account is as of the last write, search decoding postings, or load
-// to end, and within about a fifth of the truth: changes add estimates,
-// and the index is measured again once they add up to a quarter of its
-// last measured size. Bytes never waits for the index's lock, so it is
-// safe to call at any time, from any goroutine.
+// The account is as of the last write, load, or search or explanation
+// that decoded postings to end, and within about a fifth of the truth:
+// changes add estimates, and the index is measured again once they add
+// up to a quarter of its last measured size. Bytes never waits for the
+// index's lock, so it is safe to call at any time, from any goroutine.
 func (ix *Index) Bytes() int { return int(ix.acct.held.Load()) }
 
 // measureLocked sets the account to a walk of the index (ix.mu held, or
