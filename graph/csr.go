@@ -72,7 +72,7 @@ func (g *Graph) markDirty(id uint32) {
 	if int(id) < c.n && !c.dirty.Contains(id) {
 		was := cap(c.dirty)
 		c.dirty.Set(id)
-		g.acct.resized(was, cap(c.dirty), 8)
+		g.acct.Resized(was, cap(c.dirty), 8)
 		c.nDirty++
 	}
 }
@@ -184,8 +184,8 @@ func (g *Graph) internLabel(label string) uint32 {
 	l := uint32(len(g.labels))
 	was := cap(g.labels)
 	g.labels = append(g.labels, label)
-	g.acct.resized(was, cap(g.labels), int(unsafe.Sizeof("")))
+	g.acct.Resized(was, cap(g.labels), int(unsafe.Sizeof("")))
 	g.labelID[label] = l
-	g.acct.note(g.acct.str(label))
+	g.acct.Note(g.acct.str(label))
 	return l
 }

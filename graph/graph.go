@@ -305,7 +305,7 @@ func (g *Graph) set(w kv.Writer, tag byte, id uint32, val func([]byte) []byte) e
 	g.buf = g.appendKey(g.buf[:0], tag, id)
 	kl := len(g.buf)
 	g.buf = val(g.buf)
-	g.acct.resized(was, cap(g.buf), 1)
+	g.acct.Resized(was, cap(g.buf), 1)
 	return w.Set(g.buf[:kl:kl], g.buf[kl:])
 }
 
@@ -313,7 +313,7 @@ func (g *Graph) set(w kv.Writer, tag byte, id uint32, val func([]byte) []byte) e
 func (g *Graph) del(w kv.Writer, tag byte, id uint32) error {
 	was := cap(g.buf)
 	g.buf = g.appendKey(g.buf[:0], tag, id)
-	g.acct.resized(was, cap(g.buf), 1)
+	g.acct.Resized(was, cap(g.buf), 1)
 	return w.Delete(g.buf)
 }
 
@@ -363,7 +363,7 @@ func (g *Graph) entityWords(display string) []string {
 		// The rest of the old slab, too short, is no walk's to see.
 		was := cap(g.wordSlab)
 		g.wordSlab = make([]string, max(256, len(display)))
-		g.acct.note(int(unsafe.Sizeof("")) * (cap(g.wordSlab) - was))
+		g.acct.Note(int(unsafe.Sizeof("")) * (cap(g.wordSlab) - was))
 	}
 	ws := appendWords(g.wordSlab[:0:len(display)], display)
 	if len(ws) == 0 {
@@ -388,7 +388,7 @@ func (g *Graph) installEntity(key uint32, display, norm string) (uint32, error) 
 		id = uint32(len(g.ents))
 		was := cap(g.ents)
 		g.ents = append(g.ents, entity{})
-		g.acct.resized(was, cap(g.ents), int(unsafe.Sizeof(entity{})))
+		g.acct.Resized(was, cap(g.ents), int(unsafe.Sizeof(entity{})))
 	}
 	e := &g.ents[id]
 	*e = entity{key: key, display: display, norm: norm, words: g.entityWords(display)}
@@ -436,7 +436,7 @@ func (g *Graph) dropEntity(id uint32) {
 	*e = entity{}
 	was := cap(g.freeEnts)
 	g.freeEnts = append(g.freeEnts, id)
-	g.acct.resized(was, cap(g.freeEnts), 4)
+	g.acct.Resized(was, cap(g.freeEnts), 4)
 }
 
 // installEdge links e in memory. Caller owns g or holds the write lock.
@@ -454,7 +454,7 @@ func (g *Graph) installEdge(e edge) {
 		slot = uint32(len(g.edges))
 		was := cap(g.edges)
 		g.edges = append(g.edges, e)
-		g.acct.resized(was, cap(g.edges), int(unsafe.Sizeof(edge{})))
+		g.acct.Resized(was, cap(g.edges), int(unsafe.Sizeof(edge{})))
 	}
 	g.byDoc[e.doc] = slot
 	g.link(e.from, slot)
@@ -470,7 +470,7 @@ func (g *Graph) link(id, slot uint32) {
 	if ent.adj == nil {
 		if len(g.adjSlab) == 0 {
 			g.adjSlab = make([]uint32, 256)
-			g.acct.note(4 * len(g.adjSlab))
+			g.acct.Note(4 * len(g.adjSlab))
 		}
 		ent.adj, g.adjSlab = append(g.adjSlab[:0:1], slot), g.adjSlab[1:]
 		return
@@ -479,7 +479,7 @@ func (g *Graph) link(id, slot uint32) {
 	i, _ := slices.BinarySearchFunc(ent.adj, g.edges[slot].doc, func(s, doc uint32) int { return cmp.Compare(g.edges[s].doc, doc) })
 	ent.adj = slices.Insert(ent.adj, i, slot)
 	if cap(ent.adj) != cap(was) {
-		g.acct.note(adjBytes(cap(ent.adj)) - g.acct.adjOwn(was))
+		g.acct.Note(adjBytes(cap(ent.adj)) - g.acct.adjOwn(was))
 	}
 }
 
@@ -643,7 +643,7 @@ func (g *Graph) removeEdge(w kv.Writer, doc uint32) error {
 	g.edges[slot] = edge{}
 	was := cap(g.free)
 	g.free = append(g.free, slot)
-	g.acct.resized(was, cap(g.free), 4)
+	g.acct.Resized(was, cap(g.free), 4)
 	return nil
 }
 

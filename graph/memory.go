@@ -2,7 +2,6 @@ package graph
 
 import (
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/memor-db/memor/internal/memsize"
@@ -24,20 +23,15 @@ import (
 // stays within about a fifth of the truth. It is as of the last write to
 // end, and Bytes never waits: it is an atomic load, safe to call
 // concurrently with anything, and costs the same at any size.
-func (g *Graph) Bytes() int { return int(g.acct.held.Load()) }
+func (g *Graph) Bytes() int { return g.acct.Bytes() }
 
 // account is what Bytes reports and what keeps it current. Every field
 // but held is the write lock's (or the loader's, before the graph is
 // returned).
 type account struct {
-	// held is walked plus noted: the only field read without the lock.
-	held atomic.Int64
-	// walked is what the last walk (measureLocked) counted; noted is the
-	// sum of the changes noted since, and drift the sum of their sizes,
-	// either way: a walk is due once drift passes walked/4, which costs a
-	// write O(1) amortised (the walk is O(graph), and a quarter of the
-	// graph's bytes must change to call for the next one).
-	walked, noted, drift int64
+	// The count (measureLocked walks the graph; writes note their
+	// changes).
+	memsize.Account
 	// The maps' rooms: a map keeps the room of its most entries, or of
 	// its size hint.
 	byNorm, byDoc, first, labelID room
@@ -76,47 +70,29 @@ const (
 	labelSlot = normSlot
 )
 
-// note records a change of d bytes since the last walk. It never walks:
-// loads note their installs as writes do, and a walk in the middle of
-// one would count a graph not yet built (settle decides, once a write
-// ends).
-func (a *account) note(d int) {
-	a.noted += int64(d)
-	a.drift += int64(max(d, -d))
-}
-
-// resized notes that an array of elem-byte elements went from capacity
-// was to now. Called where the graph appends, it costs a comparison
-// unless the array grew.
-func (a *account) resized(was, now, elem int) {
-	if now != was {
-		a.note(memsize.Slice(now, elem) - memsize.Slice(was, elem))
-	}
-}
-
-// settle brings held up to date at the end of a write, noting the room
+// settle brings the count up to date at the end of a write, noting the room
 // its maps grew by, and walks the graph if the changes since the last
 // walk have drifted too far from it. Caller holds the write lock.
 func (g *Graph) settle() {
 	a := &g.acct
-	a.note(a.byNorm.fill(len(g.byNorm)) + a.byDoc.fill(len(g.byDoc)) +
+	a.Note(a.byNorm.fill(len(g.byNorm)) + a.byDoc.fill(len(g.byDoc)) +
 		a.first.fill(len(g.first)) + a.labelID.fill(len(g.labelID)))
 	if a.deadWords > max(a.liveWords, 256) {
 		g.compactSlabs()
 		g.measureLocked()
 		return
 	}
-	if a.drift > a.walked/4 {
+	if a.WalkDue() {
 		g.measureLocked()
 		return
 	}
-	a.held.Store(a.walked + a.noted)
+	a.Publish()
 }
 
 // installed notes the strings of entity e, new and written (a load is
 // walked whole). Its words' slots are carved from wordSlab, whose rest
 // counted them.
-func (a *account) installed(e *entity) { a.note(ownStrings(e)) }
+func (a *account) installed(e *entity) { a.Note(ownStrings(e)) }
 
 // dropped notes that entity e is being dropped: its strings and an
 // adjacency list of its own are freed, while its slab slots become dead.
@@ -133,7 +109,7 @@ func (a *account) dropped(e *entity) {
 	default:
 		d += adjBytes(cap(e.adj))
 	}
-	a.note(-d)
+	a.Note(-d)
 }
 
 // ownStrings estimates what the strings of entity e, made by a write,
@@ -244,8 +220,7 @@ func (g *Graph) measureLocked() {
 	if x := g.img; x != nil {
 		n += memsize.Alloc(int(unsafe.Sizeof(*x))) + listBytes(cap(x.byNorm)) + listBytes(cap(x.lists)) + listBytes(cap(x.off))
 	}
-	a.walked, a.noted, a.drift = int64(n), 0, 0
-	a.held.Store(int64(n))
+	a.Walked(n)
 }
 
 // heldBy returns entityBytes(e), from e's cache once counted.
@@ -261,7 +236,7 @@ func (a *account) heldBy(e *entity) int {
 func (a *account) resizeList(was, now int) {
 	d := listBytes(now) - listBytes(was)
 	a.lists += d
-	a.note(d)
+	a.Note(d)
 }
 
 // entityBytes is what entity e's strings and words hold (its adjacency

@@ -336,8 +336,8 @@ func TestBytesAcrossWrites(t *testing.T) {
 					live[k] = live[len(live)-1]
 					live = live[:len(live)-1]
 				}
-				if a := &g.acct; a.drift > a.walked/4 {
-					t.Fatalf("after write %d: %d bytes of changes since a walk of %d", i, a.drift, a.walked)
+				if a := &g.acct; a.WalkDue() {
+					t.Fatalf("after write %d: %d bytes of changes since a walk of %d", i, a.Drift(), a.LastWalk())
 				}
 				if (i+1)%(ops/10) == 0 {
 					runtime.GC()

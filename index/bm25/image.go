@@ -273,7 +273,7 @@ func (ix *Index) decodeLocked(lt *lazyTerms, e *lazyTerm) uint32 {
 		}
 	}
 	e.decoded, e.id = true, id
-	ix.acct.note(p.bytes())
+	ix.acct.Note(p.bytes())
 	if lt.left--; lt.left == 0 {
 		ix.lazy = nil
 	}

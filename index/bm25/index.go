@@ -448,7 +448,7 @@ func (ix *Index) newTermLocked(text string) uint32 {
 // as it grows, the dictionary's tables by settleLocked).
 func (ix *Index) noteTerm(text string) {
 	ix.idsPeak = max(ix.idsPeak, len(ix.ids))
-	ix.acct.note(memsize.String(len(text)))
+	ix.acct.Note(memsize.String(len(text)))
 }
 
 // insertLocked adds an absent document; refs become owned by the index.
@@ -483,7 +483,7 @@ func (ix *Index) insertLocked(doc, length uint32, refs []termRef) {
 			}
 		}
 	}
-	ix.acct.note(grew)
+	ix.acct.Note(grew)
 	ix.live.Add(doc)
 	ix.total += uint64(length)
 }
@@ -590,7 +590,7 @@ func (ix *Index) removeLocked(doc uint32) {
 			ix.free = append(ix.free, r.id)
 		}
 	}
-	ix.acct.note(-freed)
+	ix.acct.Note(-freed)
 	ix.total -= uint64(p.lens[doc&pageMask])
 	p.lens[doc&pageMask] = 0
 	p.terms[doc&pageMask] = nil

@@ -4,7 +4,6 @@ import (
 	"math/bits"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -22,34 +21,21 @@ import (
 // the runtime's swiss-table costs, the roaring bitmaps by their containers.
 // It runs at the end of every load and whenever the index is rebuilt. In
 // between, each change adds an estimate of what it allocated or freed
-// (note); once those estimates add up to a quarter of the walked size, the
-// next change walks again. Walks are O(terms + documents), so a quarter of
-// growth between them keeps their cost O(1) per change amortised, and the
-// account within about a fifth of the truth.
+// (acct.Note); once those estimates add up to a quarter of the walked
+// size, the next change walks again (memsize.Account). Walks are
+// O(terms + documents), so a quarter of growth between them keeps their
+// cost O(1) per change amortised, and the account within about a fifth
+// of the truth.
 
-// account is what Bytes reports and how far it has strayed from a walk.
-// Every field but held is guarded by the index's write lock.
+// account is what Bytes reports (a memsize.Account, whose writer is
+// whoever holds the index's write lock) and the fixed part of it.
 type account struct {
-	// held is Bytes' answer: the reader (the cache) must not wait for a
-	// writer's lock.
-	held atomic.Int64
-	// est is held's value as the writer sees it: walked plus the changes
-	// since; drift the sum of those changes' magnitudes.
-	est, walked, drift int64
+	memsize.Account
 	// shape is what the O(1) part of the account (fixedBytes) was last
 	// computed from, and fixed its value: a change that leaves the shape
 	// alone (most do) costs a comparison.
 	shape fixedShape
 	fixed int64
-}
-
-// note adds a change of d bytes to the account (ix.mu held).
-func (a *account) note(d int) {
-	a.est += int64(d)
-	if d < 0 {
-		d = -d
-	}
-	a.drift += int64(d)
 }
 
 // Sizes of the index's own structures (an allocation of one is rounded up
@@ -243,7 +229,7 @@ func (ix *Index) fixedBytes(s fixedShape) int {
 // changes add estimates, and the index is measured again once they add
 // up to a quarter of its last measured size. Bytes never waits for the
 // index's lock, so it is safe to call at any time, from any goroutine.
-func (ix *Index) Bytes() int { return int(ix.acct.held.Load()) }
+func (ix *Index) Bytes() int { return ix.acct.Bytes() }
 
 // measureLocked sets the account to a walk of the index (ix.mu held, or
 // the index not yet shared).
@@ -251,8 +237,7 @@ func (ix *Index) measureLocked() {
 	n, s, fixed := ix.walkLocked()
 	a := &ix.acct
 	a.shape, a.fixed = s, int64(fixed)
-	a.est, a.walked, a.drift = int64(n), int64(n), 0
-	a.held.Store(int64(n))
+	a.Walked(n)
 }
 
 // walkLocked counts what the index holds, O(terms + documents), and
@@ -285,12 +270,12 @@ func (ix *Index) settleLocked() {
 	a := &ix.acct
 	if s := ix.shapeLocked(); s != a.shape {
 		f := int64(ix.fixedBytes(s))
-		a.note(int(f - a.fixed))
+		a.Note(int(f - a.fixed))
 		a.shape, a.fixed = s, f
 	}
-	if a.drift > a.walked/4 {
+	if a.WalkDue() {
 		ix.measureLocked()
 		return
 	}
-	a.held.Store(a.est)
+	a.Publish()
 }

@@ -229,11 +229,11 @@ func TestBytesBetweenWalks(t *testing.T) {
 	long := longDocs()[:40]
 	before := heapNow()
 	ix := New([]byte("u/"), Options{})
-	walks, last := 0, ix.acct.walked
+	walks, last := 0, ix.acct.LastWalk()
 	lo, hi := 1.0, 1.0
 	check := func(i int, what string) {
 		t.Helper()
-		if w := ix.acct.walked; w != last {
+		if w := ix.acct.LastWalk(); w != last {
 			walks, last = walks+1, w
 		}
 		got, want := ix.Bytes(), walk(ix)

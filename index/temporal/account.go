@@ -59,7 +59,7 @@ const (
 // the last write, load or rebuild to end, and never waits for one that
 // is running: it is safe to call concurrently with anything.
 func (ix *Index) Bytes() int {
-	n := ix.held.Load()
+	n := int64(ix.acct.Bytes())
 	if c := ix.current.Load(); c != nil {
 		// Apart from held: Current stores it under the read lock.
 		n += int64(c.bytes)
@@ -69,11 +69,7 @@ func (ix *Index) Bytes() int {
 
 // measureLocked walks the index's account afresh and publishes it.
 // Caller holds the write lock (or owns ix).
-func (ix *Index) measureLocked() {
-	ix.size = ix.measure()
-	ix.walked, ix.drift = ix.size, 0
-	ix.held.Store(int64(ix.size))
-}
+func (ix *Index) measureLocked() { ix.acct.Walked(ix.measure()) }
 
 // measure sums what the index holds but the cached current set, at a
 // cost that does not grow with the docs (the roaring sets' containers
@@ -89,24 +85,15 @@ func (ix *Index) measure() int {
 	return n
 }
 
-// guess adds an estimated change of n bytes to the account. Caller holds
-// the write lock (or owns ix).
-func (ix *Index) guess(n int) {
-	ix.size += n
-	ix.drift += max(n, -n)
-}
-
 // publishLocked makes the account of a write that ends visible to
 // Bytes, first walking again if the estimates since the last walk have
 // grown past a quarter of it. Caller holds the write lock.
 func (ix *Index) publishLocked() {
-	if ix.drift > ix.walked/4 {
+	if ix.acct.WalkDue() {
 		ix.measureLocked()
 		return
 	}
-	if int64(ix.size) != ix.held.Load() {
-		ix.held.Store(int64(ix.size))
-	}
+	ix.acct.Publish()
 }
 
 // setBytes is what the roaring set s holds, its values as roaring counts

@@ -228,7 +228,7 @@ func TestBytesTracksWrites(t *testing.T) {
 		// change of a set, against some eighty a doc): this is what
 		// keeps them bounded on any run.
 		ix.mu.RLock()
-		drift, walked := ix.drift, ix.walked
+		drift, walked := ix.acct.Drift(), ix.acct.LastWalk()
 		ix.mu.RUnlock()
 		if drift > walked/4 {
 			t.Fatalf("step %d: estimates of %d bytes since a walk of %d", step, drift, walked)

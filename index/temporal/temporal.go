@@ -165,14 +165,10 @@ type Index struct {
 	stale  *roaring.Bitmap // docs of inBase whose base entry is out of date
 	delta  []deltaEntry    // docs whose current interval is not in base (see docPage.pos)
 
-	// The account of the memory held (account.go), under mu: size is
-	// the running estimate, walked what the last walk measured and drift
-	// the estimated part of the changes since; held publishes size to
-	// Bytes.
-	size, walked, drift int
-	held                atomic.Int64
-	loosePages          int // pages allocated one by one (page)
-	slabBytes           int // the slab of an image's pages (LoadImage)
+	// The account of the memory held (account.go), written under mu.
+	acct       memsize.Account
+	loosePages int // pages allocated one by one (page)
+	slabBytes  int // the slab of an image's pages (LoadImage)
 }
 
 // cachedSet is a result computed when the index was at generation gen.
@@ -232,12 +228,12 @@ func (ix *Index) page(doc uint32) *docPage {
 	if pi >= len(ix.pages) {
 		was := cap(ix.pages)
 		ix.pages = append(ix.pages, make([]*docPage, pi+1-len(ix.pages))...)
-		ix.size += memsize.Slice(cap(ix.pages), 8) - memsize.Slice(was, 8)
+		ix.acct.Exact(memsize.Slice(cap(ix.pages), 8) - memsize.Slice(was, 8))
 	}
 	if ix.pages[pi] == nil {
 		ix.pages[pi] = new(docPage)
 		ix.loosePages++
-		ix.size += docPageBytes
+		ix.acct.Exact(docPageBytes)
 	}
 	return ix.pages[pi]
 }
@@ -326,7 +322,7 @@ func (ix *Index) Put(w kv.Writer, doc uint32, iv Interval) error {
 	was := cap(ix.buf)
 	ix.buf, err = writeRecord(w, ix.buf[:0], ix.prefix, doc, q)
 	if cap(ix.buf) != was {
-		ix.size += memsize.Alloc(cap(ix.buf)) - memsize.Alloc(was)
+		ix.acct.Exact(memsize.Alloc(cap(ix.buf)) - memsize.Alloc(was))
 	}
 	if err == nil {
 		ix.apply(doc, q)
@@ -372,7 +368,7 @@ func (ix *Index) apply(doc uint32, q quad) {
 	if ix.inBase.Contains(doc) {
 		ix.stale.Add(doc)
 		if pos == 0 { // else stale already, since it entered the delta
-			ix.guess(setMember)
+			ix.acct.Note(setMember)
 		}
 	}
 	if pos != 0 {
@@ -382,7 +378,7 @@ func (ix *Index) apply(doc uint32, q quad) {
 	was := cap(ix.delta)
 	ix.delta = append(ix.delta, deltaEntry{doc: doc, q: q})
 	if cap(ix.delta) != was {
-		ix.size += memsize.Slice(cap(ix.delta), deltaEntryBytes) - memsize.Slice(was, deltaEntryBytes)
+		ix.acct.Exact(memsize.Slice(cap(ix.delta), deltaEntryBytes) - memsize.Slice(was, deltaEntryBytes))
 	}
 	p.pos[i] = uint32(len(ix.delta))
 }
@@ -413,12 +409,12 @@ func (ix *Index) set(doc uint32, q quad) (p *docPage, i uint32, changed bool) {
 	if q.ea == openEnd {
 		ix.open.Add(doc)
 		if !wasOpen {
-			ix.guess(setMember)
+			ix.acct.Note(setMember)
 		}
 	} else {
 		ix.open.Remove(doc)
 		if wasOpen {
-			ix.guess(-setMember)
+			ix.acct.Note(-setMember)
 		}
 	}
 	ix.maxRec = max(ix.maxRec, q.ra)
@@ -437,7 +433,7 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 	was := cap(ix.buf)
 	ix.buf = ix.appendKey(ix.buf[:0], doc)
 	if cap(ix.buf) != was {
-		ix.size += memsize.Alloc(cap(ix.buf)) - memsize.Alloc(was)
+		ix.acct.Exact(memsize.Alloc(cap(ix.buf)) - memsize.Alloc(was))
 	}
 	if err := w.Delete(ix.buf); err != nil {
 		return fmt.Errorf("temporal: delete doc %d: %w", doc, err)
@@ -453,12 +449,12 @@ func (ix *Index) Delete(w kv.Writer, doc uint32) error {
 	ix.gen++
 	ix.open.Remove(doc)
 	if q.ea == openEnd {
-		ix.guess(-setMember)
+		ix.acct.Note(-setMember)
 	}
 	if ix.inBase.Contains(doc) {
 		ix.stale.Add(doc)
 		if p.pos[i] == 0 {
-			ix.guess(setMember)
+			ix.acct.Note(setMember)
 		}
 	}
 	if pos := p.pos[i]; pos != 0 {
