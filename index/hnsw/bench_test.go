@@ -201,6 +201,7 @@ func BenchmarkMaxAbs(b *testing.B) {
 // default (hashing) embedder, a list of sparse 384-d vectors;
 // shape=graph is 20,000 dense 384-d vectors with their graph (built
 // once, which takes a while; MEMOR_HNSW_BENCH_N changes its size).
+// from=image/then=add is a load and the first Add after it.
 //
 //	go test -p 1 -run '^$' -bench 'Load$' ./index/hnsw/
 func BenchmarkLoad(b *testing.B) {
@@ -251,6 +252,20 @@ func BenchmarkLoad(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(len(img)), "image-bytes")
+			})
+			// A load and the first write after it, which copies what the
+			// load left in the image out of it.
+			b.Run("from=image/then=add", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					ix, err := LoadImage(img, prefix, o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := ix.Add(discardKV{}, uint32(len(vecs)), vecs[0]); err != nil {
+						b.Fatal(err)
+					}
+				}
 			})
 		})
 	}

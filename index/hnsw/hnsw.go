@@ -196,6 +196,10 @@ type Index struct {
 	free   []uint32          // free slots, reused by Add
 	entry  int32             // entry-point slot, -1 when empty
 	top    int               // level of the entry point
+	// inImage: LoadImage left the dense vectors, the codes or the lists
+	// where they lie in the image (list.image), which the index never
+	// writes: a writer copies them out first (own).
+	inImage bool
 	// pool (of *searcher) is apart from the index: the runtime keeps a
 	// used pool reachable for a collection after its last use, and a pool
 	// inside the index would keep the whole index (its vectors) alive
@@ -542,6 +546,7 @@ func (ix *Index) Add(w kv.Writer, id uint32, vec []float32) error {
 	defer ix.wmu.Unlock()
 	defer ix.noteBytes()
 	ix.mu.Lock()
+	ix.own()
 	if err := ix.flushPending(w); err != nil {
 		ix.mu.Unlock()
 		return err
@@ -607,6 +612,7 @@ func (ix *Index) Delete(w kv.Writer, id uint32) error {
 	defer ix.noteBytes()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.own()
 	if err := ix.flushPending(w); err != nil {
 		return err
 	}

@@ -27,8 +27,8 @@ import (
 // Layout (every integer little-endian, fixed width, so that each array is
 // one copy into the typed memory the index holds):
 //
-//	0x02                      image version (1: a graph's vectors were
-//	                          all held dense)
+//	0x03                      image version (1: a graph's vectors were
+//	                          all held dense; 2: no padding)
 //	flags                     1: the graph is built; 2: the stored meta is
 //	                          not current (format 1, rewritten by the next
 //	                          write, see Load)
@@ -43,12 +43,14 @@ import (
 //	e × float32               every sparse entry's value (e: the counts'
 //	                          sum), vector after vector
 //	e × uint16                their indexes
+//	0 to 3 zero bytes         to a multiple of 4 from the image's start
 //	d × dim × float32         the dense vectors, in ID order
 //
 // and with a graph:
 //
 //	uint32                    the entry point's slot (0xFFFFFFFF: none)
 //	n × int8                  levels
+//	0 to 3 zero bytes         to a multiple of 4 from the image's start
 //	n × (2M+1) × uint32       layer-0 lists: count, then 2M slots, the
 //	                          unused ones 0
 //	Σlevel × (M+1) × uint32   the upper layers' lists likewise, by slot
@@ -58,9 +60,14 @@ import (
 //	                          (0 elsewhere), vector after vector
 //	n × 3 × float32           per vector its codes' scale, then its qbound
 //
-// The sparse entries (the bulk of the engine's common image) are used
-// where they lie when the image is aligned for them; the rest is copied,
-// each array at once. A sparse vector costs 6 bytes a component (a fact
+// What a search reads is used where it lies when the image is aligned
+// for it (the padding puts every array of 4-byte values on a multiple of
+// 4 from the start): the sparse entries (the bulk of the engine's common
+// image), the dense vectors, the neighbour lists and, when every vector
+// is dense, the codes. The index never writes the image: the sparse
+// entries are only ever appended to, which copies them out, and the
+// first write after a load copies the rest out (own). The IDs, levels
+// and bounds are copied, each array at once. A sparse vector costs 6 bytes a component (a fact
 // of the default embedder 150 to 600 bytes, its record 120 to 400), and
 // with a graph 4·(2M+1) of layer-0 list more; a dense 384-d vector 4·384 bytes, with a graph 384 + 12 and
 // the lists more, about 2.3 times its records, bought with a tenth of the
@@ -72,7 +79,7 @@ import (
 // never in a later search or write. The values are not checked: a vector
 // may hold NaN or ±Inf (Dot accepts subnormal vectors, whose halves are
 // persisted as such), and a changed value is served as it is.
-const imageVersion = 2
+const imageVersion = 3
 
 // Image flags.
 const (
@@ -113,18 +120,25 @@ func (ix *Index) AppendImage(dst []byte) []byte {
 	if !ix.metaOK {
 		flags |= imageMetaStale
 	}
+	start := len(dst)
 	dst = append(dst, imageVersion, flags, byte(ix.o.Metric), byte(ix.m))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(ix.dim))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(order)))
 	for _, s := range order {
 		dst = binary.LittleEndian.AppendUint32(dst, ix.ids[s])
 	}
-	dst = ix.appendVectorsImage(dst, order)
+	dst = ix.appendVectorsImage(dst, start, order)
 	if ix.graph {
-		return ix.appendGraphImage(dst, order)
+		return ix.appendGraphImage(dst, start, order)
 	}
 	return dst
 }
+
+// pad4 is the zero bytes an image puts at offset off (from its start) so
+// that the array after it is 4-byte aligned, as the image's own start is
+// (Go allocates a buffer of 8 bytes or more so): a version-2 image has
+// none.
+func pad4(off int) int { return (4 - off%4) % 4 }
 
 // liveByID returns the live slots in ID order: the slots a Load gives
 // them.
@@ -146,7 +160,7 @@ func (ix *Index) liveByID() []uint32 {
 	return order
 }
 
-func (ix *Index) appendVectorsImage(dst []byte, order []uint32) []byte {
+func (ix *Index) appendVectorsImage(dst []byte, start int, order []uint32) []byte {
 	l := &ix.list
 	e, d := 0, 0
 	for _, s := range order {
@@ -170,6 +184,7 @@ func (ix *Index) appendVectorsImage(dst []byte, order []uint32) []byte {
 			dst = appendU16s(dst, l.sidx[r.at:r.at+r.n], littleEndian)
 		}
 	}
+	dst = append(dst, make([]byte, pad4(len(dst)-start))...)
 	for _, s := range order {
 		if r := l.refs[s]; r.n == denseRef {
 			dst = appendU32s(dst, f32bits(ix.vecs.at(r.at)), littleEndian)
@@ -178,7 +193,7 @@ func (ix *Index) appendVectorsImage(dst []byte, order []uint32) []byte {
 	return dst
 }
 
-func (ix *Index) appendGraphImage(dst []byte, order []uint32) []byte {
+func (ix *Index) appendGraphImage(dst []byte, start int, order []uint32) []byte {
 	// rank maps a slot to its place in order (nil: the same, as in an
 	// index just loaded).
 	var rank []uint32
@@ -207,6 +222,7 @@ func (ix *Index) appendGraphImage(dst []byte, order []uint32) []byte {
 		dst = append(dst, byte(ix.levels[s]))
 		lists += int(ix.levels[s])
 	}
+	dst = append(dst, make([]byte, pad4(len(dst)-start))...)
 	dst = slices.Grow(dst, 4*len(order)*(ix.m0+1)+4*lists*(ix.m+1)+len(order)*(ix.dim+12))
 	list := func(s uint32, l int) {
 		nb := ix.links(s, l)
@@ -261,7 +277,7 @@ func imageErr(format string, a ...any) error {
 // references into b (it never writes them): b must not be modified while
 // the index lives.
 func LoadImage(b, prefix []byte, o Options) (*Index, error) {
-	if len(b) < imageHeader || b[0] != imageVersion {
+	if len(b) < imageHeader || (b[0] != imageVersion && b[0] != 2) {
 		return nil, imageErr("version %x or header of %d bytes", b[:min(len(b), 1)], len(b))
 	}
 	flags, metric, m := b[1], Metric(b[2]), int(b[3])
@@ -294,19 +310,20 @@ func LoadImage(b, prefix []byte, o Options) (*Index, error) {
 		}
 		ix.slotOf[id] = uint32(s)
 	}
-	rest, err := ix.loadVectorsImage(b[imageHeader+4*n:], c, o.Capacity)
+	im := imageIn{b: b, padded: b[0] >= 3}
+	at, err := ix.loadVectorsImage(im, imageHeader+4*int(n), c, o.Capacity)
 	switch {
 	case err != nil:
 	case ix.graph:
-		err = ix.loadGraphImage(rest, c)
-	case len(rest) != 0:
-		err = imageErr("%d bytes after the vectors", len(rest))
+		err = ix.loadGraphImage(im, at, c)
+	case at != len(b):
+		err = imageErr("%d bytes after the vectors", len(b)-at)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if ix.list.image != nil {
-		ix.list.image = b // the entries keep the whole image alive
+	if ix.list.image != nil || ix.inImage {
+		ix.list.image = b // what lies in it keeps the whole image alive
 	}
 	// As Load: the level sequence continues from the seed and the size.
 	ix.rng = rand.New(rand.NewPCG(uint64(ix.o.Seed), n))
@@ -314,12 +331,38 @@ func LoadImage(b, prefix []byte, o Options) (*Index, error) {
 	return ix, nil
 }
 
-// loadVectorsImage reads the vectors of an image (b: from the counts
-// on), with room for c slots, and returns the bytes after them.
-func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
+// imageIn is an image being loaded: its bytes, and whether its arrays
+// of 4-byte values are padded to be aligned (version 3 on).
+type imageIn struct {
+	b      []byte
+	padded bool
+}
+
+// pad checks the padding an image has at offset at and returns its
+// length.
+func (im imageIn) pad(at int) (int, error) {
+	if !im.padded {
+		return 0, nil
+	}
+	p := pad4(at)
+	if len(im.b)-at < p {
+		return 0, imageErr("padding at %d in %d bytes", at, len(im.b))
+	}
+	for _, x := range im.b[at : at+p] {
+		if x != 0 {
+			return 0, imageErr("padding at %d is not zero", at)
+		}
+	}
+	return p, nil
+}
+
+// loadVectorsImage reads the vectors of an image (from offset at, the
+// counts), with room for c slots, and returns the offset after them.
+func (ix *Index) loadVectorsImage(im imageIn, at, c, capacity int) (int, error) {
+	b := im.b[at:]
 	n := len(ix.ids)
 	if uint64(len(b)) < 4*uint64(n) {
-		return nil, imageErr("vector counts in %d bytes", len(b))
+		return 0, imageErr("vector counts in %d bytes", len(b))
 	}
 	counts := b[:4*n]
 	var e, d uint64
@@ -329,20 +372,26 @@ func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 			d++
 		case 2*uint64(k) >= uint64(ix.dim):
 			// Held dense, as place holds it.
-			return nil, imageErr("vector %d has %d sparse components of %d", ix.ids[s], k, ix.dim)
+			return 0, imageErr("vector %d has %d sparse components of %d", ix.ids[s], k, ix.dim)
 		default:
 			e += uint64(k)
 		}
 	}
-	want := uint64(4*n) + 6*e + 4*d*uint64(ix.dim)
-	if uint64(len(b)) < want {
-		return nil, imageErr("vectors in %d bytes, want %d", len(b), want)
+	if uint64(len(b)) < uint64(4*n)+6*e {
+		return 0, imageErr("sparse entries in %d bytes, want %d", len(b), uint64(4*n)+6*e)
 	}
-	rest := b[want:]
+	p, err := im.pad(at + 4*n + 6*int(e))
+	if err != nil {
+		return 0, err
+	}
+	want := uint64(4*n) + 6*e + uint64(p) + 4*d*uint64(ix.dim)
+	if uint64(len(b)) < want {
+		return 0, imageErr("vectors in %d bytes, want %d", len(b), want)
+	}
 	ix.levels = make([]int8, n, c)
 	l := &ix.list
 	l.refs = make([]vecRef, n, c)
-	var at, dn uint32
+	var pos, dn uint32
 	for s := range n {
 		k := binary.LittleEndian.Uint32(counts[4*s:])
 		if k == denseCount {
@@ -350,15 +399,15 @@ func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 			dn++
 			continue
 		}
-		l.refs[s] = vecRef{at, k}
-		at += k
+		l.refs[s] = vecRef{pos, k}
+		pos += k
 	}
 	b = b[4*n:]
-	vals, idx := b[:4*e], b[4*e:6*e]
+	vals, idx, dense := b[:4*e], b[4*e:6*e], b[6*e+uint64(p):want-uint64(4*n)]
 	// The indexes are checked in range (a score reads the query at each)
 	// and nothing else: no code relies on their order.
 	if i, ok := indexesBelow(idx, ix.dim); !ok {
-		return nil, imageErr("sparse index %d of dimension %d", i, ix.dim)
+		return 0, imageErr("sparse index %d of dimension %d", i, ix.dim)
 	}
 	// The sparse entries are only ever appended to (a vector replaced or
 	// deleted leaves its entries dead until compact copies the live
@@ -369,7 +418,7 @@ func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 	// Capacity expects beyond these, at their mean size, as Load sizes
 	// its arrays.
 	if v, ok := alias[float32](vals); ok {
-		l.sval, l.image = v, b
+		l.sval, l.image = v, im.b
 	} else {
 		room := int(e)
 		if capacity > n && n > 0 {
@@ -379,20 +428,27 @@ func (ix *Index) loadVectorsImage(b []byte, c, capacity int) ([]byte, error) {
 		getU32s(f32bits(l.sval), vals, littleEndian)
 	}
 	if v, ok := alias[uint16](idx); ok {
-		l.sidx, l.image = v, b
+		l.sidx, l.image = v, im.b
 	} else {
 		l.sidx = make([]uint16, e, cap(l.sval))
 		getU16s(l.sidx, idx, littleEndian)
 	}
-	ix.vecs = slabOf[float32](ix.dim, int(d), func(dst []float32, off int) {
-		getU32s(f32bits(dst), b[6*e+4*uint64(off):], littleEndian)
-	})
-	return rest, nil
+	// The dense vectors are written in place (a slot reused), so a
+	// writer copies them out first (own).
+	if v, ok := alias[float32](dense); ok && d > 0 {
+		ix.vecs, ix.inImage = slabIn(ix.dim, int(d), v), true
+	} else {
+		ix.vecs = slabOf[float32](ix.dim, int(d), func(dst []float32, off int) {
+			getU32s(f32bits(dst), dense[4*off:], littleEndian)
+		})
+	}
+	return at + int(want), nil
 }
 
-// loadGraphImage reads the graph of an image (b: from the entry point
-// on), with room for c slots.
-func (ix *Index) loadGraphImage(b []byte, c int) error {
+// loadGraphImage reads the graph of an image (from offset at, the entry
+// point), with room for c slots.
+func (ix *Index) loadGraphImage(im imageIn, at, c int) error {
+	b := im.b[at:]
 	n := len(ix.ids)
 	if len(b) < 4+n {
 		return imageErr("levels in %d bytes", len(b))
@@ -425,16 +481,20 @@ func (ix *Index) loadGraphImage(b []byte, c int) error {
 			entries += uint64(r.n)
 		}
 	}
-	want := uint64(4+n) + 4*(uint64(n)*uint64(w0)+uint64(lists)*uint64(w)) + dense*uint64(ix.dim) + entries + 12*uint64(n)
+	p, err := im.pad(at + 4 + n)
+	if err != nil {
+		return err
+	}
+	want := uint64(4+n+p) + 4*(uint64(n)*uint64(w0)+uint64(lists)*uint64(w)) + dense*uint64(ix.dim) + entries + 12*uint64(n)
 	if uint64(len(b)) != want {
 		return imageErr("graph in %d bytes, want %d", len(b), want)
 	}
-	b = b[4+n:]
-	ix.links0 = make([]uint32, n*w0)
-	getU32s(ix.links0, b, littleEndian)
+	b = b[4+n+p:]
+	// The lists are written in place, so a writer copies them out first
+	// (own).
+	ix.links0 = ix.u32sIn(b[:4*n*w0])
 	b = b[4*n*w0:]
-	flat := make([]uint32, lists*w)
-	getU32s(flat, b, littleEndian)
+	flat := ix.u32sIn(b[:4*lists*w])
 	b = b[4*lists*w:]
 	// Every list: a count within bounds, targets that are nodes reaching
 	// the layer (a walk of layer l reads its targets' lists of layer l),
@@ -478,11 +538,21 @@ func (ix *Index) loadGraphImage(b []byte, c int) error {
 	}
 	dim := uint64(ix.dim)
 	codes, sparse, bounds := b[:dense*dim], b[dense*dim:dense*dim+entries], b[dense*dim+entries:]
+	ix.scales = make([]float32, n, c)
+	ix.qerr = make([]qbound, n, c)
+	if dense == uint64(n) && n > 0 {
+		// Every code is in the image, slot after slot: used where it
+		// lies (written in place, so copied out by own).
+		ix.codes, ix.inImage = slabIn(ix.dim, n, unsafe.Slice((*int8)(unsafe.Pointer(&codes[0])), len(codes))), true
+		for s := range n {
+			ix.scales[s] = f32(bounds[12*s:])
+			ix.qerr[s] = qbound{f32(bounds[12*s+4:]), f32(bounds[12*s+8:])}
+		}
+		return nil
+	}
 	// (A fresh slab is zero: a sparse vector's codes are set at its
 	// entries only.)
 	ix.codes = slabOf[int8](ix.dim, n, func([]int8, int) {})
-	ix.scales = make([]float32, n, c)
-	ix.qerr = make([]qbound, n, c)
 	for s := range n {
 		code := ix.code(uint32(s))
 		if r := ix.list.refs[s]; r.n != denseRef {
@@ -547,9 +617,22 @@ func slabOf[T any](width, n int, fill func(dst []T, off int)) slab[T] {
 	return b
 }
 
-// alias returns b as the float32s or uint16s it holds little-endian,
-// without a copy, when this CPU reads them so and b is aligned for them.
-func alias[T float32 | uint16](b []byte) ([]T, bool) {
+// u32sIn returns the little-endian uint32s of b, where they lie when they
+// can be (noting that ix.image holds them), else copied.
+func (ix *Index) u32sIn(b []byte) []uint32 {
+	if v, ok := alias[uint32](b); ok && len(v) > 0 {
+		ix.inImage = true
+		return v
+	}
+	v := make([]uint32, len(b)/4)
+	getU32s(v, b, littleEndian)
+	return v
+}
+
+// alias returns b as the float32s, uint32s or uint16s it holds
+// little-endian, without a copy, when this CPU reads them so and b is
+// aligned for them.
+func alias[T float32 | uint32 | uint16](b []byte) ([]T, bool) {
 	if len(b) == 0 {
 		return nil, true
 	}

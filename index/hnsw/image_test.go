@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -179,6 +180,29 @@ func sameState(t *testing.T, what string, a, b *Index) {
 	}
 }
 
+// inImage says, of each array of ix that LoadImage may leave in img
+// where it lies (but the sparse entries), whether it does: the ones the
+// index holds at all.
+func inImage(ix *Index, img []byte) map[string]bool {
+	out := map[string]bool{}
+	if ix.vecs.n > 0 {
+		out["dense vectors"] = inside(ix.vecs.chunks[0], img)
+	}
+	if ix.graph && len(ix.ids) > 0 {
+		out["layer-0 lists"] = inside(ix.links0, img)
+		for _, u := range ix.upper {
+			if u != nil {
+				out["upper lists"] = inside(u, img)
+				break
+			}
+		}
+		if ix.vecs.n == len(ix.ids) {
+			out["codes"] = inside(ix.codes.chunks[0], img)
+		}
+	}
+	return out
+}
+
 // within reports whether v's memory lies in b's.
 func within(v []float32, b []byte) bool {
 	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(v))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
@@ -272,12 +296,24 @@ func TestImageMatchesLoad(t *testing.T) {
 			if len(ix.list.sval) > 0 && !within(ix.list.sval, img) {
 				t.Fatal("the sparse entries were copied out of an aligned image")
 			}
-			// Not aligned for them, the entries are copied.
+			// What else a search reads lies in the image too: the dense
+			// vectors, the lists, and the codes when every vector is dense.
+			for what, in := range inImage(ix, img) {
+				if !in {
+					t.Errorf("the %s were copied out of an aligned image", what)
+				}
+			}
+			// Not aligned for them, they are copied.
 			moved := append([]byte{0}, img...)[1:]
 			if ix2, err := LoadImage(moved, prefix, ix.o); err != nil {
 				t.Fatal(err)
 			} else {
 				sameState(t, "image, not aligned", ix, ix2)
+				for what, in := range inImage(ix2, moved) {
+					if in && what != "codes" { // bytes: never misaligned
+						t.Errorf("the %s lie in an image not aligned for them", what)
+					}
+				}
 			}
 			kept := slices.Clone(img)
 			if err := ix.Check(ctx, store); err != nil {
@@ -327,6 +363,11 @@ func TestImageMatchesLoad(t *testing.T) {
 			}
 			if !bytes.Equal(img, kept) {
 				t.Fatal("the index wrote into its image")
+			}
+			for what, in := range inImage(ix, img) {
+				if in {
+					t.Errorf("after writes, the %s still lie in the image", what)
+				}
 			}
 			if !maps.EqualFunc(sa, sb, bytes.Equal) {
 				t.Fatal("the same writes wrote different records")
@@ -550,6 +591,14 @@ func FuzzLoadImage(f *testing.F) {
 	for _, img := range smallImages(f) {
 		f.Add(img)
 	}
+	v2, _ := filepath.Glob(filepath.Join("testdata", "image-v2-*.bin"))
+	for _, name := range v2 {
+		img, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(img)
+	}
 	f.Add([]byte{imageVersion, imageGraph, 0, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, img []byte) {
 		ix, err := LoadImage(img, []byte("p"), Options{})
@@ -559,7 +608,11 @@ func FuzzLoadImage(f *testing.F) {
 			}
 			return
 		}
-		exercise(t, ix)
+		kept := slices.Clone(img)
+		exercise(t, ix) // writes among what it does
+		if !bytes.Equal(img, kept) {
+			t.Fatal("the index wrote into its image")
+		}
 	})
 }
 
@@ -704,5 +757,35 @@ func TestIndexesBelow(t *testing.T) {
 		if ok != want || !ok && int(x) < dim {
 			t.Fatalf("indexesBelow(%v, %d) = %d, %v", xs, dim, x, ok)
 		}
+	}
+}
+
+// TestImageVersion2: images of version 2 (no padding, which stores
+// written before version 3 hold) still load, into the index the same
+// records' version-3 image loads. testdata/image-v2-*.bin are
+// smallImages as version 2 wrote them.
+func TestImageVersion2(t *testing.T) {
+	prefix := []byte("p")
+	for i, img := range smallImages(t) {
+		old, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("image-v2-%d.bin", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old[0] != 2 {
+			t.Fatalf("image-v2-%d.bin is of version %d", i, old[0])
+		}
+		v2, err := LoadImage(old, prefix, Options{})
+		if err != nil {
+			t.Fatalf("image-v2-%d.bin: %v", i, err)
+		}
+		v3, err := LoadImage(img, prefix, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameState(t, fmt.Sprintf("image-v2-%d.bin", i), v3, v2)
+		if got := v2.AppendImage(nil); !bytes.Equal(got, img) {
+			t.Fatalf("image-v2-%d.bin's index images as %d bytes, not as its version 3 (%d)", i, len(got), len(img))
+		}
+		exercise(t, v2)
 	}
 }

@@ -3,6 +3,7 @@ package hnsw
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/memor-db/memor/internal/memsize"
@@ -185,12 +186,14 @@ func (l *listVecs) compact() {
 }
 
 // bytes is the memory the sparse vectors and the references hold (the
-// slab's records are counted with the slab). It lets go of the image once
-// neither points into it (called by writers, which alone touch image).
-func (l *listVecs) bytes() int {
+// slab's records are counted with the slab), and the image's while
+// something lies in it: it lets go of the image once neither the entries
+// point into it nor (held) anything else does (called by writers, which
+// alone touch image).
+func (l *listVecs) bytes(held bool) int {
 	n := 8*cap(l.refs) + 4*cap(l.dfree)
 	inIdx, inVal := inside(l.sidx, l.image), inside(l.sval, l.image)
-	if inIdx || inVal {
+	if inIdx || inVal || held {
 		n += memsize.Alloc(cap(l.image))
 	} else {
 		l.image = nil
@@ -228,15 +231,60 @@ func (ix *Index) Bytes() int { return int(ix.held.Load()) }
 func (ix *Index) noteBytes() {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	n := ix.list.bytes() + 5*cap(ix.ids) + 24*len(ix.slotOf) + 4*cap(ix.links0) + 8*len(ix.scales)
-	for _, c := range ix.vecs.chunks {
-		n += 4 * cap(c)
-	}
-	for _, c := range ix.codes.chunks {
-		n += cap(c)
+	// What lies in an image is counted with it (list.bytes).
+	img := ix.list.image
+	n := ix.list.bytes(ix.inImage) + 5*cap(ix.ids) + 24*len(ix.slotOf) + 8*len(ix.scales) +
+		ix.vecs.bytesOutside(img) + ix.codes.bytesOutside(img)
+	if !inside(ix.links0, img) {
+		n += 4 * cap(ix.links0)
 	}
 	if ix.graph && ix.m > 1 {
-		n += len(ix.upper) * (24 + 4*(ix.m+1)/(ix.m-1))
+		n += 24 * len(ix.upper)
+		if !ix.upperInImage() {
+			n += len(ix.upper) * 4 * (ix.m + 1) / (ix.m - 1)
+		}
 	}
 	ix.held.Store(int64(n))
+}
+
+// upperInImage reports whether the upper layers' lists lie in the image
+// (all do, or none: LoadImage lays them out in one array).
+func (ix *Index) upperInImage() bool {
+	for _, u := range ix.upper {
+		if u != nil {
+			return inside(u, ix.list.image)
+		}
+	}
+	return false
+}
+
+// own copies out of the image what LoadImage left in it and a write may
+// change in place: the dense vectors (a slot reused), the codes and the
+// neighbour lists. The image is its caller's and never written. Writers
+// call it first, holding both locks.
+func (ix *Index) own() {
+	if !ix.inImage {
+		return
+	}
+	ix.inImage = false
+	img := ix.list.image
+	if inside(ix.links0, img) {
+		ix.links0 = slices.Clone(ix.links0)
+	}
+	if ix.upperInImage() {
+		total := 0
+		for _, u := range ix.upper {
+			total += len(u)
+		}
+		flat := make([]uint32, 0, total)
+		for s, u := range ix.upper {
+			if u != nil {
+				k := len(flat)
+				flat = append(flat, u...)
+				ix.upper[s] = flat[k:len(flat):len(flat)]
+			}
+		}
+	}
+	ix.vecs.own(img)
+	ix.codes.own(img)
 }

@@ -161,7 +161,7 @@ func TestListHoldsSparse(t *testing.T) {
 		live[id] = v
 	}
 	heldAsRecords(ix)
-	vecBytes := ix.list.bytes()
+	vecBytes := ix.list.bytes(false)
 	for _, c := range ix.vecs.chunks {
 		vecBytes += 4 * cap(c)
 	}

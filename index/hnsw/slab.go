@@ -1,6 +1,9 @@
 package hnsw
 
-import "slices"
+import (
+	"slices"
+	"unsafe"
+)
 
 // slabBits sets the slots per chunk of a slab (1024: 1.5 MB of 384-d
 // float32 vectors).
@@ -22,6 +25,40 @@ type slab[T any] struct {
 }
 
 func newSlab[T any](width int) slab[T] { return slab[T]{width: width} }
+
+// slabIn returns the slab of n slots whose records are v's (n × width
+// elements, used where they lie), in chunks of slabSlots, each capped at
+// its length: an add copies the last one out.
+func slabIn[T any](width, n int, v []T) slab[T] {
+	b := slab[T]{width: width, n: n}
+	for s := 0; s < n; s += slabSlots {
+		k := min(n-s, slabSlots)
+		b.chunks = append(b.chunks, v[s*width:(s+k)*width:(s+k)*width])
+	}
+	return b
+}
+
+// own copies every chunk that lies in img out of it.
+func (b *slab[T]) own(img []byte) {
+	for i, c := range b.chunks {
+		if inside(c, img) {
+			b.chunks[i] = slices.Clone(c)
+		}
+	}
+}
+
+// bytesOutside is what the slab's chunks hold outside img (those in it
+// are img's).
+func (b *slab[T]) bytesOutside(img []byte) int {
+	var zero T
+	n := 0
+	for _, c := range b.chunks {
+		if !inside(c, img) {
+			n += cap(c) * int(unsafe.Sizeof(zero))
+		}
+	}
+	return n
+}
 
 // at returns slot s's record (a view; s < n).
 func (b *slab[T]) at(s uint32) []T {

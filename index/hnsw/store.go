@@ -185,6 +185,7 @@ func (ix *Index) Flush(w kv.Writer) error {
 	if len(ix.pendingRecs) == 0 && len(ix.pendingDels) == 0 && len(ix.dirty) == 0 {
 		return nil
 	}
+	ix.own()
 	return ix.flush(w, nil)
 }
 
