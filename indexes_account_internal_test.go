@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/internal/memsize/heaptest"
 )
 
 // TestIndexCacheAccountsHeap loads users of three shapes, from their
@@ -149,14 +149,9 @@ func accountOverHeap(t *testing.T, e *Engine, users []string) float64 {
 		for _, u := range users {
 			e.idx.dropUser(u)
 		}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&before)
+		before := heaptest.Live()
 		query()
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
+		after := heaptest.Live()
 		st, err := e.Stats(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -164,7 +159,7 @@ func accountOverHeap(t *testing.T, e *Engine, users []string) float64 {
 		if st.IndexedUsers != len(users) {
 			t.Fatalf("%d users loaded, want %d", st.IndexedUsers, len(users))
 		}
-		heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		heap := float64(after - before)
 		ratios = append(ratios, float64(st.IndexBytes)/heap)
 	}
 	slices.Sort(ratios)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memor-db/memor"
+	"github.com/memor-db/memor/internal/memsize/heaptest"
 )
 
 // BenchmarkIndexMemory is what a loaded user's indexes hold in memory,
@@ -67,10 +68,7 @@ func indexMemory(b *testing.B, dir string, users, docs int, question string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.GC() // a sync.Pool's buffers outlive one
-		runtime.ReadMemStats(&before)
+		before := heaptest.Live()
 		b.StartTimer()
 		for u := range users {
 			if _, err := e.Query(ctx, fmt.Sprintf("user-%d", u), question, memor.QueryOptions{}); err != nil {
@@ -78,9 +76,7 @@ func indexMemory(b *testing.B, dir string, users, docs int, question string) {
 			}
 		}
 		b.StopTimer()
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
+		after := heaptest.Live()
 		st, err := e.Stats(ctx)
 		if err != nil {
 			b.Fatal(err)
@@ -88,7 +84,7 @@ func indexMemory(b *testing.B, dir string, users, docs int, question string) {
 		if st.IndexedUsers != users {
 			b.Fatalf("%d users loaded, want %d", st.IndexedUsers, users)
 		}
-		heap = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(docs)
+		heap = float64(after-before) / float64(docs)
 		estimate = float64(st.IndexBytes) / float64(docs)
 		runtime.KeepAlive(e)
 		if err := e.Close(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	realtext "github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/internal/memsize/heaptest"
 	"github.com/memor-db/memor/internal/norm"
 	"github.com/memor-db/memor/kv/kvtest"
 )
@@ -19,37 +20,14 @@ import (
 // keeps users within a memory budget by it.
 const minRatio, maxRatio = 0.8, 1.25
 
-// heapAdded builds a graph and returns it with the heap it added: the
-// live heap after a collection, less the live heap before. The walks'
-// pool is emptied by the second collection (the first leaves it in the
-// victim cache), as it is not the graph's.
-func heapAdded(build func() *Graph) (*Graph, int64) {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	g := build()
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(g)
-	return g, int64(after.HeapAlloc) - int64(before.HeapAlloc)
-}
-
 // checkBytes builds a graph attempts times and fails unless Bytes is
 // within the bounds of the heap it added. Only the least heap counts:
 // noise (the runtime's and the test framework's own allocations) only
-// adds to it.
+// adds to it. (The walks' pool is emptied by heaptest's second
+// collection, as it is not the graph's.)
 func checkBytes(t *testing.T, attempts int, build func() *Graph) {
 	t.Helper()
-	var g *Graph
-	heap := int64(-1)
-	for range attempts {
-		h, n := heapAdded(build)
-		if heap < 0 || n < heap {
-			g, heap = h, n
-		}
-	}
+	g, heap := heaptest.Added(attempts, build)
 	r := float64(g.Bytes()) / float64(heap)
 	ents, edges := g.Len()
 	t.Logf("%d entities, %d edges: Bytes %d, heap %d: %.3f×", ents, edges, g.Bytes(), heap, r)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	realtext "github.com/memor-db/memor/internal/corpus"
+	"github.com/memor-db/memor/internal/memsize/heaptest"
 	"github.com/memor-db/memor/kv/kvtest"
 )
 
@@ -60,37 +61,6 @@ func longDocs() []string {
 		docs = append(docs, realtext.Words(r, 200+r.IntN(600)))
 	}
 	return docs
-}
-
-// heapNow is the live heap: the second collection frees what the first
-// left in sync.Pools' victim caches (the scratch buffers every index
-// shares), so that they count on neither side of a measurement.
-func heapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
-// heapOf builds an index and returns it with the heap it added: the
-// least over attempts, since what else the process allocates meanwhile
-// only adds.
-func heapOf(t *testing.T, attempts int, build func() *Index) (*Index, int) {
-	t.Helper()
-	var ix *Index
-	least := -1
-	for range attempts {
-		ix = nil
-		before := heapNow()
-		ix = build()
-		after := heapNow()
-		runtime.KeepAlive(ix)
-		if d := int(after) - int(before); least < 0 || d < least {
-			least = d
-		}
-	}
-	return ix, least
 }
 
 func addAll(t testing.TB, ix *Index, first int, docs []string) {
@@ -199,7 +169,7 @@ func TestBytesMatchesHeap(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(sh.name+"/"+c.name, func(t *testing.T) {
-				ix, heap := heapOf(t, 2, c.build)
+				ix, heap := heaptest.Added(2, c.build)
 				got := ix.Bytes()
 				r := float64(got) / float64(heap)
 				t.Logf("Bytes %d, heap %d: %.3f", got, heap, r)
@@ -227,7 +197,7 @@ func walk(ix *Index) int {
 func TestBytesBetweenWalks(t *testing.T) {
 	docs := chatDocs(2000)
 	long := longDocs()[:40]
-	before := heapNow()
+	before := heaptest.Live()
 	ix := New([]byte("u/"), Options{})
 	walks, last := 0, ix.acct.LastWalk()
 	lo, hi := 1.0, 1.0
@@ -280,7 +250,7 @@ func TestBytesBetweenWalks(t *testing.T) {
 		}
 		check(i+1, "replacements and deletes")
 	}
-	heap := int(heapNow()) - int(before)
+	heap := int(heaptest.Live() - before)
 	runtime.KeepAlive(ix)
 	runtime.KeepAlive(docs) // the texts were there before: not the index's
 	runtime.KeepAlive(long)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"runtime"
 	"testing"
+
+	"github.com/memor-db/memor/internal/memsize/heaptest"
 )
 
 // TestBytesMatchesHeap requires Bytes, the account the engine's index
@@ -77,13 +79,7 @@ func TestBytesMatchesHeap(t *testing.T) {
 // for the collector aside: two collections, as a sync.Pool's buffers
 // outlive one).
 func heapAdded(build func()) float64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := heaptest.Live()
 	build()
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	return float64(heaptest.Live() - before)
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/memor-db/memor/internal/memsize/heaptest"
 	"github.com/memor-db/memor/kv"
 	"github.com/memor-db/memor/kv/kvtest"
 )
@@ -83,34 +83,6 @@ func query(ix *Index, now time.Time) {
 	_ = ix.Visible(now, t0.Add(time.Hour))
 }
 
-// liveHeap returns the heap's live bytes. Two collections: the first
-// may leave what sync.Pools hold for the next.
-func liveHeap() int {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int(m.HeapAlloc)
-}
-
-// heapAdded returns the index build returns and what it adds to the live
-// heap: the least of three builds, since the runtime's own allocations
-// (the testing package's, a pool's) only ever add to a measurement.
-func heapAdded(build func() *Index) (*Index, int) {
-	var best *Index
-	least := math.MaxInt
-	for range 3 {
-		before := liveHeap()
-		ix := build()
-		added := liveHeap() - before
-		runtime.KeepAlive(ix)
-		if added < least {
-			best, least = ix, added
-		}
-	}
-	return best, least
-}
-
 // TestBytesMatchesHeap: Bytes is the heap an index adds, within
 // [0.8, 1.25] of it, in every form the engine holds an index in: built
 // by writes (all in the delta), queried (rebuilt, current set cached),
@@ -176,7 +148,7 @@ func TestBytesMatchesHeap(t *testing.T) {
 		}
 		for _, s := range shapes {
 			t.Run(fmt.Sprintf("n=%d/%s", n, s.name), func(t *testing.T) {
-				ix, heap := heapAdded(s.build)
+				ix, heap := heaptest.Added(3, s.build)
 				got := ix.Bytes()
 				ratio := float64(got) / float64(heap)
 				t.Logf("Bytes %d, heap added %d (%.1f a doc): %.3f", got, heap, float64(heap)/float64(ix.Len()), ratio)
