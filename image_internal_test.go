@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memor-db/memor/embed"
 	"github.com/memor-db/memor/index/hnsw"
 	"github.com/memor-db/memor/index/temporal"
 	"github.com/memor-db/memor/internal/corpus"
@@ -28,17 +29,17 @@ import (
 // same operations then hold the same bytes and answer the same.
 func openImaging(t *testing.T, dir string, images bool, minDocs int, lg *slog.Logger) *Engine {
 	t.Helper()
-	return openImagingWith(t, dir, images, minDocs, lg, hnsw.Options{})
+	return openImagingWith(t, dir, images, minDocs, lg, hnsw.Options{}, nil)
 }
 
 // openImagingWith is openImaging with the vector indexes' options.
-func openImagingWith(t *testing.T, dir string, images bool, minDocs int, lg *slog.Logger, vectors hnsw.Options) *Engine {
+func openImagingWith(t *testing.T, dir string, images bool, minDocs int, lg *slog.Logger, vectors hnsw.Options, emb embed.Embedder) *Engine {
 	t.Helper()
 	tune := defaultTuning()
 	tune.images, tune.imageMinDocs, tune.imageMinBytes = images, minDocs, 1
 	tune.vectors = vectors
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	e, err := openTuned(dir, Options{NoSync: true, Workers: 1, IndexCacheBytes: 1, Logger: lg,
+	e, err := openTuned(dir, Options{NoSync: true, Workers: 1, IndexCacheBytes: 1, Logger: lg, Embedder: emb,
 		Clock: func() time.Time { return at }}, tune)
 	if err != nil {
 		t.Fatal(err)
@@ -77,26 +78,45 @@ func answers(t *testing.T, e *Engine, user, q string) string {
 // image serves what the records hold, and no write leaves one stale.
 // With vectors=graph the users' vector indexes build their graph at 24
 // vectors and every vector search walks it, so a graph of the default
-// embedder's sparse vectors (and the dense ones of long texts) is imaged.
+// embedder's sparse vectors (and the dense ones of long texts) is imaged;
+// with vectors=graph-dense every vector is dense (an embedding model's
+// are), so the image's vectors, codes and lists are used where they lie
+// until a write copies them out.
 func TestIndexImageMatchesRecords(t *testing.T) {
 	t.Parallel()
+	graph := hnsw.Options{GraphAt: 24, ExactBelow: -1}
 	for _, c := range []struct {
 		name    string
 		vectors hnsw.Options
-	}{{"list", hnsw.Options{}}, {"graph", hnsw.Options{GraphAt: 24, ExactBelow: -1}}} {
+		emb     embed.Embedder
+	}{{"list", hnsw.Options{}, nil}, {"graph", graph, nil}, {"graph-dense", graph, denseEmbedder{embed.NewHash(0)}}} {
 		t.Run("vectors="+c.name, func(t *testing.T) {
 			t.Parallel()
-			imageMatchesRecords(t, c.vectors)
+			imageMatchesRecords(t, c.vectors, c.emb)
 		})
 	}
 }
 
-func imageMatchesRecords(t *testing.T, vectors hnsw.Options) {
+// denseEmbedder is the default embedder with every component moved off
+// zero: vectors held dense, as an embedding model's are.
+type denseEmbedder struct{ embed.Embedder }
+
+func (d denseEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	vs, err := d.Embedder.Embed(ctx, texts)
+	for _, v := range vs {
+		for i := range v {
+			v[i] += 0.01 * float32(1+i%7)
+		}
+	}
+	return vs, err
+}
+
+func imageMatchesRecords(t *testing.T, vectors hnsw.Options, emb embed.Embedder) {
 	texts := corpus.MustTexts()
 	ctx := context.Background()
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	open := func() (*Engine, *Engine) {
-		return openImagingWith(t, dirA, true, 8, nil, vectors), openImagingWith(t, dirB, false, 8, nil, vectors)
+		return openImagingWith(t, dirA, true, 8, nil, vectors, emb), openImagingWith(t, dirB, false, 8, nil, vectors, emb)
 	}
 	a, b := open()
 	defer func() { a.Close(); b.Close() }()
