@@ -25,7 +25,7 @@ import (
 // does), and LoadImage builds, slot for slot, the index Load builds.
 //
 // Layout (every integer little-endian, fixed width, so that each array is
-// one copy into the typed memory the index holds):
+// the typed memory the index holds, used in place or copied at once):
 //
 //	0x03                      image version (1: a graph's vectors were
 //	                          all held dense; 2: no padding)
@@ -67,16 +67,19 @@ import (
 // is dense, the codes. The index never writes the image: the sparse
 // entries are only ever appended to, which copies them out, and the
 // first write after a load copies the rest out (own). The IDs, levels
-// and bounds are copied, each array at once. A sparse vector costs 6 bytes a component (a fact
-// of the default embedder 150 to 600 bytes, its record 120 to 400), and
-// with a graph 4·(2M+1) of layer-0 list more; a dense 384-d vector 4·384 bytes, with a graph 384 + 12 and
-// the lists more, about 2.3 times its records, bought with a tenth of the
-// load.
+// and bounds are copied, each array at once.
+//
+// A sparse vector costs 6 bytes a component (a fact of the default
+// embedder 150 to 600 bytes, its record 120 to 400), and with a graph
+// 4·(2M+1) of layer-0 list more; a dense 384-d vector 4·384 bytes, with
+// a graph 384 + 12 and the lists more, about 2.3 times its records,
+// bought with a tenth of the load.
 //
 // LoadImage checks the structure whole (lengths, IDs ascending, sparse
 // counts under dim/2 and indexes below dim, list counts, targets and
-// padding, levels and the entry point), so that a damaged image fails with [ErrCorrupt] and
-// never in a later search or write. The values are not checked: a vector
+// unused entries, the padding, levels and the entry point), so that a
+// damaged image fails with [ErrCorrupt] and never in a later search or
+// write. The values are not checked: a vector
 // may hold NaN or ±Inf (Dot accepts subnormal vectors, whose halves are
 // persisted as such), and a changed value is served as it is.
 const imageVersion = 3
