@@ -445,16 +445,20 @@ func LoadImage(img []byte, prefix []byte) (*Graph, error) {
 
 	// The identity order: strictly ascending (so identities are unique)
 	// over n entries, a permutation.
+	// (The last identity is kept: the entities are read in this order,
+	// not their own, and each read is a cache miss.)
 	x := &imageIndex{byNorm: make([]uint32, n)}
+	var last string
 	for i := range x.byNorm {
 		id := uint32(r.uv("identity order", n-1))
 		if r.err != nil {
 			return nil, r.err
 		}
-		if i > 0 && g.ents[x.byNorm[i-1]].norm >= g.ents[id].norm {
-			return nil, fmt.Errorf("%w: image: identity %q out of order", ErrCorrupt, g.ents[id].norm)
+		norm := g.ents[id].norm
+		if i > 0 && last >= norm {
+			return nil, fmt.Errorf("%w: image: identity %q out of order", ErrCorrupt, norm)
 		}
-		x.byNorm[i] = id
+		x.byNorm[i], last = id, norm
 	}
 	// The match lists, checked as installEntity would build them: every
 	// entity with words is in the list of its first word, in cmpMatch
