@@ -910,11 +910,17 @@ func addFact[K string | []byte](ui *userIndex, ef *episodeFacts, id [idLen]byte,
 		d.lastSeq = ef.seq
 		c := cap(ef.facts)
 		ef.facts = append(ef.facts, d)
-		ui.entries += int64(memsize.Slice(cap(ef.facts), 8) - memsize.Slice(c, 8))
+		if cap(ef.facts) != c {
+			ui.entries += int64(memsize.Slice(cap(ef.facts), 8) - memsize.Slice(c, 8))
+		}
 	}
+	// (Most versions leave the capacities as they were: only a growth
+	// is priced.)
 	c := cap(d.rest)
 	d.add(doc)
-	ui.entries += int64(memsize.Slice(cap(d.rest), 4) - memsize.Slice(c, 4))
+	if cap(d.rest) != c {
+		ui.entries += int64(memsize.Slice(cap(d.rest), 4) - memsize.Slice(c, 4))
+	}
 }
 
 // setSlot is a slot of an episode's subjects or contexts: a string's

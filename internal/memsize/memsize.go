@@ -29,22 +29,42 @@ const pageBytes = 8192
 // pointers (short strings, what the indexes hold most) into shared
 // 16-byte blocks.
 func Alloc(n int) int {
-	if n <= 8 {
+	switch {
+	case n <= 8:
 		return max(n, 0)
+	case n <= smallMax:
+		return int(classes[bySmall[(n+7)>>3]])
+	case n <= int(classes[len(classes)-1]):
+		return int(classes[byLarge[(n-smallMax+127)>>7]])
 	}
-	if n > int(classes[len(classes)-1]) {
-		return (n + pageBytes - 1) / pageBytes * pageBytes
-	}
-	lo, hi := 0, len(classes)-1
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if int(classes[mid]) < n {
-			lo = mid + 1
-		} else {
-			hi = mid
+	return (n + pageBytes - 1) / pageBytes * pageBytes
+}
+
+// The runtime's own lookup of a size's class (size_to_class8 and
+// size_to_class128 in runtime/sizeclasses.go): by
+// 8-byte steps up to smallMax, by 128-byte steps above. Accounts price
+// an allocation at every write, so this is a table, not a search.
+const smallMax = 1024
+
+var bySmall, byLarge = classTables()
+
+// classTables returns, for each step, the index of the least class that
+// holds its largest size.
+func classTables() (small [smallMax/8 + 1]uint8, large [(32768-smallMax)/128 + 1]uint8) {
+	least := func(n int) uint8 {
+		i := 0
+		for int(classes[i]) < n {
+			i++
 		}
+		return uint8(i)
 	}
-	return int(classes[lo])
+	for i := range small {
+		small[i] = least(i * 8)
+	}
+	for i := range large {
+		large[i] = least(smallMax + i*128)
+	}
+	return small, large
 }
 
 // Slice is what a slice of capacity c of elements of elem bytes takes.

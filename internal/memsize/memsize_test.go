@@ -85,3 +85,25 @@ func TestMapSizedMatchesRuntime(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocClasses: Alloc's tables give, for every size up to the largest
+// class and a page past it, the least class that holds it.
+func TestAllocClasses(t *testing.T) {
+	for n := -1; n <= 32768+2*pageBytes; n++ {
+		want := max(n, 0)
+		switch {
+		case n > 32768:
+			want = (n + pageBytes - 1) / pageBytes * pageBytes
+		case n > 8:
+			for _, c := range classes {
+				if int(c) >= n {
+					want = int(c)
+					break
+				}
+			}
+		}
+		if got := Alloc(n); got != want {
+			t.Fatalf("Alloc(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
