@@ -273,21 +273,8 @@ func TestBytesConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	queries := termQueries(src, 1)
-	var work, reader sync.WaitGroup
-	stop := make(chan struct{})
-	reader.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if ix.Bytes() <= 0 {
-				t.Error("Bytes is not positive")
-				return
-			}
-		}
-	})
+	var work sync.WaitGroup
+	stop := heaptest.ReadBeside(t, ix.Bytes)
 	work.Go(func() {
 		for _, q := range queries {
 			if _, err := ix.Search(ctx, q, 5, nil); err != nil {
@@ -305,8 +292,7 @@ func TestBytesConcurrent(t *testing.T) {
 		}
 	})
 	work.Wait()
-	close(stop)
-	reader.Wait()
+	stop()
 	if got, want := ix.Bytes(), walk(ix); float64(got) < minRatio*float64(want) || float64(got) > maxRatio*float64(want) {
 		t.Errorf("Bytes %d, a walk counts %d", got, want)
 	}

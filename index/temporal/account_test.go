@@ -253,21 +253,7 @@ func TestBytesTracksWrites(t *testing.T) {
 // the current set) and rebuilds: run with -race.
 func TestBytesConcurrent(t *testing.T) {
 	ix, u := fromImage(t, nil, 3_000)
-	var readers sync.WaitGroup
-	stop := make(chan struct{})
-	readers.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if ix.Bytes() <= 0 {
-				t.Error("Bytes is not positive")
-				return
-			}
-		}
-	})
+	stop := heaptest.ReadBeside(t, ix.Bytes)
 	end := u.clock
 	var queriers sync.WaitGroup
 	for g := range 2 {
@@ -285,6 +271,5 @@ func TestBytesConcurrent(t *testing.T) {
 		u.write(t, ix, discard{}, 5)
 	}
 	queriers.Wait()
-	close(stop)
-	readers.Wait()
+	stop()
 }

@@ -6,6 +6,8 @@ package heaptest
 import (
 	"math"
 	"runtime"
+	"sync"
+	"testing"
 )
 
 // Live is the heap's live bytes. Two collections: the first finishes
@@ -37,4 +39,31 @@ func Added[T any](attempts int, build func() T) (T, int64) {
 		least = min(least, added)
 	}
 	return v, least
+}
+
+// ReadBeside reads bytes (an index's Bytes) over and over on a goroutine
+// of its own, as the engine's cache reads an account beside the index's
+// writers, failing t if it is ever not positive, until the returned stop
+// is called, which waits for it. Run under -race: an account is read
+// without the writers' lock.
+func ReadBeside(t testing.TB, bytes func() int) (stop func()) {
+	done := make(chan struct{})
+	var reader sync.WaitGroup
+	reader.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if bytes() <= 0 {
+				t.Error("Bytes is not positive")
+				return
+			}
+		}
+	})
+	return func() {
+		close(done)
+		reader.Wait()
+	}
 }
